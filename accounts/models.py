@@ -1,0 +1,70 @@
+"""Users with a role, and API tokens for programs."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.utils import timezone
+
+
+class Role(models.TextChoices):
+    TEACHER = "teacher", "Teacher"
+    STUDENT = "student", "Student"
+
+
+class User(AbstractUser):
+    """A CurreChat user. Teachers own collections and prompts; students join prompts."""
+
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.STUDENT)
+
+    @property
+    def is_teacher(self) -> bool:
+        # Superusers run the instance and may do everything a teacher does.
+        return self.role == Role.TEACHER or self.is_superuser
+
+    @property
+    def is_student(self) -> bool:
+        return self.role == Role.STUDENT and not self.is_superuser
+
+
+def _hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def user_for(self, raw: str) -> User | None:
+        """The active user a raw bearer token belongs to, or None."""
+        token = self.select_related("user").filter(key_hash=_hash_token(raw)).first()
+        if token is None or not token.user.is_active:
+            return None
+        # Touch at most once a minute so busy programs don't write on every request.
+        now = timezone.now()
+        if token.last_used is None or (now - token.last_used).total_seconds() > 60:
+            type(self)(self.model).filter(pk=token.pk).update(last_used=now)
+        return token.user
+
+
+class ApiToken(models.Model):
+    """A bearer token. Only its hash is stored; the raw value is shown once, at creation."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=8, editable=False, help_text="First characters, to tell tokens apart.")
+    created = models.DateTimeField(auto_now_add=True)
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    @classmethod
+    def issue(cls, user: User, name: str = "") -> tuple[ApiToken, str]:
+        raw = "cc_" + secrets.token_urlsafe(32)
+        token = cls.objects.create(user=user, name=name, key_hash=_hash_token(raw), prefix=raw[:8])
+        return token, raw

@@ -1,0 +1,143 @@
+"""REST endpoints for collections and their files. Thin: check, parse, call the model layer."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from ninja import Field, Router, Schema
+
+from accounts.models import User
+from accounts.permissions import get_collection_for_edit, require_teacher
+from collections_app.models import Collection
+from currechat.errors import CurreChatError
+from rag.languages import LANGUAGES
+from rag.providers.registry import UnknownModel, get_embedding_model
+
+router = Router(tags=["collections"])
+
+
+class CollectionIn(Schema):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    language: str = "english"
+    embedding_model: str | None = None
+    co_owners: list[str] = Field(default_factory=list, description="Usernames of teachers who co-own it.")
+
+
+class CollectionPatch(Schema):
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = None
+    language: str | None = None
+    embedding_model: str | None = None
+    co_owners: list[str] | None = None
+
+
+class CollectionOut(Schema):
+    id: int
+    name: str
+    description: str
+    language: str
+    embedding_model: str
+    owner: str
+    co_owners: list[str]
+    file_count: int
+    created: datetime
+    updated: datetime
+
+
+def collection_out(collection: Collection) -> dict:
+    return {
+        "id": collection.id,
+        "name": collection.name,
+        "description": collection.description,
+        "language": collection.language,
+        "embedding_model": collection.embedding_model,
+        "owner": collection.owner.username,
+        "co_owners": [u.username for u in collection.co_owners.all()],
+        "file_count": collection.files.count(),
+        "created": collection.created,
+        "updated": collection.updated,
+    }
+
+
+def _check_language(language: str) -> None:
+    if language not in LANGUAGES:
+        raise CurreChatError(f"'{language}' is not a supported language; choose one of: {', '.join(LANGUAGES)}.")
+
+
+def _check_embedding_model(name: str) -> None:
+    try:
+        get_embedding_model(name)
+    except UnknownModel:
+        raise
+    except CurreChatError as exc:  # a known provider but an unreachable server is fine to save
+        raise CurreChatError(str(exc)) from exc
+
+
+def _teachers(usernames: list[str], owner) -> list:
+    users = list(User.objects.filter(username__in=usernames))
+    missing = sorted(set(usernames) - {u.username for u in users})
+    if missing:
+        raise CurreChatError(f"No such user: {', '.join(missing)}.")
+    not_teachers = [u.username for u in users if not u.is_teacher]
+    if not_teachers:
+        raise CurreChatError(f"Only teachers can co-own a collection: {', '.join(not_teachers)} is not a teacher.")
+    return [u for u in users if u.pk != owner.pk]
+
+
+@router.get("/collections", response=list[CollectionOut])
+def list_collections(request):
+    require_teacher(request.user)
+    collections = Collection.objects.editable_by(request.user).select_related("owner").prefetch_related("co_owners")
+    return [collection_out(c) for c in collections]
+
+
+@router.post("/collections", response={201: CollectionOut})
+def create_collection(request, data: CollectionIn):
+    require_teacher(request.user)
+    _check_language(data.language)
+    embedding = data.embedding_model or Collection._meta.get_field("embedding_model").get_default()
+    _check_embedding_model(embedding)
+    with transaction.atomic():
+        collection = Collection.objects.create(
+            name=data.name.strip(),
+            description=data.description,
+            language=data.language,
+            embedding_model=embedding,
+            owner=request.user,
+        )
+        collection.co_owners.set(_teachers(data.co_owners, request.user))
+    return 201, collection_out(collection)
+
+
+@router.get("/collections/{collection_id}", response=CollectionOut)
+def get_collection(request, collection_id: int):
+    return collection_out(get_collection_for_edit(request.user, collection_id))
+
+
+@router.patch("/collections/{collection_id}", response=CollectionOut)
+def update_collection(request, collection_id: int, data: CollectionPatch):
+    collection = get_collection_for_edit(request.user, collection_id)
+    changes = data.dict(exclude_unset=True)
+    if "language" in changes:
+        _check_language(changes["language"])
+    if "embedding_model" in changes:
+        _check_embedding_model(changes["embedding_model"])
+    with transaction.atomic():
+        for field in ("name", "description", "language", "embedding_model"):
+            if changes.get(field) is not None:
+                setattr(collection, field, changes[field])
+        collection.save()
+        if changes.get("co_owners") is not None:
+            if request.user != collection.owner and not request.user.is_superuser:
+                raise CurreChatError("Only the collection's owner can change its co-owners.")
+            collection.co_owners.set(_teachers(changes["co_owners"], collection.owner))
+    return collection_out(collection)
+
+
+@router.delete("/collections/{collection_id}", response={204: None})
+def delete_collection(request, collection_id: int):
+    collection = get_collection_for_edit(request.user, collection_id)
+    collection.delete()
+    return 204, None

@@ -1,0 +1,118 @@
+"""Source Material Collections and their files. Django is the source of truth; Redis is derived."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from rag.languages import LANGUAGE_CHOICES
+
+
+class CollectionQuerySet(models.QuerySet):
+    def editable_by(self, user) -> CollectionQuerySet:
+        """Collections a teacher owns or co-owns (all of them for a superuser)."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_superuser:
+            return self.all()
+        return self.filter(Q(owner=user) | Q(co_owners=user)).distinct()
+
+    def searchable_by(self, user) -> CollectionQuerySet:
+        """Collections a user may search: editable ones, plus those of active prompts a student joined."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_superuser:
+            return self.all()
+        return self.filter(
+            Q(owner=user) | Q(co_owners=user) | Q(prompts__enrollments__student=user, prompts__active=True)
+        ).distinct()
+
+
+def _default_embedding_model() -> str:
+    return settings.EMBEDDING_MODEL
+
+
+class Collection(models.Model):
+    """A Source Material Collection: files in one language, indexed with one embedding model."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    language = models.CharField(max_length=32, choices=LANGUAGE_CHOICES, default="english")
+    embedding_model = models.CharField(
+        max_length=200,
+        default=_default_embedding_model,
+        help_text="Changing it requires re-indexing (manage.py reindex --collection ID).",
+    )
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="collections")
+    co_owners = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="co_owned_collections")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    objects = CollectionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def is_editable_by(self, user) -> bool:
+        if not user.is_authenticated:
+            return False
+        return user.is_superuser or self.owner_id == user.id or self.co_owners.filter(pk=user.pk).exists()
+
+
+class FileStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    PROCESSING = "processing", "Processing"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class FileType(models.TextChoices):
+    TEXT = "text", "Text"
+    MARKDOWN = "markdown", "Markdown"
+    HTML = "html", "HTML"
+    PDF = "pdf", "PDF"
+
+
+class PdfMode(models.TextChoices):
+    AUTO = "auto", "Automatic (VLM when reachable)"
+    VLM = "vlm", "Vision-language model"
+    FAST = "fast", "Fast text extraction"
+
+
+def _upload_to(instance: SourceFile, filename: str) -> str:
+    # The sha256 names the stored file, so a name chosen by the uploader never reaches the disk.
+    return f"collections/{instance.collection_id}/{instance.sha256}"
+
+
+class SourceFile(models.Model):
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="files")
+    original_name = models.CharField(max_length=255)
+    file = models.FileField(upload_to=_upload_to, max_length=500)
+    file_type = models.CharField(max_length=16, choices=FileType.choices)
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=FileStatus.choices, default=FileStatus.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    notes = models.TextField(blank=True, help_text="Warnings that did not stop ingestion.")
+    pdf_mode = models.CharField(max_length=8, choices=PdfMode.choices, default=PdfMode.AUTO)
+    pages = models.PositiveIntegerField(null=True, blank=True)
+    chunk_count = models.PositiveIntegerField(default=0)
+    markdown = models.TextField(blank=True, help_text="The extracted text, as the model will see it.")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "sha256"], name="unique_file_content_per_collection")
+        ]
+
+    def __str__(self) -> str:
+        return self.original_name

@@ -1,0 +1,55 @@
+"""Ingestion progress as typed events on the channel layer (group per collection)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal, TypedDict
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+
+class FileProgressEvent(TypedDict):
+    type: Literal["file_progress"]
+    file_id: int
+    name: str
+    status: str
+    progress: int
+    error: str
+    notes: str
+    pages: int | None
+    chunk_count: int
+    detail: str
+
+
+def group_name(collection_id: int) -> str:
+    return f"collection_{collection_id}"
+
+
+def file_event(source_file, detail: str = "") -> FileProgressEvent:
+    return FileProgressEvent(
+        type="file_progress",
+        file_id=source_file.id,
+        name=source_file.original_name,
+        status=source_file.status,
+        progress=source_file.progress,
+        error=source_file.error,
+        notes=source_file.notes,
+        pages=source_file.pages,
+        chunk_count=source_file.chunk_count,
+        detail=detail,
+    )
+
+
+def publish(collection_id: int, event: FileProgressEvent) -> None:
+    """Send an event to everyone watching the collection. Never fails the caller's work."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        # The consumer method that receives it is named after the channel message type.
+        async_to_sync(layer.group_send)(group_name(collection_id), {"type": "progress.event", "event": event})
+    except Exception:  # noqa: BLE001 — progress is best effort; the database holds the truth
+        log.warning("Could not publish progress for collection %s", collection_id, exc_info=True)

@@ -1,0 +1,99 @@
+"""The one NinjaAPI, under /api/v1/ (OpenAPI docs at /api/v1/docs)."""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer, SessionAuth
+
+from accounts.models import ApiToken
+from currechat.errors import CurreChatError
+from currechat.health import get_health
+
+log = logging.getLogger(__name__)
+
+
+class BearerAuth(HttpBearer):
+    def authenticate(self, request, token):
+        user = ApiToken.objects.user_for(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+class BrowserSession(SessionAuth):
+    """Session auth for the pages' scripts; unsafe methods need the CSRF token header."""
+
+
+api = NinjaAPI(
+    title="CurreChat API",
+    version="1",
+    urls_namespace="api",
+    auth=[BearerAuth(), BrowserSession()],
+    docs_url="/docs",
+)
+
+
+@api.exception_handler(CurreChatError)
+def _curre_error(request, exc: CurreChatError):
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(Http404)
+def _not_found(request, exc):
+    return api.create_response(request, {"detail": "Not found."}, status=404)
+
+
+@api.exception_handler(PermissionDenied)
+def _forbidden(request, exc):
+    return api.create_response(request, {"detail": str(exc) or "You may not do this."}, status=403)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request, exc):
+    return api.create_response(
+        request, {"detail": "Log in, or send 'Authorization: Bearer <token>' (manage.py create_api_token)."}, status=401
+    )
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request, exc: ValidationError):
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg')}" for e in exc.errors
+    )
+    return api.create_response(request, {"detail": f"Invalid input: {problems}", "errors": exc.errors}, status=422)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request, exc: HttpError):
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(redis.RedisError)
+def _redis_down(request, exc):
+    log.warning("Redis unavailable during %s: %s", request.path, exc)
+    return api.create_response(
+        request, {"detail": "The search index (Redis) cannot be reached right now; try again shortly."}, status=503
+    )
+
+
+@api.get("/health", auth=None, tags=["health"])
+def health(request):
+    """Whether Redis (with search) and the model server are reachable, and which models are set."""
+    return get_health().as_dict()
+
+
+def _register_routers() -> None:
+    from chat.api import router as chat_router
+    from collections_app.api import router as collections_router
+
+    api.add_router("/", collections_router)
+    api.add_router("/", chat_router)
+
+
+_register_routers()

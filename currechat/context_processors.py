@@ -1,0 +1,5 @@
+from currechat.health import get_health
+
+
+def service_status(request):
+    return {"health": get_health()}

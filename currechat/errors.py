@@ -1,0 +1,33 @@
+"""The error hierarchy. Each error carries a sentence a user can act on; logs keep the detail."""
+
+from __future__ import annotations
+
+
+class CurreChatError(Exception):
+    """Base class. `str(error)` is shown to users, so write it as a sentence they can act on."""
+
+    status_code = 400
+
+
+class NotFound(CurreChatError):
+    status_code = 404
+
+
+class Conflict(CurreChatError):
+    status_code = 409
+
+
+class ServiceUnavailable(CurreChatError):
+    """A backing service (Redis, the model server) cannot be reached right now."""
+
+    status_code = 503
+
+
+class ProviderError(CurreChatError):
+    """A model server failed. `retryable` says whether trying again may help."""
+
+    status_code = 503
+
+    def __init__(self, message: str, *, retryable: bool = True):
+        super().__init__(message)
+        self.retryable = retryable

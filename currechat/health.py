@@ -1,0 +1,120 @@
+"""Is Redis (with search) reachable? Is the model server? Which models are configured?
+
+The result feeds the status badge on every page and `/api/v1/health`. It is cached for a few
+seconds per process so a busy page doesn't ping both services on every request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+import redis
+from django.conf import settings
+
+from currechat.errors import ProviderError
+from currechat.redis_client import get_redis
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Health:
+    redis: ServiceState
+    model_server: ServiceState
+    models: dict[str, str]
+    available_models: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.redis.ok
+
+    @property
+    def llm_available(self) -> bool:
+        """The configured chat model is on a reachable server."""
+        return self.model_server.ok and _has_model(self.available_models, self.models["chat"])
+
+    @property
+    def vlm_available(self) -> bool:
+        return self.model_server.ok and _has_model(self.available_models, self.models["vlm"])
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["ok"] = self.ok
+        data["llm_available"] = self.llm_available
+        data["vlm_available"] = self.vlm_available
+        return data
+
+
+def _has_model(available: list[str], name: str) -> bool:
+    from rag.providers.registry import split_name
+
+    _, model = split_name(name)
+    wanted = {model, f"{model}:latest"} if ":" not in model else {model}
+    return bool(wanted & set(available))
+
+
+def check_redis() -> ServiceState:
+    try:
+        client = get_redis()
+        modules = client.execute_command("MODULE", "LIST")
+    except redis.RedisError as exc:
+        return ServiceState(False, f"Redis at {settings.REDIS_URL} cannot be reached ({exc.__class__.__name__}).")
+    names = {(m.get(b"name") or m.get("name") or b"").decode().lower() if isinstance(m, dict) else "" for m in modules}
+    if "search" not in names:
+        return ServiceState(
+            False,
+            "Redis is running but has no search module: use Redis Stack, or Redis 8 with the Query Engine.",
+        )
+    return ServiceState(True, "Redis with search is reachable.")
+
+
+def check_model_server() -> tuple[ServiceState, list[str]]:
+    from rag.providers.ollama import list_models
+
+    try:
+        available = list_models(settings.OLLAMA_HOST, timeout=2.0)
+    except ProviderError:
+        return ServiceState(False, f"No model server at {settings.OLLAMA_HOST}."), []
+    return ServiceState(True, f"Model server at {settings.OLLAMA_HOST} lists {len(available)} models."), available
+
+
+def configured_models() -> dict[str, str]:
+    return {
+        "chat": settings.CHAT_MODEL,
+        "vlm": settings.VLM_MODEL,
+        "curation": settings.CURATION_MODEL,
+        "embedding": settings.EMBEDDING_MODEL,
+    }
+
+
+_lock = threading.Lock()
+_cached: tuple[float, str, Health] | None = None
+
+
+def get_health(*, fresh: bool = False) -> Health:
+    global _cached
+    key = f"{settings.REDIS_URL}|{settings.OLLAMA_HOST}"
+    now = time.monotonic()
+    with _lock:
+        if not fresh and _cached and _cached[1] == key and now - _cached[0] < settings.HEALTH_CACHE_SECONDS:
+            return _cached[2]
+    model_state, available = check_model_server()
+    health = Health(
+        redis=check_redis(), model_server=model_state, models=configured_models(), available_models=available
+    )
+    with _lock:
+        _cached = (time.monotonic(), key, health)
+    return health
+
+
+def check_search_module_or_exit() -> None:
+    """Start-up check used by `make run`: say clearly what to install instead of failing later."""
+    state = check_redis()
+    if not state.ok:
+        raise SystemExit(f"CurreChat cannot start: {state.detail}")

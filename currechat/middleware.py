@@ -1,0 +1,41 @@
+"""Turn domain errors and a lost backing service into readable pages instead of server errors."""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from django.contrib.auth.views import redirect_to_login
+from django.shortcuts import render
+
+from accounts.permissions import NotAuthenticated
+from currechat.errors import CurreChatError
+
+log = logging.getLogger(__name__)
+
+REDIS_DOWN = (
+    "The search index and task queue (Redis) cannot be reached right now. Your data is safe; try again "
+    "in a moment, and if this persists ask your administrator to check Redis."
+)
+
+
+class ServiceUnavailableMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if request.path.startswith("/api/"):
+            return None  # the API answers JSON through its own handlers
+        if isinstance(exception, NotAuthenticated):
+            return redirect_to_login(request.get_full_path())
+        if isinstance(exception, redis.RedisError):
+            log.warning("Redis unavailable during %s: %s", request.path, exception)
+            return render(request, "error.html", {"title": "Service unavailable", "message": REDIS_DOWN}, status=503)
+        if isinstance(exception, CurreChatError):
+            titles = {403: "Not allowed", 404: "Not found", 503: "Service unavailable"}
+            context = {"title": titles.get(exception.status_code, "Something is wrong"), "message": str(exception)}
+            return render(request, "error.html", context, status=exception.status_code)
+        return None

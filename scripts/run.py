@@ -1,0 +1,97 @@
+"""`make run`: start Redis Stack (unless REDIS_URL is set), migrate, seed the demo, then the worker
+and the web server together; Ctrl-C stops them all.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from scripts.redis_stack import RedisStackError, embedded_server  # noqa: E402
+
+PY = sys.executable
+
+
+def manage(*args: str, env: dict) -> None:
+    subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, check=True)
+
+
+def main() -> int:
+    env = dict(os.environ)
+    env.setdefault("DEBUG", "1")
+    host = env.get("HOST", "127.0.0.1")
+    port = env.get("PORT", "8000")
+    redis_server = None
+    if "REDIS_URL" not in env:
+        redis_server = embedded_server()
+        if redis_server.ping():
+            print(f"Reusing the Redis Stack already running on {redis_server.url}")
+            redis_server = None
+        else:
+            try:
+                redis_server.start()
+            except RedisStackError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            print(f"Redis Stack started on {redis_server.url} (data in var/redis)")
+        env["REDIS_URL"] = f"redis://127.0.0.1:{os.environ.get('EMBEDDED_REDIS_PORT', '6479')}/0"
+
+    children: list[subprocess.Popen] = []
+
+    def stop(*_args) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+        for child in children:
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        if redis_server is not None:
+            redis_server.stop()
+            print("Redis Stack stopped.")
+
+    try:
+        manage("check_services", env=env)
+        manage("migrate", "--noinput", env=env)
+        manage("seed_demo", env=env)
+        worker = [
+            PY,
+            "manage.py",
+            "rqworker",
+            "--job-class",
+            "django_tasks_rq.Job",
+            "--with-scheduler",
+            "default",
+            "ingest",
+        ]
+        children.append(subprocess.Popen(worker, cwd=ROOT, env=env))
+        children.append(
+            subprocess.Popen(
+                [PY, "-m", "daphne", "-b", host, "-p", port, "currechat.asgi:application"], cwd=ROOT, env=env
+            )
+        )
+        print(f"\nCurreChat is running at http://{host}:{port}/  (Ctrl-C stops the web server, worker and Redis)\n")
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        while all(child.poll() is None for child in children):
+            time.sleep(0.5)
+        print("A CurreChat process exited; stopping the others.", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as exc:
+        print(f"error: '{' '.join(exc.cmd[1:])}' failed; see the message above.", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Shared fixtures: the named users of every permission test, clients, and the real services."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from accounts.models import Role, User
+from chat.models import Enrollment, Prompt
+from collections_app.models import Collection
+from currechat.redis_client import get_redis
+from tests import services
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.fixture
+def ollama():
+    """The Ollama-protocol test server, reset before and after the test."""
+    fake = services.fake_ollama()
+    fake.reset()
+    yield fake
+    fake.reset()
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis():
+    yield
+    try:
+        get_redis().flushdb()
+    except Exception:  # noqa: BLE001 — a test may have pointed the app at a stopped server
+        pass
+
+
+def _user(username: str, role: str, **extra) -> User:
+    return User.objects.create_user(username=username, password=PASSWORD, role=role, **extra)
+
+
+@pytest.fixture
+def owner(db):
+    return _user("olga-owner", Role.TEACHER)
+
+
+@pytest.fixture
+def co_owner(db):
+    return _user("cora-coowner", Role.TEACHER)
+
+
+@pytest.fixture
+def other_teacher(db):
+    return _user("otto-teacher", Role.TEACHER)
+
+
+@pytest.fixture
+def student(db):
+    return _user("sam-student", Role.STUDENT)
+
+
+@pytest.fixture
+def other_student(db):
+    return _user("oona-student", Role.STUDENT)
+
+
+@pytest.fixture
+def admin_user(db):
+    return _user("ada-admin", Role.TEACHER, is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def collection(owner, co_owner):
+    c = Collection.objects.create(name="Statistics 101", language="english", owner=owner)
+    c.co_owners.add(co_owner)
+    return c
+
+
+@pytest.fixture
+def prompt(owner, collection, student):
+    p = Prompt.objects.create(owner=owner, name="Stats helper", system_prompt="Be kind.")
+    p.collections.add(collection)
+    Enrollment.objects.create(student=student, prompt=p)
+    return p
+
+
+@pytest.fixture
+def client_for(db):
+    def make(user: User | None) -> Client:
+        c = Client()
+        if user is not None:
+            c.force_login(user)
+        return c
+
+    return make

@@ -1,0 +1,74 @@
+"""The status badge and /api/v1/health tell the truth about Redis and the model server."""
+
+from __future__ import annotations
+
+import pytest
+
+from scripts.redis_stack import RedisStackServer, free_port
+
+
+@pytest.mark.django_db
+def test_health_reports_redis_search_and_models(client, ollama, settings):
+    data = client.get("/api/v1/health").json()
+    assert data["redis"]["ok"] is True
+    assert data["model_server"]["ok"] is True
+    assert data["models"]["chat"] == settings.CHAT_MODEL
+    assert data["models"]["embedding"] == settings.EMBEDDING_MODEL
+    assert data["llm_available"] is True
+
+
+@pytest.mark.django_db
+def test_health_says_when_chat_model_is_missing_on_server(client, ollama):
+    ollama.models = ["some-other-model:1b"]
+    data = client.get("/api/v1/health").json()
+    assert data["model_server"]["ok"] is True
+    assert data["llm_available"] is False
+
+
+def test_every_page_shows_connected_models(client_for, owner, ollama, settings):
+    page = client_for(owner).get("/").content.decode()
+    assert "Search index: connected" in page
+    assert settings.CHAT_MODEL in page and settings.EMBEDDING_MODEL in page
+
+
+def test_pages_say_when_no_model_server(client_for, owner, settings):
+    settings.OLLAMA_HOST = f"http://127.0.0.1:{free_port()}"
+    response = client_for(owner).get("/")
+    assert response.status_code == 200
+    assert "no model server" in response.content.decode()
+    assert response.client.get("/api/v1/health").json()["model_server"]["ok"] is False
+
+
+def test_redis_down_then_back_without_restart(client_for, owner, settings, tmp_path, ollama):
+    server = RedisStackServer(port=free_port(), data_dir=tmp_path / "r", persistent=False)
+    server.start()
+    settings.REDIS_URL = server.url
+    client = client_for(owner)
+    try:
+        assert client.get("/api/v1/health").json()["redis"]["ok"] is True
+        server.stop()
+
+        health = client.get("/api/v1/health").json()
+        assert health["redis"]["ok"] is False
+        assert "cannot be reached" in health["redis"]["detail"]
+        page = client.get("/")
+        assert page.status_code == 200
+        assert "Search index: <strong>unavailable</strong>" in page.content.decode()
+
+        server.start()
+        assert client.get("/api/v1/health").json()["redis"]["ok"] is True
+        assert "Search index: connected" in client.get("/").content.decode()
+    finally:
+        server.stop()
+
+
+def test_redis_without_search_module_is_named_clearly(client, settings, tmp_path, db):
+    server = RedisStackServer(port=free_port(), data_dir=tmp_path / "plain", persistent=False, with_search=False)
+    server.start()
+    settings.REDIS_URL = server.url
+    try:
+        detail = client.get("/api/v1/health").json()["redis"]
+        assert detail["ok"] is False
+        assert "Redis Stack, or Redis 8 with the Query Engine" in detail["detail"]
+    finally:
+        server.stop()
