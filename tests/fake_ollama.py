@@ -245,7 +245,8 @@ class FakeOllama:
                             time.sleep(reply.delay)
                         self._line({**base, "message": {"role": "assistant", "content": piece}, "done": False})
                     if calls:
-                        self._line({**base, "message": {"role": "assistant", "content": "", "tool_calls": calls}, "done": False})
+                        message = {"role": "assistant", "content": "", "tool_calls": calls}
+                        self._line({**base, "message": message, "done": False})
                     self._line(done)
                     self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
