@@ -12,6 +12,7 @@ urlpatterns = [
     path("join/", views.join_by_code, name="join"),
     path("join/<str:code>/", views.join_link, name="join_link"),
     path("collections/", include("collections_app.urls")),
+    path("collections/", include("rag.urls")),
     path("prompts/", include("chat.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -91,3 +91,28 @@ def client_for(db):
         return c
 
     return make
+
+
+@pytest.fixture
+def run_worker(db):
+    """Run the real RQ worker (django-tasks job class) in this process until the queues are empty.
+
+    Same worker code as `manage.py rqworker --job-class django_tasks_rq.Job`, over the real Redis
+    queue; SimpleWorker runs jobs without forking so they share the test's database transaction.
+    """
+    import django_rq
+    from django_tasks_rq.backend import Job
+    from rq import SimpleWorker
+
+    from django.conf import settings
+
+    def run() -> None:
+        queues = [django_rq.get_queue(name, job_class=Job) for name in settings.TASK_QUEUES]
+        worker = SimpleWorker(queues, connection=queues[0].connection, job_class=Job)
+        worker.work(burst=True, with_scheduler=False)
+
+    return run
+
+
+# Fixture modules of each area, kept apart so work on one area doesn't collide with another.
+pytest_plugins = ["tests.fixtures_ingest", "tests.fixtures_search", "tests.fixtures_chat"]

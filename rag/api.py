@@ -1,0 +1,5 @@
+"""REST endpoints for searching collections."""
+
+from ninja import Router
+
+router = Router(tags=["search"])

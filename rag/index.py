@@ -1,0 +1,166 @@
+"""The Redis index of one collection: schema as data, atomic per-file writes, deletes.
+
+Choice: **one index per collection**. A collection fixes both the language (RediSearch stems and
+drops stop words per index, `LANGUAGE`/`STOPWORDS` in FT.CREATE) and the embedding model (vector
+dimensions are per index), so a shared index could not serve two collections with different
+languages or models. A search over several collections queries each index and fuses the results.
+
+Keys: `{prefix}:c{collection}:chunk:{file}:{position}` (hashes). The set `{prefix}:c{collection}:f{file}`
+lists a file's live keys so a re-ingest can swap them in one MULTI/EXEC: readers see either all old
+chunks or all new ones, never a mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import redis
+from django.conf import settings
+from redis.commands.search.index_definition import IndexDefinition, IndexType
+from redisvl.index import SearchIndex
+from redisvl.schema import IndexSchema
+
+from currechat.redis_client import get_redis
+from rag.languages import stopwords
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """One chunk as stored in the index (its text is the searchable passage)."""
+
+    file_id: int
+    position: int
+    text: str
+    file_name: str
+    page_start: int | None
+    page_end: int | None
+    heading_path: str  # "Chapter 2 > 2.1 Sampling" (" > " joined), "" when there is none
+    embedding: Sequence[float]
+
+
+# Fields returned with every hit (the vector is left out on purpose: it is large).
+RETURN_FIELDS = ["text", "file_id", "file_name", "position", "page_start", "page_end", "heading_path"]
+
+
+def _prefix() -> str:
+    return settings.REDIS_INDEX_PREFIX
+
+
+class CollectionIndex:
+    """The index of one collection (language and vector size fixed at creation)."""
+
+    def __init__(self, collection_id: int, language: str, dims: int, client: redis.Redis | None = None):
+        self.collection_id = collection_id
+        self.language = language
+        self.dims = dims
+        self.client = client or get_redis()
+        self.name = f"{_prefix()}:idx:c{collection_id}"
+        self.key_prefix = f"{_prefix()}:c{collection_id}:chunk"
+        self.schema = IndexSchema.from_dict(
+            {
+                "index": {"name": self.name, "prefix": self.key_prefix, "storage_type": "hash"},
+                "fields": [
+                    # Suffix trie: substring (infix) queries stay fast on large collections.
+                    {"name": "text", "type": "text", "attrs": {"withsuffixtrie": True}},
+                    {"name": "file_id", "type": "tag"},
+                    {"name": "heading_path", "type": "text", "attrs": {"weight": 0.5}},
+                    {"name": "page_start", "type": "numeric"},
+                    {
+                        "name": "embedding",
+                        "type": "vector",
+                        "attrs": {"dims": dims, "distance_metric": "cosine", "algorithm": "hnsw", "datatype": "float32"},
+                    },
+                ],
+            }
+        )
+        self.search_index = SearchIndex(self.schema, redis_client=self.client)
+
+    @classmethod
+    def for_collection(cls, collection, client: redis.Redis | None = None) -> CollectionIndex:
+        from rag.providers import get_embedding_model
+
+        dims = get_embedding_model(collection.embedding_model).dimensions
+        return cls(collection.id, collection.language, dims, client=client)
+
+    def key(self, file_id: int, position: int) -> str:
+        return f"{self.key_prefix}:{file_id}:{position}"
+
+    def file_set(self, file_id: int) -> str:
+        return f"{_prefix()}:c{self.collection_id}:f{file_id}"
+
+    def exists(self) -> bool:
+        return self.search_index.exists()
+
+    def ensure(self) -> None:
+        """Create the index if missing; recreate it (keeping documents) if its vector size changed."""
+        if self.exists():
+            info = self.client.ft(self.name).info()
+            if self._indexed_dims(info) in (None, self.dims):
+                return
+            self.client.ft(self.name).dropindex(delete_documents=False)
+        # redisvl's schema has no LANGUAGE, so FT.CREATE goes through redis-py with redisvl's fields.
+        self.client.ft(self.name).create_index(
+            [field.as_redis_field() for field in self.schema.fields.values()],
+            definition=IndexDefinition(prefix=[self.key_prefix + ":"], language=self.language, index_type=IndexType.HASH),
+            stopwords=sorted(stopwords(self.language)),
+        )
+
+    @staticmethod
+    def _indexed_dims(info: dict) -> int | None:
+        for attribute in info.get("attributes", []):
+            flat = [a.decode() if isinstance(a, bytes) else a for a in attribute]
+            if "embedding" in flat and "dim" in flat:
+                return int(flat[flat.index("dim") + 1])
+        return None
+
+    def replace_file(self, file_id: int, chunks: Sequence[IndexedChunk]) -> None:
+        """Swap a file's chunks for `chunks` in one transaction (empty `chunks` removes the file)."""
+        self.ensure()
+        old_keys = self.client.smembers(self.file_set(file_id))
+        pipe = self.client.pipeline(transaction=True)
+        if old_keys:
+            pipe.delete(*old_keys)
+        pipe.delete(self.file_set(file_id))
+        new_keys = []
+        for chunk in chunks:
+            key = self.key(file_id, chunk.position)
+            new_keys.append(key)
+            pipe.hset(key, mapping=self._mapping(chunk))
+        if new_keys:
+            pipe.sadd(self.file_set(file_id), *new_keys)
+        pipe.execute()
+
+    def _mapping(self, chunk: IndexedChunk) -> dict:
+        if len(chunk.embedding) != self.dims:
+            raise ValueError(f"Embedding has {len(chunk.embedding)} dimensions; the index expects {self.dims}.")
+        return {
+            "text": chunk.text,
+            "file_id": str(chunk.file_id),
+            "file_name": chunk.file_name,
+            "position": chunk.position,
+            "page_start": -1 if chunk.page_start is None else chunk.page_start,
+            "page_end": -1 if chunk.page_end is None else chunk.page_end,
+            "heading_path": chunk.heading_path,
+            "embedding": np.asarray(chunk.embedding, dtype=np.float32).tobytes(),
+        }
+
+    def delete_file(self, file_id: int) -> None:
+        self.replace_file(file_id, []) if self.exists() else self._delete_keys_only(file_id)
+
+    def _delete_keys_only(self, file_id: int) -> None:
+        keys = self.client.smembers(self.file_set(file_id))
+        if keys:
+            self.client.delete(*keys)
+        self.client.delete(self.file_set(file_id))
+
+    def file_chunk_count(self, file_id: int) -> int:
+        return self.client.scard(self.file_set(file_id))
+
+    def drop(self) -> None:
+        """Remove the index and every chunk of the collection."""
+        if self.exists():
+            self.client.ft(self.name).dropindex(delete_documents=True)
+        for key in self.client.scan_iter(match=f"{_prefix()}:c{self.collection_id}:*", count=1000):
+            self.client.delete(key)

@@ -1,0 +1,3 @@
+"""Pages for searching a collection (mounted under /collections/)."""
+
+urlpatterns: list = []
