@@ -70,7 +70,12 @@ class CollectionIndex:
                     {
                         "name": "embedding",
                         "type": "vector",
-                        "attrs": {"dims": dims, "distance_metric": "cosine", "algorithm": "hnsw", "datatype": "float32"},
+                        "attrs": {
+                            "dims": dims,
+                            "distance_metric": "cosine",
+                            "algorithm": "hnsw",
+                            "datatype": "float32",
+                        },
                     },
                 ],
             }
@@ -103,7 +108,9 @@ class CollectionIndex:
         # redisvl's schema has no LANGUAGE, so FT.CREATE goes through redis-py with redisvl's fields.
         self.client.ft(self.name).create_index(
             [field.as_redis_field() for field in self.schema.fields.values()],
-            definition=IndexDefinition(prefix=[self.key_prefix + ":"], language=self.language, index_type=IndexType.HASH),
+            definition=IndexDefinition(
+                prefix=[self.key_prefix + ":"], language=self.language, index_type=IndexType.HASH
+            ),
             stopwords=sorted(stopwords(self.language)),
         )
 

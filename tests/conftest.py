@@ -101,10 +101,9 @@ def run_worker(db):
     queue; SimpleWorker runs jobs without forking so they share the test's database transaction.
     """
     import django_rq
+    from django.conf import settings
     from django_tasks_rq.backend import Job
     from rq import SimpleWorker
-
-    from django.conf import settings
 
     def run() -> None:
         queues = [django_rq.get_queue(name, job_class=Job) for name in settings.TASK_QUEUES]
