@@ -110,12 +110,12 @@ def create_prompt(request, data: PromptIn):
     return 201, prompt_out(request, prompt)
 
 
-@router.get("/prompts/{prompt_id}", response=PromptOut)
+@router.get("/prompts/{int:prompt_id}", response=PromptOut)
 def get_prompt(request, prompt_id: int):
     return prompt_out(request, get_prompt_for_edit(request.user, prompt_id))
 
 
-@router.patch("/prompts/{prompt_id}", response=PromptOut)
+@router.patch("/prompts/{int:prompt_id}", response=PromptOut)
 def update_prompt(request, prompt_id: int, data: PromptPatch):
     prompt = get_prompt_for_edit(request.user, prompt_id)
     changes = data.dict(exclude_unset=True)
@@ -136,7 +136,7 @@ def update_prompt(request, prompt_id: int, data: PromptPatch):
     return prompt_out(request, prompt)
 
 
-@router.delete("/prompts/{prompt_id}", response={204: None})
+@router.delete("/prompts/{int:prompt_id}", response={204: None})
 def delete_prompt(request, prompt_id: int):
     get_prompt_for_edit(request.user, prompt_id).delete()
     return 204, None

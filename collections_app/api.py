@@ -111,12 +111,12 @@ def create_collection(request, data: CollectionIn):
     return 201, collection_out(collection)
 
 
-@router.get("/collections/{collection_id}", response=CollectionOut)
+@router.get("/collections/{int:collection_id}", response=CollectionOut)
 def get_collection(request, collection_id: int):
     return collection_out(get_collection_for_edit(request.user, collection_id))
 
 
-@router.patch("/collections/{collection_id}", response=CollectionOut)
+@router.patch("/collections/{int:collection_id}", response=CollectionOut)
 def update_collection(request, collection_id: int, data: CollectionPatch):
     collection = get_collection_for_edit(request.user, collection_id)
     changes = data.dict(exclude_unset=True)
@@ -136,7 +136,7 @@ def update_collection(request, collection_id: int, data: CollectionPatch):
     return collection_out(collection)
 
 
-@router.delete("/collections/{collection_id}", response={204: None})
+@router.delete("/collections/{int:collection_id}", response={204: None})
 def delete_collection(request, collection_id: int):
     collection = get_collection_for_edit(request.user, collection_id)
     collection.delete()

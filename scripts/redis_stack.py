@@ -22,7 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("CURRECHAT_VAR_DIR", ROOT / "var"))
-LIBSSL_DIR = VAR / "libssl1.1" / "usr" / "lib" / "x86_64-linux-gnu"
+# A tool cache, not data: kept in the checkout's var/ even when CURRECHAT_VAR_DIR points elsewhere.
+LIBSSL_ROOT = ROOT / "var" / "libssl1.1"
+LIBSSL_DIR = LIBSSL_ROOT / "usr" / "lib" / "x86_64-linux-gnu"
 
 
 class RedisStackError(RuntimeError):
@@ -55,7 +57,7 @@ def ensure_libssl() -> Path:
             if line.startswith("URIs:"):
                 mirror = line.split()[1]
                 break
-    apt_dir = VAR / "apt"
+    apt_dir = ROOT / "var" / "apt"
     (apt_dir / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     (apt_dir / "archives" / "partial").mkdir(parents=True, exist_ok=True)
     (apt_dir / "bullseye.list").write_text(f"deb {mirror} bullseye main\n")
@@ -70,7 +72,7 @@ def ensure_libssl() -> Path:
         subprocess.run(["apt-get", *opts, "-qq", "update"], check=True, capture_output=True)
         subprocess.run(["apt-get", *opts, "-qq", "download", "libssl1.1"], check=True, cwd=apt_dir, capture_output=True)
         debs = sorted(glob.glob(str(apt_dir / "libssl1.1_*.deb")))
-        subprocess.run(["dpkg", "-x", debs[-1], str(VAR / "libssl1.1")], check=True, capture_output=True)
+        subprocess.run(["dpkg", "-x", debs[-1], str(LIBSSL_ROOT)], check=True, capture_output=True)
     except (subprocess.CalledProcessError, IndexError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         raise RedisStackError(

@@ -115,3 +115,9 @@ def run_worker(db):
 
 # Fixture modules of each area, kept apart so work on one area doesn't collide with another.
 pytest_plugins = ["tests.fixtures_ingest", "tests.fixtures_search", "tests.fixtures_chat"]
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # The named users are created for most tests; PBKDF2's deliberate slowness would dominate the suite.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

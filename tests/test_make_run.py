@@ -1,0 +1,51 @@
+"""`make run`'s script starts Redis Stack, the worker and the web server together, and stops them together."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from scripts.redis_stack import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status, response.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
+    web_port, redis_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG")}
+    env.update(PORT=str(web_port), EMBEDDED_REDIS_PORT=str(redis_port), CURRECHAT_VAR_DIR=str(tmp_path / "var"))
+    log = open(tmp_path / "run.log", "w+")  # noqa: SIM115 — read after the process ends
+    process = subprocess.Popen([sys.executable, "scripts/run.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        status, body = 0, ""
+        while time.monotonic() < deadline and process.poll() is None:
+            status, body = _get(f"http://127.0.0.1:{web_port}/login/")
+            if status == 200:
+                break
+            time.sleep(0.5)
+        log.seek(0)
+        output = log.read()
+        assert status == 200, output
+        assert "Log in" in body and "Search index: connected" in body
+        assert "demo-teacher / " in output and "demo-student / " in output
+        assert (tmp_path / "var" / "redis" / "appendonlydir").exists()  # persistence is on
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    assert _get(f"http://127.0.0.1:{web_port}/login/")[0] == 0
+    with __import__("socket").socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", redis_port)) != 0  # Redis stopped with the rest
