@@ -25,6 +25,11 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
 
+# axe-core, injected into pages by the browser tests to check accessibility.
+node_modules/axe-core/axe.min.js: package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	touch $@
+
 run: $(STAMP) redis-libssl
 	$(BIN)/python scripts/run.py
 
@@ -36,7 +41,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(STAMP) redis-libssl browser lint
+test: $(STAMP) redis-libssl browser node_modules/axe-core/axe.min.js lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

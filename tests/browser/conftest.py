@@ -1,0 +1,167 @@
+"""A live CurreChat for browser tests: daphne and the RQ worker as real processes, a Redis Stack of
+their own, a SQLite file, and the Ollama-protocol test server; Debian's Chromium through Playwright.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from scripts.redis_stack import RedisStackServer, free_port
+from tests import services
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts" / "screenshots"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@dataclass
+class LiveApp:
+    url: str
+    env: dict
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+
+def _wait_for(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"The web server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"{url} did not answer within {timeout}s")
+
+
+@pytest.fixture(scope="session")
+def live_app(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Browser tests need Debian's chromium (make test installs it when run as root).")
+    tmp = tmp_path_factory.mktemp("live")
+    redis_server = RedisStackServer(port=free_port(), data_dir=tmp / "redis", persistent=False)
+    redis_server.start()
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp / 'live.sqlite3'}",
+        "REDIS_URL": redis_server.url,
+        "OLLAMA_HOST": services.fake_ollama().url,
+        "CURRECHAT_VAR_DIR": str(tmp / "var"),
+        "MEDIA_ROOT": str(tmp / "media"),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DEBUG": "0",
+        "SECURE_COOKIES": "0",
+        "HEALTH_CACHE_SECONDS": "1",
+    }
+    app = LiveApp(url=f"http://127.0.0.1:{port}", env=env)
+    app.manage("migrate", "--noinput")
+    logs = open(tmp / "processes.log", "w")  # noqa: SIM115 — closed at teardown
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "rqworker", "--job-class", "django_tasks_rq.Job", "default", "ingest"],
+        cwd=ROOT,
+        env=env,
+        stdout=logs,
+        stderr=subprocess.STDOUT,
+    )
+    web = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=logs,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait_for(app.url + "/login/", web)
+        yield app
+    finally:
+        for process in (web, worker):
+            process.terminate()
+        for process in (web, worker):
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        redis_server.stop()
+        logs.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def new_page(browser):
+    """Open a fresh browser context (its own cookies) per user; closed after the test."""
+    contexts = []
+
+    def make(width: int = 1280, height: int = 900):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        context.grant_permissions(["clipboard-read", "clipboard-write"])
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+class Journey:
+    """Screenshots each step (as CI artifacts) and checks accessibility with axe-core."""
+
+    def __init__(self, name: str):
+        self.dir = ARTIFACTS / name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.step = 0
+
+    def shot(self, page, label: str) -> None:
+        self.step += 1
+        page.screenshot(path=str(self.dir / f"{self.step:02d}-{label}.png"), full_page=True)
+
+    def check_a11y(self, page) -> None:
+        page.add_script_tag(path=str(AXE))
+        result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+        bad = [
+            f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
+            for v in result["violations"]
+            if v["impact"] in ("serious", "critical")
+        ]
+        assert not bad, f"Accessibility violations on {page.url}:\n" + "\n".join(bad)
+
+
+@pytest.fixture
+def journey(request):
+    return Journey(request.node.name)
