@@ -28,7 +28,9 @@ def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG")}
     env.update(PORT=str(web_port), EMBEDDED_REDIS_PORT=str(redis_port), CURRECHAT_VAR_DIR=str(tmp_path / "var"))
     log = open(tmp_path / "run.log", "w+")  # noqa: SIM115 — read after the process ends
-    process = subprocess.Popen([sys.executable, "scripts/run.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [sys.executable, "scripts/run.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         deadline = time.monotonic() + 120
         status, body = 0, ""

@@ -39,7 +39,14 @@ def test_collection_page_is_for_owners_only(as_, who, collection):
         assert response.status_code == COLLECTION_PAGE[who]
 
 
-COLLECTION_API = {"owner": 200, "co_owner": 200, "other_teacher": 404, "student": 403, "other_student": 404, "anonymous": 401}
+COLLECTION_API = {
+    "owner": 200,
+    "co_owner": 200,
+    "other_teacher": 404,
+    "student": 403,
+    "other_student": 404,
+    "anonymous": 401,
+}
 
 
 @pytest.mark.parametrize("who", CAST)
@@ -96,7 +103,9 @@ def test_prompt_settings_are_for_its_teacher_only(as_, who, prompt):
 
 @pytest.mark.parametrize("who", CAST)
 def test_only_the_teacher_can_change_a_prompt(as_, who, prompt):
-    as_(who).patch(f"/api/v1/prompts/{prompt.id}", json.dumps({"system_prompt": "Leak!"}), content_type="application/json")
+    as_(who).patch(
+        f"/api/v1/prompts/{prompt.id}", json.dumps({"system_prompt": "Leak!"}), content_type="application/json"
+    )
     prompt.refresh_from_db()
     assert (prompt.system_prompt == "Leak!") == (who == "owner")
 
