@@ -24,7 +24,8 @@ class CollectionForm(forms.ModelForm):
         self.fields["co_owners"].queryset = User.objects.filter(role="teacher", is_active=True).exclude(pk=owner.pk)
         if self.instance.pk and self.instance.files.exists():
             self.fields["embedding_model"].help_text = (
-                f"Changing it re-embeds every file: run manage.py reindex --collection {self.instance.pk} afterwards."
+                "Changing it re-embeds every file: run manage.py reindex --collection "
+                f"{self.instance.pk} afterwards."
             )
 
     def clean_embedding_model(self):

@@ -29,6 +29,7 @@ class Health:
     model_server: ServiceState
     models: dict[str, str]
     available_models: list[str] = field(default_factory=list)
+    workers: ServiceState = field(default_factory=lambda: ServiceState(False, "Not checked."))
 
     @property
     def ok(self) -> bool:
@@ -38,6 +39,10 @@ class Health:
     def llm_available(self) -> bool:
         """The configured chat model is on a reachable server."""
         return self.model_server.ok and _has_model(self.available_models, self.models["chat"])
+
+    def has_model(self, name: str) -> bool:
+        """The model `name` (e.g. a prompt's own chat model) is on the reachable model server."""
+        return self.model_server.ok and _has_model(self.available_models, name)
 
     @property
     def vlm_available(self) -> bool:
@@ -74,6 +79,19 @@ def check_redis() -> ServiceState:
     return ServiceState(True, "Redis with search is reachable.")
 
 
+def check_workers() -> ServiceState:
+    """Background workers registered in Redis (RQ keeps a heartbeat per worker)."""
+    from rq import Worker
+
+    try:
+        count = Worker.count(connection=get_redis())
+    except redis.RedisError:
+        return ServiceState(False, "Unknown: Redis cannot be reached.")
+    if count == 0:
+        return ServiceState(False, "No background worker is running: uploaded files wait until one starts.")
+    return ServiceState(True, f"{count} background worker{'s' if count != 1 else ''} running.")
+
+
 def check_model_server() -> tuple[ServiceState, list[str]]:
     from rag.providers.ollama import list_models
 
@@ -106,7 +124,11 @@ def get_health(*, fresh: bool = False) -> Health:
             return _cached[2]
     model_state, available = check_model_server()
     health = Health(
-        redis=check_redis(), model_server=model_state, models=configured_models(), available_models=available
+        redis=check_redis(),
+        model_server=model_state,
+        models=configured_models(),
+        available_models=available,
+        workers=check_workers(),
     )
     with _lock:
         _cached = (time.monotonic(), key, health)

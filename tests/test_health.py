@@ -72,3 +72,19 @@ def test_redis_without_search_module_is_named_clearly(client, settings, tmp_path
         assert "Redis Stack, or Redis 8 with the Query Engine" in detail["detail"]
     finally:
         server.stop()
+
+
+def test_badge_says_whether_a_background_worker_is_running(client_for, owner, db):
+    from rq import Worker
+
+    from currechat.redis_client import get_redis
+
+    page = client_for(owner).get("/").content.decode()
+    assert "No background worker is running" in page
+    worker = Worker(["default"], connection=get_redis())
+    worker.register_birth()
+    try:
+        assert "1 background worker running" in client_for(owner).get("/").content.decode()
+        assert client_for(owner).get("/api/v1/health").json()["workers"]["ok"] is True
+    finally:
+        worker.register_death()
