@@ -23,10 +23,8 @@ class CollectionForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["co_owners"].queryset = User.objects.filter(role="teacher", is_active=True).exclude(pk=owner.pk)
         if self.instance.pk and self.instance.files.exists():
-            self.fields["embedding_model"].help_text = (
-                "Changing it re-embeds every file: run manage.py reindex --collection "
-                f"{self.instance.pk} afterwards."
-            )
+            command = f"manage.py reindex --collection {self.instance.pk}"
+            self.fields["embedding_model"].help_text = f"Changing it re-embeds every file: run {command} afterwards."
 
     def clean_embedding_model(self):
         name = self.cleaned_data["embedding_model"].strip()
