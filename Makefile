@@ -34,12 +34,12 @@ run: $(STAMP) redis-libssl
 	$(BIN)/python scripts/run.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff check --no-cache .
+	$(BIN)/ruff format --no-cache --check .
 
 format: $(STAMP)
 	$(BIN)/ruff format .
-	$(BIN)/ruff check --fix .
+	$(BIN)/ruff check --no-cache .-fix .
 
 test: $(STAMP) redis-libssl browser node_modules/axe-core/axe.min.js lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,15 +1,21 @@
-"""REST endpoints for prompts and joining them."""
+"""REST endpoints for prompts, joining them, and chatting with them."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from asgiref.sync import sync_to_async
 from django.db import transaction
-from ninja import Field, Router, Schema
+from django.http import StreamingHttpResponse
+from ninja import Field, Router, Schema, Status
 
-from accounts.permissions import get_prompt_for_edit, require_teacher
+from accounts.permissions import get_prompt_for_edit, get_session_for_read, require_login, require_teacher
+from chat.agent import new_session
 from chat.enrollment import join_prompt
-from chat.models import Prompt
+from chat.events import ListSink, sse_frame
+from chat.models import ChatSession, Prompt
+from chat.runner import run_turn_async, start_turn_for, stream_turn
+from chat.serializers import message_dict, session_dict
 from collections_app.models import Collection
 from currechat.errors import CurreChatError
 
@@ -146,3 +152,97 @@ def delete_prompt(request, prompt_id: int):
 def join(request, data: JoinIn):
     prompt = join_prompt(request.user, data.code)
     return {"id": prompt.id, "name": prompt.name, "description": prompt.description}
+
+
+# --- Chats -----------------------------------------------------------------------------------------
+class ChatIn(Schema):
+    prompt_id: int
+
+
+class MessageIn(Schema):
+    content: str = Field(min_length=1)
+
+
+class MessageOut(Schema):
+    id: int
+    role: str
+    content: str
+    html: str = Field(description="The answer as sanitised HTML (Markdown, tables, MathML, citation links).")
+    status: str
+    error: str
+    mode: str = Field(description="'model', or 'extractive' when no language model was connected.")
+    model: str
+    tool_calls: list[dict]
+    tool_results: list[dict]
+    citations: list[dict]
+    token_usage: dict
+    created: str
+
+
+class ChatOut(Schema):
+    id: int
+    prompt_id: int
+    prompt_name: str
+    user: str
+    title: str
+    created: str
+    updated: str
+
+
+class ChatDetailOut(ChatOut):
+    messages: list[MessageOut]
+
+
+@router.post("/chats", tags=["chats"], response={201: ChatOut})
+def create_chat(request, data: ChatIn):
+    """Start a chat with a prompt you joined (or your own)."""
+    return Status(201, session_dict(new_session(request.user, data.prompt_id)))
+
+
+@router.get("/chats", tags=["chats"], response=list[ChatOut])
+def list_chats(request, prompt_id: int | None = None):
+    """Your chats; for teachers, also their students' chats on their prompts."""
+    require_login(request.user)
+    sessions = ChatSession.objects.readable_by(request.user).select_related("prompt", "user")
+    if prompt_id is not None:
+        sessions = sessions.filter(prompt_id=prompt_id)
+    return [session_dict(s) for s in sessions]
+
+
+@router.get("/chats/{int:chat_id}", tags=["chats"], response=ChatDetailOut)
+def get_chat(request, chat_id: int):
+    """A chat with its messages, each answer's searches, results and citations."""
+    return session_dict(get_session_for_read(request.user, chat_id), with_messages=True)
+
+
+@router.post(
+    "/chats/{int:chat_id}/messages",
+    tags=["chats"],
+    response={200: MessageOut, 413: dict, 409: dict, 429: dict},
+    openapi_extra={"responses": {200: {"content": {"text/event-stream": {}}}}},
+)
+async def post_message(request, chat_id: int, data: MessageIn):
+    """Ask a question. Returns the finished answer, or with `Accept: text/event-stream` the same
+    events as the websocket (`token`, `tool_call`, `tool_result`, `message_done`, `error`)."""
+    turn = await sync_to_async(start_turn_for)(request.user, chat_id, data.content)
+    return await _answer(request, turn)
+
+
+@router.post("/chats/{int:chat_id}/retry", tags=["chats"], response={200: MessageOut, 409: dict, 429: dict})
+async def retry_message(request, chat_id: int):
+    """Answer the last question again after a failed answer."""
+    turn = await sync_to_async(start_turn_for)(request.user, chat_id, None, retry=True)
+    return await _answer(request, turn)
+
+
+async def _answer(request, turn):
+    if "text/event-stream" in request.headers.get("Accept", ""):
+
+        async def frames():
+            async for event in stream_turn(turn):
+                yield sse_frame(event)
+
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingHttpResponse(frames(), content_type="text/event-stream", headers=headers)
+    reply = await run_turn_async(turn, ListSink())
+    return message_dict(reply)

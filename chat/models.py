@@ -84,12 +84,24 @@ class Enrollment(models.Model):
         return f"{self.student} → {self.prompt}"
 
 
+class ChatSessionQuerySet(models.QuerySet):
+    def readable_by(self, user) -> ChatSessionQuerySet:
+        """The user's own chats, and their students' chats on prompts they teach."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_superuser:
+            return self.all()
+        return self.filter(Q(user=user) | Q(prompt__owner=user))
+
+
 class ChatSession(models.Model):
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="sessions")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
     title = models.CharField(max_length=200, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+
+    objects = ChatSessionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-updated", "-id"]
@@ -119,6 +131,11 @@ class MessageStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class AnswerMode(models.TextChoices):
+    MODEL = "model", "Written by the language model"
+    EXTRACTIVE = "extractive", "Quoted passages, without a language model"
+
+
 class Message(models.Model):
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=16, choices=MessageRole.choices)
@@ -133,6 +150,7 @@ class Message(models.Model):
     status = models.CharField(max_length=16, choices=MessageStatus.choices, default=MessageStatus.COMPLETE)
     error = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True)
+    mode = models.CharField(max_length=16, choices=AnswerMode.choices, default=AnswerMode.MODEL)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

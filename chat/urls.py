@@ -6,4 +6,7 @@ urlpatterns = [
     path("new/", views.prompt_create, name="prompt_create"),
     path("<int:pk>/", views.prompt_detail, name="prompt_detail"),
     path("<int:pk>/delete/", views.prompt_delete, name="prompt_delete"),
+    path("<int:pk>/chat/", views.chat_home, name="chat_home"),
+    path("<int:pk>/chat/new/", views.chat_new, name="chat_new"),
+    path("<int:pk>/chat/<int:session_id>/", views.chat_session, name="chat_session"),
 ]

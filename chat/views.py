@@ -1,4 +1,4 @@
-"""Prompt pages for teachers."""
+"""Prompt pages for teachers, and the chat pages of a prompt."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.permissions import get_prompt_for_edit, require_teacher
+from accounts.permissions import get_prompt_for_chat, get_prompt_for_edit, get_session_for_read, require_teacher
+from chat.agent import new_session
 from chat.forms import PromptForm
+from chat.models import ChatSession
+from chat.serializers import message_dict
+from currechat.errors import NotFound
+from currechat.health import get_health
 
 
 @login_required
@@ -37,7 +42,9 @@ def prompt_detail(request, pk: int):
         return redirect("prompt_detail", pk=prompt.pk)
     join_url = request.build_absolute_uri(f"/join/{prompt.join_code}/")
     enrollments = prompt.enrollments.select_related("student")
-    context = {"prompt": prompt, "form": form, "join_url": join_url, "enrollments": enrollments}
+    # What students asked: their chats on this prompt, newest first (read-only for the teacher).
+    chats = prompt.sessions.exclude(user=request.user).select_related("user")[:100]
+    context = {"prompt": prompt, "form": form, "join_url": join_url, "enrollments": enrollments, "chats": chats}
     return render(request, "prompts/detail.html", context)
 
 
@@ -49,3 +56,64 @@ def prompt_delete(request, pk: int):
     prompt.delete()
     messages.success(request, f"Prompt “{name}” deleted.")
     return redirect("home")
+
+
+# --- Chat pages ------------------------------------------------------------------------------------
+
+
+def _model_status(prompt) -> dict:
+    """The status line of a chat: is the prompt's model connected, or do answers quote passages?"""
+    health = get_health()
+    connected = health.has_model(prompt.chat_model)
+    if connected:
+        text = f"Model {prompt.chat_model} connected."
+    elif health.model_server.ok:
+        text = f"Model {prompt.chat_model} is not on the model server: answers quote the material without it."
+    else:
+        text = "No language model connected: answers quote the course material without a language model."
+    return {"connected": connected, "model": prompt.chat_model, "text": text}
+
+
+def _chat_page(request, prompt, session):
+    owner = session.user if session else request.user
+    sessions = ChatSession.objects.filter(prompt=prompt, user=owner)
+    config = {
+        "session_id": session.id if session else None,
+        "ws_path": f"/ws/chats/{session.id}/" if session else None,
+        "api_path": f"/api/v1/chats/{session.id}" if session else None,
+        "writable": bool(session and session.is_writable_by(request.user)),
+        "messages": [message_dict(m) for m in session.messages.all()] if session else [],
+        "model_status": _model_status(prompt),
+    }
+    context = {
+        "prompt": prompt,
+        "session": session,
+        "sessions": sessions,
+        "read_only_owner": owner if owner.id != request.user.id else None,
+        "can_start": prompt.active and owner.id == request.user.id,
+        "chat_config": config,
+    }
+    return render(request, "chat/chat.html", context)
+
+
+@login_required
+def chat_home(request, pk: int):
+    """A prompt's chats: the user's sessions on the side and a button to start one."""
+    prompt = get_prompt_for_chat(request.user, pk)
+    return _chat_page(request, prompt, None)
+
+
+@login_required
+@require_POST
+def chat_new(request, pk: int):
+    session = new_session(request.user, pk)
+    return redirect("chat_session", pk=pk, session_id=session.pk)
+
+
+@login_required
+def chat_session(request, pk: int, session_id: int):
+    """One conversation: its student writes in it; the prompt's teacher reads it."""
+    session = get_session_for_read(request.user, session_id)
+    if session.prompt_id != pk:
+        raise NotFound("There is no such chat.")
+    return _chat_page(request, session.prompt, session)

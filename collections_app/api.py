@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from django.db import transaction
-from ninja import Field, Router, Schema
+from django.urls import reverse
+from ninja import Field, File, Form, Router, Schema
+from ninja.files import UploadedFile
 
 from accounts.models import User
-from accounts.permissions import get_collection_for_edit, require_teacher
-from collections_app.models import Collection
+from accounts.permissions import get_collection_for_edit, get_file_for_edit, require_teacher
+from collections_app import files
+from collections_app.models import Collection, SourceFile
 from currechat.errors import CurreChatError
 from rag.languages import LANGUAGES
 from rag.providers.registry import UnknownModel, get_embedding_model
@@ -139,5 +143,111 @@ def update_collection(request, collection_id: int, data: CollectionPatch):
 @router.delete("/collections/{int:collection_id}", response={204: None})
 def delete_collection(request, collection_id: int):
     collection = get_collection_for_edit(request.user, collection_id)
-    collection.delete()
+    files.delete_collection(collection)
     return 204, None
+
+
+# --- Files -----------------------------------------------------------------------------------
+
+
+class FileOut(Schema):
+    id: int
+    collection_id: int
+    name: str
+    file_type: str
+    size: int
+    sha256: str
+    status: str = Field(description="queued, processing, ready, failed or cancelled")
+    progress: int = Field(description="0-100")
+    progress_detail: str
+    error: str = Field(description="Why ingestion failed, as a sentence for the teacher")
+    notes: str = Field(description="Warnings that did not stop ingestion")
+    pdf_mode: str
+    extractor: str
+    pages: int | None
+    chunk_count: int
+    url: str
+    created: datetime
+    updated: datetime
+
+
+class ChunkOut(Schema):
+    position: int
+    text: str
+    page_start: int | None
+    page_end: int | None
+    heading_path: str
+
+
+def file_out(source: SourceFile) -> dict:
+    return {
+        "id": source.id,
+        "collection_id": source.collection_id,
+        "name": source.original_name,
+        "file_type": source.file_type,
+        "size": source.size,
+        "sha256": source.sha256,
+        "status": source.status,
+        "progress": source.progress,
+        "progress_detail": source.progress_detail,
+        "error": source.error,
+        "notes": source.notes,
+        "pdf_mode": source.pdf_mode,
+        "extractor": source.extractor,
+        "pages": source.pages,
+        "chunk_count": source.chunk_count,
+        "url": reverse("file_detail", args=[source.id]),
+        "created": source.created,
+        "updated": source.updated,
+    }
+
+
+@router.post("/collections/{collection_id}/files", response={201: FileOut})
+def upload_file(
+    request,
+    collection_id: int,
+    file: File[UploadedFile],
+    pdf_mode: Form[Literal["auto", "vlm", "fast"]] = "auto",
+):
+    """Upload one file (text, Markdown, HTML or PDF); ingestion runs in the background.
+
+    Refused with 400 (empty, damaged or password-protected), 409 (already in the collection),
+    413 (over the size or page limit) or 415 (not text and not a PDF).
+    """
+    collection = get_collection_for_edit(request.user, collection_id)
+    return 201, file_out(files.add_file(collection, file, request.user, pdf_mode))
+
+
+@router.get("/collections/{collection_id}/files", response=list[FileOut])
+def list_files(request, collection_id: int):
+    collection = get_collection_for_edit(request.user, collection_id)
+    return [file_out(f) for f in collection.files.all()]
+
+
+@router.get("/files/{file_id}", response=FileOut)
+def get_file(request, file_id: int):
+    return file_out(get_file_for_edit(request.user, file_id))
+
+
+@router.get("/files/{file_id}/chunks", response=list[ChunkOut])
+def get_file_chunks(request, file_id: int):
+    """The file's passages as indexed, in reading order, with page(s) and heading path."""
+    return files.file_chunks(get_file_for_edit(request.user, file_id))
+
+
+@router.delete("/files/{file_id}", response={204: None})
+def delete_file(request, file_id: int):
+    files.delete_file(get_file_for_edit(request.user, file_id))
+    return 204, None
+
+
+@router.post("/files/{file_id}/cancel", response=FileOut)
+def cancel_file(request, file_id: int):
+    """Stop a queued or running file; its passages leave the index. 409 if it is not running."""
+    return file_out(files.cancel_file(get_file_for_edit(request.user, file_id)))
+
+
+@router.post("/files/{file_id}/retry", response=FileOut)
+def retry_file(request, file_id: int):
+    """Ingest a failed or cancelled file again. 409 for other files."""
+    return file_out(files.retry_file(get_file_for_edit(request.user, file_id)))

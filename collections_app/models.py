@@ -104,6 +104,12 @@ class SourceFile(models.Model):
     pages = models.PositiveIntegerField(null=True, blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
     markdown = models.TextField(blank=True, help_text="The extracted text, as the model will see it.")
+    # How the text was extracted ("pdf-vlm:qwen3-vl:8b", "pdf-fast", "html", "text"): a file with the
+    # same content and extractor can reuse this Markdown instead of extracting again.
+    extractor = models.CharField(max_length=200, blank=True)
+    # Bumped on every (re)queue: a worker whose attempt is stale stops instead of racing a newer one.
+    attempt = models.PositiveIntegerField(default=0)
+    progress_detail = models.CharField(max_length=200, blank=True, help_text="What ingestion is doing now.")
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)

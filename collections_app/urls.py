@@ -6,4 +6,9 @@ urlpatterns = [
     path("new/", views.collection_create, name="collection_create"),
     path("<int:pk>/", views.collection_detail, name="collection_detail"),
     path("<int:pk>/delete/", views.collection_delete, name="collection_delete"),
+    path("<int:pk>/upload/", views.collection_upload, name="collection_upload"),
+    path("files/<int:pk>/", views.file_detail, name="file_detail"),
+    path("files/<int:pk>/cancel/", views.file_action, {"action": "cancel"}, name="file_cancel"),
+    path("files/<int:pk>/retry/", views.file_action, {"action": "retry"}, name="file_retry"),
+    path("files/<int:pk>/delete/", views.file_action, {"action": "delete"}, name="file_delete"),
 ]

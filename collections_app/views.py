@@ -1,14 +1,20 @@
-"""Collection pages. Permission checks come from accounts.permissions, as in the API."""
+"""Collection and file pages. Permission checks come from accounts.permissions, as in the API."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.permissions import get_collection_for_edit, require_teacher
+from accounts.permissions import get_collection_for_edit, get_file_for_edit, require_teacher
+from collections_app import files
 from collections_app.forms import CollectionForm
+from collections_app.models import FileStatus, PdfMode
+from collections_app.rendering import render_markdown
+from currechat.errors import CurreChatError
+from rag.ingest.chunking import decompose
 
 
 @login_required
@@ -35,8 +41,15 @@ def collection_detail(request, pk: int):
         form.save()
         messages.success(request, "Settings saved.")
         return redirect("collection_detail", pk=collection.pk)
-    files = collection.files.all()
-    return render(request, "collections/detail.html", {"collection": collection, "form": form, "files": files})
+    context = {
+        "collection": collection,
+        "form": form,
+        "files": collection.files.all(),
+        "pdf_modes": PdfMode.choices,
+        "max_upload_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
+        "max_pages": settings.UPLOAD_MAX_PDF_PAGES,
+    }
+    return render(request, "collections/detail.html", context)
 
 
 @login_required
@@ -44,6 +57,57 @@ def collection_detail(request, pk: int):
 def collection_delete(request, pk: int):
     collection = get_collection_for_edit(request.user, pk)
     name = collection.name
-    collection.delete()
+    files.delete_collection(collection)
     messages.success(request, f"Collection “{name}” deleted.")
     return redirect("home")
+
+
+@login_required
+@require_POST
+def collection_upload(request, pk: int):
+    """The upload form without JavaScript (the page's script uses the API, one request per file)."""
+    collection = get_collection_for_edit(request.user, pk)
+    pdf_mode = request.POST.get("pdf_mode", PdfMode.AUTO)
+    if pdf_mode not in PdfMode.values:
+        pdf_mode = PdfMode.AUTO
+    uploads = request.FILES.getlist("file")
+    if not uploads:
+        messages.error(request, "Choose one or more files to upload.")
+    for upload in uploads:
+        try:
+            files.add_file(collection, upload, request.user, pdf_mode)
+        except CurreChatError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"“{upload.name}” uploaded; ingestion has started.")
+    return redirect("collection_detail", pk=collection.pk)
+
+
+@login_required
+@require_GET
+def file_detail(request, pk: int):
+    source = get_file_for_edit(request.user, pk)
+    pages = [(page.number, render_markdown(page.markdown)) for page in decompose(source.markdown)]
+    chunks = files.file_chunks(source) if source.status == FileStatus.READY else []
+    context = {"file": source, "collection": source.collection, "pages": pages, "chunks": chunks}
+    return render(request, "collections/file.html", context)
+
+
+_ACTIONS = {"cancel": files.cancel_file, "retry": files.retry_file}
+
+
+@login_required
+@require_POST
+def file_action(request, pk: int, action: str):
+    """Cancel, retry or delete a file from the pages' buttons (the script uses the API instead)."""
+    source = get_file_for_edit(request.user, pk)
+    collection_id = source.collection_id
+    try:
+        if action == "delete":
+            files.delete_file(source)
+            messages.success(request, f"“{source.original_name}” deleted.")
+        else:
+            _ACTIONS[action](source)
+    except CurreChatError as exc:
+        messages.error(request, str(exc))
+    return redirect("collection_detail", pk=collection_id)

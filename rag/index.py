@@ -56,7 +56,7 @@ class CollectionIndex:
         self.language = language
         self.dims = dims
         self.client = client or get_redis()
-        self.name = f"{_prefix()}:idx:c{collection_id}"
+        self.name = self.index_name(collection_id)
         self.key_prefix = f"{_prefix()}:c{collection_id}:chunk"
         self.schema = IndexSchema.from_dict(
             {
@@ -81,6 +81,11 @@ class CollectionIndex:
             }
         )
         self.search_index = SearchIndex(self.schema, redis_client=self.client)
+
+    @staticmethod
+    def index_name(collection_id: int) -> str:
+        """The index's name, without building the schema (searches only need the name)."""
+        return f"{_prefix()}:idx:c{collection_id}"
 
     @classmethod
     def for_collection(cls, collection, client: redis.Redis | None = None) -> CollectionIndex:
@@ -154,13 +159,17 @@ class CollectionIndex:
         }
 
     def delete_file(self, file_id: int) -> None:
-        self.replace_file(file_id, []) if self.exists() else self._delete_keys_only(file_id)
+        """Remove a file's chunks in one transaction.
 
-    def _delete_keys_only(self, file_id: int) -> None:
+        Never creates or recreates the index, so it is safe on an object built without knowing the
+        collection's vector size (deleting must work even when the embedding model is unreachable).
+        """
         keys = self.client.smembers(self.file_set(file_id))
+        pipe = self.client.pipeline(transaction=True)
         if keys:
-            self.client.delete(*keys)
-        self.client.delete(self.file_set(file_id))
+            pipe.delete(*keys)
+        pipe.delete(self.file_set(file_id))
+        pipe.execute()
 
     def file_chunk_count(self, file_id: int) -> int:
         return self.client.scard(self.file_set(file_id))

@@ -1,3 +1,9 @@
 """Pages for searching a collection (mounted under /collections/)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from rag import views
+
+urlpatterns = [
+    path("<int:pk>/search/", views.search_page, name="collection_search"),
+]

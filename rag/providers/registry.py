@@ -36,12 +36,13 @@ def split_name(name: str) -> tuple[str, str]:
     return "ollama", name
 
 
-def get_chat_model(name: str | None = None) -> ChatModel:
+def get_chat_model(name: str | None = None, *, timeout: float | None = None) -> ChatModel:
+    """`timeout` (seconds) overrides OLLAMA_TIMEOUT for callers with a tighter budget (curation)."""
     provider, model = split_name(name or settings.CHAT_MODEL)
     if provider not in CHAT_PROVIDERS:
         raise UnknownModel(f"'{name}' is not a chat model; use an Ollama model name such as qwen3:8b.")
     cls = import_string(CHAT_PROVIDERS[provider])
-    return cls(model, host=settings.OLLAMA_HOST, timeout=settings.OLLAMA_TIMEOUT)
+    return cls(model, host=settings.OLLAMA_HOST, timeout=timeout or settings.OLLAMA_TIMEOUT)
 
 
 def get_embedding_model(name: str | None = None) -> EmbeddingModel:
