@@ -39,7 +39,7 @@ lint: $(STAMP)
 
 format: $(STAMP)
 	$(BIN)/ruff format .
-	$(BIN)/ruff check --no-cache .-fix .
+	$(BIN)/ruff check --fix .
 
 test: $(STAMP) redis-libssl browser node_modules/axe-core/axe.min.js lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
