@@ -29,7 +29,9 @@ class EnrollmentAdmin(admin.ModelAdmin):
 class MessageInline(admin.StackedInline):
     model = Message
     extra = 0
-    fields = ("role", "status", "content", "tool_calls", "tool_results", "token_usage", "error")
+    fields = (
+        "role", "status", "mode", "model", "content", "tool_calls", "tool_results", "citations", "token_usage", "error",
+    )  # fmt: skip
     readonly_fields = fields
     can_delete = False
 
@@ -44,7 +46,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ("session", "role", "status", "model", "created")
-    list_filter = ("role", "status")
+    list_display = ("session", "role", "status", "mode", "model", "created")
+    list_filter = ("role", "status", "mode")
     search_fields = ("content",)
     raw_id_fields = ("session",)

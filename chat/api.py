@@ -10,7 +10,7 @@ from django.http import StreamingHttpResponse
 from ninja import Field, Router, Schema, Status
 
 from accounts.permissions import get_prompt_for_edit, get_session_for_read, require_login, require_teacher
-from chat.agent import new_session
+from chat.agent import fail_orphaned_replies, new_session
 from chat.enrollment import join_prompt
 from chat.events import ListSink, sse_frame
 from chat.models import ChatSession, Prompt
@@ -212,7 +212,9 @@ def list_chats(request, prompt_id: int | None = None):
 @router.get("/chats/{int:chat_id}", tags=["chats"], response=ChatDetailOut)
 def get_chat(request, chat_id: int):
     """A chat with its messages, each answer's searches, results and citations."""
-    return session_dict(get_session_for_read(request.user, chat_id), with_messages=True)
+    session = get_session_for_read(request.user, chat_id)
+    fail_orphaned_replies(session)
+    return session_dict(session, with_messages=True)
 
 
 @router.post(

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.permissions import get_prompt_for_chat, get_prompt_for_edit, get_session_for_read, require_teacher
-from chat.agent import new_session
+from chat.agent import fail_orphaned_replies, new_session
 from chat.forms import PromptForm
 from chat.models import ChatSession
 from chat.serializers import message_dict
@@ -116,4 +116,5 @@ def chat_session(request, pk: int, session_id: int):
     session = get_session_for_read(request.user, session_id)
     if session.prompt_id != pk:
         raise NotFound("There is no such chat.")
+    fail_orphaned_replies(session)
     return _chat_page(request, session.prompt, session)

@@ -80,8 +80,17 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several processes (web + worker) write to one SQLite file: wait for locks, don't fail.
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20})
+    # WAL: readers never wait for the writer, and with synchronous=NORMAL a commit needs no fsync
+    # (durable at the next checkpoint; a power cut may lose the last commits, never corrupt the
+    # file). With the default rollback journal every chat message waited on the disk, one at a
+    # time. IMMEDIATE takes the write lock at BEGIN, so two writers queue instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "login"
@@ -201,7 +210,6 @@ SEARCH_WEIGHTS = {
 }
 # How many hits each retriever contributes to fusion, per collection.
 SEARCH_RETRIEVER_DEPTH = env_int("SEARCH_RETRIEVER_DEPTH", 50, minimum=1)
-SEARCH_LIMIT = env_int("SEARCH_LIMIT", 15, minimum=1)
 # When no keyword retriever finds anything and no chunk is at least this similar (cosine) to the
 # query, the search says "nothing relevant" instead of returning the nearest unrelated chunks.
 SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.2, minimum=-1)

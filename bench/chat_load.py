@@ -1,0 +1,306 @@
+"""Chat load: N concurrent websocket chats against the app served by daphne on loopback.
+
+    .venv/bin/python bench/chat_load.py --chats 200 --tokens 150 --rate 10 --ramp 10
+
+Everything is real except the model: a Redis Stack server, `daphne currechat.asgi:application`
+in its own process (SQLite, the `make run` default), and the Ollama-protocol test server
+(tests/fake_ollama.FakeOllama) in a third process, streaming every answer at a fixed rate. The
+clients (this process, `websockets`) start chats evenly over `--ramp` seconds; answers last longer
+than the ramp, so all N chats stream at the same time.
+
+Reported:
+- lost / reordered / duplicated tokens per chat, against the exact sequence the model sent;
+- the server's own time to first token, excluding the model: (first token at the client - message
+  sent) - (the model's delay before its first chunk). It is split into "before the model" (message
+  sent -> the model server receives the request; clocks are CLOCK_MONOTONIC, shared by all
+  processes of the machine) and "after the model" (first chunk written -> token at the client).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from scripts.redis_stack import RedisStackServer, free_port  # noqa: E402
+
+MARKER = re.compile(r"chat (\d+)")
+
+
+# --- The model server, in its own process --------------------------------------------------------
+def _model_server(conn, tokens: list[str], delay: float) -> None:
+    from tests.fake_ollama import FakeOllama, Reply
+
+    # Quiet: the app's idle keep-alive connections to it are reset when daphne stops.
+    sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    arrivals: dict[int, float] = {}
+    fake = FakeOllama()
+
+    def respond(body: dict) -> Reply:
+        last = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+        found = MARKER.search(last)
+        if found:
+            arrivals[int(found.group(1))] = time.monotonic()
+        return Reply(chunks=tokens, delay=delay, prompt_tokens=20)
+
+    fake.responder = respond
+    fake.start()
+    conn.send(fake.url)
+    conn.recv()  # "dump"
+    conn.send(arrivals)
+    fake.stop()
+
+
+# --- The app's data, written straight to its SQLite file -----------------------------------------
+def prepare_data(n: int) -> list[tuple[int, str]]:
+    """A teacher, a prompt without collections (the model answers directly), N students each with
+    a chat and a logged-in session. Returns [(chat id, sessionid cookie)]."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.core.management import call_command
+
+    from accounts.models import Role, User
+    from chat.models import ChatSession, Enrollment, Prompt
+
+    call_command("migrate", verbosity=0)
+    teacher = User.objects.create(username="bench-teacher", role=Role.TEACHER, password="!")
+    prompt = Prompt.objects.create(owner=teacher, name="Bench", system_prompt="Be brief.", chat_model="qwen3:8b")
+    # Unusable passwords: hashing 200 real ones would take a minute and is not what we measure.
+    students = User.objects.bulk_create(
+        [User(username=f"bench-student-{i}", role=Role.STUDENT, password="!") for i in range(n + 1)]
+    )
+    Enrollment.objects.bulk_create([Enrollment(student=s, prompt=prompt) for s in students])
+    chats = []
+    for student in students:
+        chat = ChatSession.objects.create(prompt=prompt, user=student)
+        store = SessionStore()
+        store[SESSION_KEY] = str(student.pk)
+        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[HASH_SESSION_KEY] = student.get_session_auth_hash()
+        store.create()
+        chats.append((chat.id, store.session_key))
+    return chats
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_port(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"daphne did not listen on {port} within {timeout:.0f}s")
+
+
+# --- The clients -----------------------------------------------------------------------------------
+@dataclass
+class ChatRun:
+    index: int
+    sent: float = 0.0
+    first: float | None = None
+    done: float | None = None
+    tokens: list[str] = field(default_factory=list)  # the text of each token event
+    final: str | None = None
+    error: str = ""
+
+
+async def one_chat(index: int, port: int, chat_id: int, cookie: str, start_at: float) -> ChatRun:
+    import websockets
+
+    run = ChatRun(index)
+    headers = {"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"}
+    try:
+        async with websockets.connect(
+            f"ws://127.0.0.1:{port}/ws/chats/{chat_id}/", additional_headers=headers, max_size=None
+        ) as ws:
+            await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+            run.sent = time.monotonic()
+            await ws.send(json.dumps({"type": "user_message", "content": f"chat {index}: count for me"}))
+            async for raw in ws:
+                event = json.loads(raw)
+                if event["type"] == "token":
+                    if run.first is None:
+                        run.first = time.monotonic()
+                    run.tokens.append(event["text"])
+                elif event["type"] == "message_done":
+                    run.done, run.final = time.monotonic(), event["message"]["content"]
+                    break
+                elif event["type"] == "error":
+                    run.error = event["detail"]
+                    break
+    except Exception as exc:  # a failed chat is a result to report, not a crash of the bench
+        run.error = f"{type(exc).__name__}: {exc}"
+    return run
+
+
+async def run_chats(port: int, chats: list[tuple[int, str]], ramp: float, first_index: int = 0) -> list[ChatRun]:
+    begin = time.monotonic() + 2.0  # all sockets open first; then messages go out over the ramp
+    spacing = ramp / max(1, len(chats))
+    jobs = [one_chat(first_index + i, port, cid, cookie, begin + i * spacing) for i, (cid, cookie) in enumerate(chats)]
+    return await asyncio.gather(*jobs)
+
+
+# --- Report ----------------------------------------------------------------------------------------
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+def check(run: ChatRun, expected: list[str]) -> tuple[int, bool, int]:
+    """(lost tokens, order wrong, duplicated tokens) for one chat.
+
+    The server may send tokens that queued up together in one event, so the check is on the
+    token sequence the events spell out, not on the events themselves.
+    """
+    got = "".join(run.tokens).split()
+    want = [t.strip() for t in expected]
+    lost = sum(1 for t in want if t not in got)
+    dupes = len(got) - len(set(got))
+    kept = [t for t in got if t in want]
+    reordered = kept != [t for t in want if t in kept]
+    return lost, reordered, dupes
+
+
+def peak_concurrency(runs: list[ChatRun]) -> int:
+    edges = sorted([(r.sent, 1) for r in runs if r.done] + [(r.done, -1) for r in runs if r.done])
+    now = peak = 0
+    for _, step in edges:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def report(runs: list[ChatRun], arrivals: dict[int, float], expected: list[str], args) -> str:
+    ok = [r for r in runs if not r.error and r.first is not None and r.index in arrivals]
+    checks = [check(r, expected) for r in runs if not r.error]
+    lost = sum(c[0] for c in checks)
+    reordered = sum(1 for c in checks if c[1])
+    dupes = sum(c[2] for c in checks)
+    mismatched = sum(1 for r in runs if r.final is not None and r.final != "".join(r.tokens))
+    own = [((r.first - r.sent) - args.first_delay) * 1000 for r in ok]
+    before = [(arrivals[r.index] - r.sent) * 1000 for r in ok]
+    after = [(r.first - arrivals[r.index] - args.first_delay) * 1000 for r in ok]
+    total = [(r.first - r.sent) * 1000 for r in ok]
+    errors = sorted({r.error for r in runs if r.error})
+    rows = [
+        f"chats: {len(runs)} (completed {sum(1 for r in runs if r.final is not None)}, "
+        f"failed {sum(1 for r in runs if r.error)}), peak concurrent {peak_concurrency(runs)}",
+        f"model: {args.tokens} tokens at {args.rate:g} tokens/s, first chunk after {args.first_delay * 1000:.0f} ms; "
+        f"ramp {args.ramp:g} s",
+        f"tokens: lost {lost}, reordered chats {reordered}, duplicated {dupes}, "
+        f"final text != streamed text in {mismatched} chats",
+        "",
+        "| time to first token (ms) | p50 | p95 | max |",
+        "|---|---|---|---|",
+    ]
+    for label, values in [
+        ("server's own (excl. model)", own),
+        ("  before the model request", before),
+        ("  model chunk -> client", after),
+        ("as the student sees it (incl. model)", total),
+    ]:
+        rows.append(f"| {label} | {pct(values, 0.5):.1f} | {pct(values, 0.95):.1f} | {max(values, default=0):.1f} |")
+    if ok:
+        rows.append(f"\nmean answer time {statistics.mean(r.done - r.sent for r in ok if r.done):.2f} s")
+    streamed = sum(len("".join(r.tokens).split()) for r in runs)
+    rows.append(
+        f"server CPU: {args.server_cpu:.1f} s over {args.wall:.1f} s ({args.server_cpu / args.wall:.0%} of a core), "
+        f"{args.server_cpu / max(1, streamed) * 1e6:.0f} µs per streamed token; "
+        f"machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    if errors:
+        rows.append("errors: " + "; ".join(errors[:5]))
+    return "\n".join(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chats", type=int, default=200)
+    parser.add_argument("--tokens", type=int, default=150, help="tokens per answer")
+    # 10 tokens/s: a plausible per-stream rate when one model server serves 200 streams at once.
+    parser.add_argument("--rate", type=float, default=10.0, help="tokens per second per answer")
+    parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which the chats start")
+    args = parser.parse_args()
+    args.first_delay = 1.0 / args.rate  # FakeOllama sleeps this long before every chunk, the first too
+
+    tmp = Path(tempfile.mkdtemp(prefix="currechat-chat-load-"))
+    redis_server = RedisStackServer(port=free_port(), data_dir=tmp / "redis", persistent=False)
+    expected = [f"t{i} " for i in range(args.tokens)]
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    model = ctx.Process(target=_model_server, args=(child, expected, args.first_delay), daemon=True)
+    daphne = None
+    try:
+        redis_server.start()
+        model.start()
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_server.url,
+            "OLLAMA_HOST": parent.recv(),
+            "DEBUG": "0",
+            "SECRET_KEY": "bench-only-secret-key",
+            "SECURE_COOKIES": "0",
+            "CURRECHAT_VAR_DIR": str(tmp / "var"),
+            "REDIS_INDEX_PREFIX": "chatbench",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "LOG_LEVEL": "WARNING",
+            "DJANGO_SETTINGS_MODULE": "currechat.settings",
+        }
+        (tmp / "var").mkdir()
+        os.environ.update(env)
+        chats = prepare_data(args.chats)
+        port = free_port()
+        cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"]
+        log = (tmp / "daphne.log").open("w")  # noqa: SIM115 (closed with the server, read on failure)
+        daphne = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        wait_for_port(port)
+        # One chat first, not counted: imports, the first DB connection, health and model-info caches.
+        warm = asyncio.run(run_chats(port, chats[:1], 0.0))[0]
+        if warm.error:
+            raise RuntimeError(f"warm-up chat failed: {warm.error}\n{(tmp / 'daphne.log').read_text()[-3000:]}")
+        cpu_before, wall_before = cpu_seconds(daphne.pid), time.monotonic()
+        runs = asyncio.run(run_chats(port, chats[1:], args.ramp, first_index=1))
+        args.server_cpu = cpu_seconds(daphne.pid) - cpu_before
+        args.wall = time.monotonic() - wall_before
+        parent.send("dump")
+        arrivals = parent.recv()
+        print(report(runs, arrivals, expected, args))
+        if any(r.error for r in runs):
+            print("daphne log (end):\n" + (tmp / "daphne.log").read_text()[-3000:])
+        return 0
+    finally:
+        if daphne is not None:
+            daphne.terminate()
+            daphne.wait(timeout=10)
+        if model.is_alive():
+            model.terminate()
+        redis_server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,334 @@
+"""The agent loop: one chat turn, from the student's message to a stored, cited answer.
+
+Synchronous on purpose (the `rag/` core is); the websocket and SSE edges run it in a worker
+thread. Every edge hands the loop an `EventSink`, so all of them see the same events.
+
+    start_turn()  checks (length, rate limit, one turn per chat), stores the question and an
+                  empty reply, and returns a Turn; raises CurreChatError before anything is stored
+    run_turn()    answers: with the language model and its document_search tool, or, when no
+                  model is connected, extractively (the question is the search query and the
+                  answer quotes the passages). Never raises: failures end as a failed message
+                  and an `error` event.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+
+from chat import grounding
+from chat.budget import Budget, MessageTooLong, context_window, fit_history, tools_tokens
+from chat.citations import map_citations
+from chat.events import EventSink, PassageView
+from chat.extractive import extractive_answer
+from chat.limits import TurnLock, check_rate
+from chat.models import AnswerMode, ChatSession, Message, MessageRole, MessageStatus
+from chat.serializers import message_dict
+from chat.tools import SearchTool, ToolOutcome, parse_query
+from currechat.errors import CurreChatError, ProviderError
+from currechat.health import get_health
+from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model
+from rag.providers.base import ToolCallEvent
+
+log = logging.getLogger(__name__)
+
+ROUND_SEPARATOR = "\n\n"
+_MARKERS = re.compile(r"\s?\[\d{1,3}(?:\s*[,;]\s*\d{1,3})*\]")
+
+
+class TurnFailed(CurreChatError):
+    """The turn ended without an answer; `code` goes into the `error` event."""
+
+    def __init__(self, message: str, *, code: str = "model_failed", retryable: bool = True):
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+
+
+@dataclass
+class Turn:
+    session: ChatSession
+    question: Message
+    reply: Message
+    lock: TurnLock
+
+
+@dataclass
+class _Progress:
+    """What the turn has produced so far; written to the reply message as it grows."""
+
+    text: str = ""
+    tool_calls: list[dict] = field(default_factory=list)
+    tool_results: list[dict] = field(default_factory=list)
+    passages: dict[int, PassageView] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "rounds": 0})
+
+
+def new_session(user, prompt_id: int) -> ChatSession:
+    """A new chat with a prompt the user may chat with."""
+    from accounts.permissions import Forbidden, get_prompt_for_chat
+
+    prompt = get_prompt_for_chat(user, prompt_id)
+    if not prompt.active:
+        raise Forbidden("This assistant has been switched off by its teacher.")
+    return ChatSession.objects.create(prompt=prompt, user=user)
+
+
+def start_turn(session: ChatSession, content: str | None, *, retry: bool = False) -> Turn:
+    """Check and store the student's message. With `retry`, answer the last question again."""
+    if retry:
+        question = _question_to_retry(session)
+    else:
+        content = (content or "").strip()
+        if not content:
+            raise CurreChatError("Write a message first.")
+        if len(content) > settings.CHAT_MAX_MESSAGE_CHARS:
+            raise MessageTooLong(
+                f"Your message has {len(content)} characters; the most is {settings.CHAT_MAX_MESSAGE_CHARS}. "
+                "Shorten it or split it into several questions."
+            )
+    check_rate(session.user_id)
+    fail_orphaned_replies(session)
+    lock = TurnLock(session.id)
+    lock.acquire()
+    try:
+        with transaction.atomic():
+            if not retry:
+                question = Message.objects.create(session=session, role=MessageRole.USER, content=content)
+            reply = Message.objects.create(session=session, role=MessageRole.ASSISTANT, status=MessageStatus.PENDING)
+            if not session.title:
+                session.title = _title(question.content)
+            session.save(update_fields=["title", "updated"])
+    except BaseException:
+        lock.release()
+        raise
+    return Turn(session=session, question=question, reply=reply, lock=lock)
+
+
+def _title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 60 else line[:57].rstrip() + "…"
+
+
+def _question_to_retry(session: ChatSession) -> Message:
+    last_question = session.messages.filter(role=MessageRole.USER).last()
+    if last_question is None:
+        raise CurreChatError("There is no question to retry in this chat.")
+    later = session.messages.filter(role=MessageRole.ASSISTANT, id__gt=last_question.id)
+    if later.filter(status=MessageStatus.COMPLETE).exists():
+        raise CurreChatError("The last question already has an answer; only a failed answer can be retried.")
+    return last_question
+
+
+ORPHANED = "The server stopped before this answer was finished. Ask again or retry."
+
+
+def fail_orphaned_replies(session: ChatSession) -> None:
+    """Mark answers left unfinished by a crashed or restarted server as failed.
+
+    A reply is written while its chat's turn lock is held, so an unfinished reply in a chat whose
+    lock is free has no turn behind it any more. Ids are read before the lock is checked, and the
+    update re-checks the status, so a turn that starts or finishes meanwhile is never touched.
+    """
+    unfinished = [MessageStatus.PENDING, MessageStatus.STREAMING]
+    ids = list(session.messages.filter(role=MessageRole.ASSISTANT, status__in=unfinished).values_list("id", flat=True))
+    if ids and not TurnLock(session.id).held():
+        Message.objects.filter(id__in=ids, status__in=unfinished).update(status=MessageStatus.FAILED, error=ORPHANED)
+
+
+def run_turn(turn: Turn, sink: EventSink) -> Message:
+    """Answer the turn's question, emitting events to `sink`; returns the stored reply."""
+    reply, progress = turn.reply, _Progress()
+    try:
+        prompt = turn.session.prompt
+        tool = SearchTool(list(prompt.collections.all()), curate=prompt.curation_enabled, results_budget=0)
+        health = get_health()
+        if health.has_model(prompt.chat_model):
+            _answer_with_model(turn, tool, progress, sink)
+        else:
+            tool.curate = prompt.curation_enabled and health.has_model(settings.CURATION_MODEL)
+            _answer_extractively(turn, tool, progress, sink)
+        _finish(reply, progress, MessageStatus.COMPLETE)
+    except (TurnFailed, ProviderError, MessageTooLong) as exc:
+        _fail(reply, progress, exc, sink)
+    except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
+        log.exception("Chat turn %s failed", reply.id)
+        _fail(reply, progress, TurnFailed("Something went wrong while answering. Try again."), sink, detail=exc)
+    else:
+        sink.emit({"type": "message_done", "message": message_dict(reply)})
+    finally:
+        turn.lock.release()
+    return reply
+
+
+def _finish(reply: Message, progress: _Progress, status: str) -> None:
+    reply.content = progress.text
+    reply.tool_calls = progress.tool_calls
+    reply.tool_results = progress.tool_results
+    reply.citations = map_citations(progress.text, progress.passages)
+    reply.token_usage = progress.usage
+    reply.status = status
+    reply.save()
+
+
+def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, detail=None) -> None:
+    """Store the reply as failed (never complete) and end the turn with an `error` event."""
+    log.info("Chat turn %s failed: %s", reply.id, detail or exc)
+    reply.error = str(exc)
+    try:
+        _finish(reply, progress, MessageStatus.FAILED)
+    except Exception:  # noqa: BLE001  (the database failed too: still tell the student; a read marks it later)
+        log.exception("Could not store failed chat turn %s", reply.id)
+    code = getattr(exc, "code", "too_long" if isinstance(exc, MessageTooLong) else "model_failed")
+    retryable = getattr(exc, "retryable", not isinstance(exc, MessageTooLong))
+    sink.emit({"type": "error", "message_id": reply.id, "code": code, "detail": str(exc), "retryable": retryable})
+
+
+def _emit_text(reply: Message, progress: _Progress, text: str, sink: EventSink) -> None:
+    progress.text += text
+    sink.emit({"type": "token", "message_id": reply.id, "text": text})
+
+
+def _history(turn: Turn) -> list[ChatMessage]:
+    """Earlier exchanges that got a complete answer, oldest first.
+
+    Old answers lose their [n] markers: those numbers point at an earlier turn's passages, and
+    the model must not cite them as if they were this turn's search results.
+    """
+    messages = list(turn.session.messages.filter(id__lt=turn.question.id).order_by("id"))
+    history: list[ChatMessage] = []
+    pending: Message | None = None
+    for message in messages:
+        if message.role == MessageRole.USER:
+            pending = message
+        elif pending is not None and message.status == MessageStatus.COMPLETE and message.content:
+            history.append(ChatMessage(role="user", content=pending.content))
+            history.append(ChatMessage(role="assistant", content=_MARKERS.sub("", message.content)))
+            pending = None
+    return history
+
+
+_thread_models = threading.local()
+
+
+def _chat_model(name: str):
+    """The chat model, kept per worker thread: its HTTP client keeps the connection to the model
+    server alive between turns, and no two concurrent turns share one client's connection pool."""
+    key = (name, settings.OLLAMA_HOST, settings.OLLAMA_TIMEOUT)
+    models = _thread_models.__dict__.setdefault("by_key", {})
+    if key not in models:
+        models[key] = get_chat_model(name)
+    return models[key]
+
+
+def _answer_with_model(turn: Turn, tool: SearchTool, progress: _Progress, sink: EventSink) -> None:
+    prompt = turn.session.prompt
+    model = _chat_model(prompt.chat_model)
+    # Kept in memory until the reply is next saved: a write here would delay the first token.
+    turn.reply.model, turn.reply.mode, turn.reply.status = model.name, AnswerMode.MODEL, MessageStatus.STREAMING
+    specs = []
+    if tool.offered:
+        collections = tool.collections
+        specs = [grounding.document_search_tool([c.name for c in collections], [c.language for c in collections])]
+    window = context_window(model)
+    budget = Budget.plan(window, has_tool=bool(specs))
+    tool.tokens_left = budget.results
+    system = ChatMessage(role="system", content=grounding.system_message(prompt.system_prompt, has_tool=bool(specs)))
+    current = ChatMessage(role="user", content=turn.question.content)
+    messages = fit_history(system, _history(turn), current, budget, tools_tokens(specs))
+    _ModelLoop(turn, model, specs, tool, progress, sink, window).run(messages)
+
+
+class _ModelLoop:
+    """Model rounds until the model answers without calling a tool.
+
+    The hard limit: after CHAT_MAX_TOOL_ROUNDS rounds that called tools, one last round is run
+    without offering any tool, so the model must answer with what it has.
+    """
+
+    def __init__(self, turn: Turn, model, specs, tool: SearchTool, progress: _Progress, sink: EventSink, window: int):
+        self.turn, self.model, self.specs, self.tool = turn, model, specs, tool
+        self.progress, self.sink = progress, sink
+        self.options = {"num_ctx": window}  # Ollama would otherwise cut the prompt to its small default
+
+    def run(self, messages: list[ChatMessage]) -> None:
+        limit = settings.CHAT_MAX_TOOL_ROUNDS
+        for round_no in range(limit + 1):
+            last = round_no == limit
+            if last:
+                messages.append(ChatMessage(role="system", content=grounding.LIMIT_NOTE))
+            start = len(self.progress.text)
+            calls = self._round(messages, () if last else self.specs)
+            said = self.progress.text[start:].removeprefix(ROUND_SEPARATOR)
+            if not calls or last:
+                if not said.strip():
+                    why = f"kept searching and gave no answer after {limit} rounds" if calls else "gave an empty answer"
+                    raise TurnFailed(f"The model {why}. Try again.")
+                return
+            messages.append(ChatMessage(role="assistant", content=said, tool_calls=tuple(calls)))
+            for call in calls:
+                outcome = _run_tool(self.turn.reply, self.tool, call, self.progress, self.sink)
+                messages.append(ChatMessage(role="tool", content=outcome.model_text, tool_name=call.name))
+
+    def _round(self, messages: list[ChatMessage], specs) -> list[ToolCall]:
+        """One model call, its text streamed as `token` events. Returns the tool calls it made."""
+        calls: list[ToolCall] = []
+        started = False
+        for event in self.model.stream(messages, tools=specs, options=self.options):
+            if isinstance(event, TextDelta) and event.text:
+                if not started and self.progress.text:
+                    # An earlier round said something already: this round's text starts a new paragraph.
+                    _emit_text(self.turn.reply, self.progress, ROUND_SEPARATOR, self.sink)
+                started = True
+                _emit_text(self.turn.reply, self.progress, event.text, self.sink)
+            elif isinstance(event, ToolCallEvent):
+                calls.append(event.call)
+            elif isinstance(event, Done):
+                self.progress.usage["prompt_tokens"] += event.prompt_tokens
+                self.progress.usage["completion_tokens"] += event.completion_tokens
+                self.progress.usage["rounds"] += 1
+        return calls
+
+
+def _run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: _Progress, sink: EventSink) -> ToolOutcome:
+    """Show the search, run it, show and store its results."""
+    query, _ = parse_query(call, tool.offered)
+    progress.tool_calls.append({"id": call.id, "name": call.name, "arguments": call.arguments, "query": query})
+    sink.emit(
+        {
+            "type": "tool_call",
+            "message_id": reply.id,
+            "call_id": call.id,
+            "name": call.name,
+            "query": query,
+            "arguments": call.arguments,
+        }
+    )
+    outcome = tool.run(call)
+    for passage in outcome.passages:
+        progress.passages[passage["n"]] = passage
+    progress.tool_results.append(outcome.record())
+    reply.tool_calls, reply.tool_results = progress.tool_calls, progress.tool_results
+    reply.save(update_fields=["tool_calls", "tool_results", "status", "mode", "model"])
+    sink.emit({"type": "tool_result", "message_id": reply.id, "call_id": call.id, **_result_fields(outcome)})
+    return outcome
+
+
+def _result_fields(outcome: ToolOutcome) -> dict:
+    return {"query": outcome.query, "status": outcome.status, "error": outcome.error, "passages": outcome.passages}
+
+
+def _answer_extractively(turn: Turn, tool: SearchTool, progress: _Progress, sink: EventSink) -> None:
+    """No language model: the question is the search query; the answer quotes what was found."""
+    turn.reply.mode, turn.reply.status, turn.reply.model = AnswerMode.EXTRACTIVE, MessageStatus.STREAMING, ""
+    outcome = None
+    if tool.offered:
+        tool.tokens_left = 10**9  # no model context to fit: every curated passage is shown
+        call = ToolCall(id="extractive", name=grounding.TOOL_NAME, arguments={"query": turn.question.content})
+        outcome = _run_tool(turn.reply, tool, call, progress, sink)
+    _emit_text(turn.reply, progress, extractive_answer(outcome, offered=tool.offered), sink)

@@ -1,0 +1,39 @@
+"""The answer when no language model is connected: the curated passages, quoted and cited.
+
+It says so at the top, so nobody mistakes quoted passages for a written answer.
+"""
+
+from __future__ import annotations
+
+from chat.grounding import passage_heading
+from chat.tools import ToolOutcome
+
+LABEL = "**Answer without a language model.**"
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in text.strip().splitlines())
+
+
+def extractive_answer(outcome: ToolOutcome | None, *, offered: bool) -> str:
+    if not offered:
+        return (
+            f"{LABEL} No language model is connected right now, and this assistant has no course material "
+            "to quote from. Try again later, or ask your teacher."
+        )
+    if outcome is None or outcome.status == "error":
+        detail = outcome.error if outcome else ""
+        return f"{LABEL} No language model is connected right now, and searching the course material failed. {detail}"
+    if outcome.status == "nothing_relevant" or not outcome.passages:
+        return (
+            f"{LABEL} No language model is connected right now, and the course material has no passage that "
+            "matches your question. Try other words, or ask your teacher."
+        )
+    parts = [
+        f"{LABEL} No language model is connected right now, so this answer quotes the passages of the course "
+        "material that best match your question. Read them to find your answer:"
+    ]
+    for p in outcome.passages:
+        heading = passage_heading(p["n"], p["file_name"], p["page"], p["page_end"], p["section"])
+        parts.append(f"**{heading}**\n\n{_quote(p['text'])}")
+    return "\n\n".join(parts)

@@ -1,0 +1,128 @@
+"""Answers as safe HTML: Markdown (tables, code), LaTeX math as MathML, citation links.
+
+Model output is untrusted (it may echo retrieved text or a student's injection attempt), so the
+HTML is built server side and passed through nh3 with an allowlist as the very last step; the
+page inserts nothing else as HTML. Math is converted to MathML, which browsers render natively.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from collections.abc import Callable
+
+import markdown
+import nh3
+from latex2mathml.converter import convert as latex_to_mathml
+
+log = logging.getLogger(__name__)
+
+_MATHML_TAGS = {
+    "math", "semantics", "annotation", "mrow", "mi", "mo", "mn", "ms", "mtext", "mspace", "mfrac",
+    "msqrt", "mroot", "msup", "msub", "msubsup", "munder", "mover", "munderover", "mtable", "mtr",
+    "mtd", "mstyle", "mpadded", "mphantom", "menclose", "merror",
+}  # fmt: skip
+_HTML_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "del", "sup", "sub",
+    "blockquote", "ul", "ol", "li", "code", "pre", "table", "thead", "tbody", "tr", "th", "td", "a",
+    "span", "div",
+}  # fmt: skip
+_ATTRIBUTES = {
+    "a": {"href", "class", "data-n", "title"},
+    "span": {"class", "title"},
+    "div": {"class"},
+    "code": {"class"},
+    "th": {"align", "style"},
+    "td": {"align", "style"},
+    "math": {"display", "xmlns"},
+    "mo": {"stretchy", "fence", "separator", "lspace", "rspace"},
+    "mstyle": {"displaystyle", "scriptlevel"},
+    "mtable": {"columnalign", "rowspacing", "columnspacing"},
+    "mspace": {"width"},
+    "mpadded": {"width", "lspace"},
+    "menclose": {"notation"},
+}
+
+_CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+_MATH = re.compile(
+    r"\$\$(?P<d1>.+?)\$\$|\\\[(?P<d2>.+?)\\\]|\\\((?P<i1>.+?)\\\)|(?<![\\$\w])\$(?P<i2>[^\s$](?:[^$\n]*?[^\s$])?)\$(?!\d)",
+    re.DOTALL,
+)
+CITATION = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\]")
+
+
+def _math_html(tex: str, display: bool) -> str:
+    try:
+        return latex_to_mathml(tex, display="block" if display else "inline")
+    except Exception:  # noqa: BLE001  (any parser failure: show the source instead of losing it)
+        log.debug("LaTeX not converted: %r", tex)
+        return f'<code class="math-src">{html.escape(tex)}</code>'
+
+
+def _protect(text: str) -> tuple[str, dict[str, str]]:
+    """Take code and math out of the Markdown so neither is mangled by it."""
+    saved: dict[str, str] = {}
+
+    def keep(value: str) -> str:
+        key = f"XPROTECTEDX{len(saved)}X"
+        saved[key] = value
+        return key
+
+    chunks = []
+    last = 0
+    for code in _CODE.finditer(text):
+        chunks.append(_MATH.sub(lambda m: keep(_math_for(m)), text[last : code.start()]))
+        chunks.append(keep(code.group(0)))
+        last = code.end()
+    chunks.append(_MATH.sub(lambda m: keep(_math_for(m)), text[last:]))
+    return "".join(chunks), saved
+
+
+def _math_for(match: re.Match) -> str:
+    display = match.group("d1") or match.group("d2")
+    if display is not None:
+        return "\n\n" + _math_html(display.strip(), True) + "\n\n"
+    return _math_html((match.group("i1") or match.group("i2")).strip(), False)
+
+
+def _restore(text: str, saved: dict[str, str]) -> str:
+    # Code is restored before Markdown runs (it renders code itself); math after, as HTML.
+    for key, value in saved.items():
+        if value.startswith("`"):
+            text = text.replace(key, value)
+    return text
+
+
+def render_markdown(text: str, cite: Callable[[int], str | None] | None = None) -> str:
+    """Sanitised HTML for an answer. `cite(n)` gives the link for a passage number, or None."""
+    protected, saved = _protect(text)
+    body = markdown.markdown(_restore(protected, saved), extensions=["tables", "fenced_code", "sane_lists"])
+    for key, value in saved.items():
+        if not value.startswith("`"):
+            body = body.replace(f"<p>{key}</p>", value).replace(key, value)
+    if cite is not None:
+        body = _link_citations(body, cite)
+    return nh3.clean(
+        body,
+        tags=_HTML_TAGS | _MATHML_TAGS,
+        attributes=_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+def _link_citations(body: str, cite: Callable[[int], str | None]) -> str:
+    """Turn [n] into links outside code; numbers that match no passage stay plain, marked as such."""
+
+    def one(n: int) -> str:
+        href = cite(n)
+        if href is None:
+            return f'<span class="cite-missing" title="No passage has this number">[{n}]</span>'
+        return f'<a class="cite" href="{href}" data-n="{n}">[{n}]</a>'
+
+    def replace(match: re.Match) -> str:
+        return "".join(one(int(n)) for n in re.split(r"\s*[,;]\s*", match.group(1)))
+
+    parts = re.split(r"(<pre>.*?</pre>|<code>.*?</code>|<[^>]+>)", body, flags=re.DOTALL)
+    return "".join(part if part.startswith("<") else CITATION.sub(replace, part) for part in parts)

@@ -1,0 +1,53 @@
+"""Chat sessions and messages as plain dicts: one shape for the API, the pages and `message_done`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chat.models import ChatSession, Message, MessageRole
+from chat.rendering import render_markdown
+
+
+def cite_anchor(message_id: int, n: int) -> str:
+    return f"#cite-{message_id}-{n}"
+
+
+def answer_html(message: Message) -> str:
+    """The assistant's answer as sanitised HTML, [n] linked to this message's cited passages."""
+    cited = {c["n"] for c in message.citations}
+    return render_markdown(message.content, cite=lambda n: cite_anchor(message.id, n) if n in cited else None)
+
+
+def message_dict(message: Message) -> dict[str, Any]:
+    is_answer = message.role == MessageRole.ASSISTANT
+    return {
+        "id": message.id,
+        "role": message.role,
+        "content": message.content,
+        # Only answers are rendered; a student's own text is shown as text, never as HTML.
+        "html": answer_html(message) if is_answer else "",
+        "status": message.status,
+        "error": message.error,
+        "mode": message.mode,
+        "model": message.model,
+        "tool_calls": message.tool_calls,
+        "tool_results": message.tool_results,
+        "citations": message.citations,
+        "token_usage": message.token_usage,
+        "created": message.created.isoformat(),
+    }
+
+
+def session_dict(session: ChatSession, *, with_messages: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": session.id,
+        "prompt_id": session.prompt_id,
+        "prompt_name": session.prompt.name,
+        "user": session.user.username,
+        "title": str(session),
+        "created": session.created.isoformat(),
+        "updated": session.updated.isoformat(),
+    }
+    if with_messages:
+        data["messages"] = [message_dict(m) for m in session.messages.all()]
+    return data

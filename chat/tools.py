@@ -1,0 +1,156 @@
+"""Running the model's tool calls: check the call, search, number the passages for citation.
+
+A bad call (unknown tool, missing or wrong-typed argument) is not an exception: it becomes a tool
+result that tells the model what was wrong, so it can correct itself in the next round.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import redis
+from django.conf import settings
+
+from chat import grounding
+from chat.budget import estimate_tokens
+from chat.events import PassageView
+from currechat.errors import CurreChatError
+from rag.providers import ToolCall
+from rag.results import Passage
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 500
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call produced: the text the model reads and the record the student sees."""
+
+    call_id: str
+    query: str | None
+    status: Literal["ok", "nothing_relevant", "error"]
+    model_text: str
+    error: str = ""
+    passages: list[PassageView] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        """As stored in Message.tool_results."""
+        return {
+            "tool_call_id": self.call_id,
+            "query": self.query,
+            "status": self.status,
+            "error": self.error,
+            "passages": self.passages,
+            "notes": self.notes,
+        }
+
+
+def parse_query(call: ToolCall, offered: bool) -> tuple[str | None, str]:
+    """The call's query, or None and a sentence for the model saying what is wrong."""
+    if not offered or call.name != grounding.TOOL_NAME:
+        available = f"the only tool is {grounding.TOOL_NAME}" if offered else "no tools are available"
+        return None, f"Error: there is no tool named {call.name!r}; {available}."
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        # Some models send the arguments as a JSON string rather than an object; accept that form.
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = None
+    usage = f'Call {grounding.TOOL_NAME} with {{"query": "<words to search for>"}}.'
+    if not isinstance(arguments, dict) or "query" not in arguments:
+        return None, f"Error: the argument 'query' is missing. {usage}"
+    query = arguments["query"]
+    if not isinstance(query, str):
+        return None, f"Error: 'query' must be a string, not {type(query).__name__}. {usage}"
+    query = " ".join(query.split())
+    if not query:
+        return None, f"Error: 'query' is empty. {usage}"
+    return query[:MAX_QUERY_CHARS], ""
+
+
+class PassageRegistry:
+    """Numbers passages across one turn, so [n] means the same passage in every search result."""
+
+    def __init__(self) -> None:
+        self.by_chunk: dict[str, PassageView] = {}
+
+    def number(self, passage: Passage) -> PassageView:
+        if passage.chunk_id not in self.by_chunk:
+            self.by_chunk[passage.chunk_id] = {
+                "n": len(self.by_chunk) + 1,
+                "chunk_id": passage.chunk_id,
+                "collection_id": passage.collection_id,
+                "file_id": passage.file_id,
+                "file_name": passage.file_name,
+                "page": passage.page,
+                "page_end": passage.page_end,
+                "section": passage.section,
+                "text": passage.text,
+                "score": passage.score,
+                "curation_score": passage.curation_score,
+            }
+        return self.by_chunk[passage.chunk_id]
+
+    def get(self, n: int) -> PassageView | None:
+        return next((p for p in self.by_chunk.values() if p["n"] == n), None)
+
+
+class SearchTool:
+    """document_search over a prompt's collections, within this turn's budget for results."""
+
+    def __init__(self, collections: Sequence, *, curate: bool, results_budget: int):
+        self.collections = list(collections)
+        self.curate = curate
+        self.tokens_left = results_budget
+        self.registry = PassageRegistry()
+        self.searches = 0
+
+    @property
+    def offered(self) -> bool:
+        return bool(self.collections)
+
+    def run(self, call: ToolCall) -> ToolOutcome:
+        query, problem = parse_query(call, self.offered)
+        if query is None:
+            return ToolOutcome(call.id, None, "error", problem, error=problem.removeprefix("Error: "))
+        if self.searches >= settings.CHAT_MAX_SEARCHES:
+            text = "Error: the search limit for this answer is reached. Answer with the passages you have."
+            return ToolOutcome(call.id, query, "error", text, error="Search limit reached.")
+        self.searches += 1
+        try:
+            outcome = self._search(query)
+        except (CurreChatError, redis.RedisError) as exc:
+            log.warning("document_search failed for %r: %s", query, exc)
+            detail = str(exc) if isinstance(exc, CurreChatError) else "The search index cannot be reached."
+            return ToolOutcome(call.id, query, "error", f"Error: the search failed ({detail})", error=detail)
+        if outcome.nothing_relevant or not outcome.results:
+            return ToolOutcome(call.id, query, "nothing_relevant", grounding.nothing_found(query), notes=outcome.notes)
+        return self._numbered(call.id, query, outcome)
+
+    def _search(self, query: str):
+        from rag.search import search_collections  # imported late: the search module owns its own deps
+
+        return search_collections(self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate)
+
+    def _numbered(self, call_id: str, query: str, outcome) -> ToolOutcome:
+        """Number the passages and keep as many as the turn's results budget allows."""
+        kept: list[PassageView] = []
+        notes = list(outcome.notes)
+        for passage in outcome.results:
+            cost = estimate_tokens(passage.text) + 24
+            if cost > self.tokens_left:
+                notes.append(f"{len(outcome.results) - len(kept)} passage(s) left out: no room in the model's context.")
+                break
+            self.tokens_left -= cost
+            kept.append(self.registry.number(passage))
+        if not kept:
+            text = "Error: no room is left for more passages. Answer with the passages you already have."
+            return ToolOutcome(call_id, query, "error", text, error="No room for more passages.", notes=notes)
+        return ToolOutcome(call_id, query, "ok", grounding.format_passages(query, kept), passages=kept, notes=notes)

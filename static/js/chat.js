@@ -1,0 +1,286 @@
+// The chat page: renders the conversation, streams answers over /ws/chats/{id}/, reconnects.
+//
+// Safety: the only HTML inserted is `message.html`, which the server built from Markdown and
+// sanitised with an allowlist (chat/rendering.py). Everything else — the student's text, streamed
+// tokens, search queries, passages, file names — goes in as text nodes.
+(() => {
+  "use strict";
+  const config = JSON.parse(document.getElementById("chat-config").textContent);
+  const conversation = document.getElementById("conversation");
+  const form = document.getElementById("composer");
+  const input = document.getElementById("composer-input");
+  const note = document.getElementById("composer-note");
+  const connection = document.getElementById("connection-status");
+  let messages = config.messages;
+  let socket = null;
+  let retryDelay = 1000;
+  let live = null; // the assistant message being streamed: {id, el, answer, searches}
+  let pendingText = null; // what we sent, until the server accepts or refuses it
+
+  function el(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs)) {
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+
+  function where(p) {
+    const parts = [p.file_name];
+    if (p.page !== null && p.page !== undefined) parts.push(p.page_end && p.page_end !== p.page ? `pp. ${p.page}–${p.page_end}` : `p. ${p.page}`);
+    if (p.section) parts.push(p.section);
+    return parts.join(", ");
+  }
+
+  function passageDetails(p, id) {
+    const details = el("details", id ? { id } : {});
+    details.append(el("summary", { text: `[${p.n}] ${where(p)}` }), el("div", { class: "passage-text", text: p.text }));
+    return details;
+  }
+
+  // One search: "Searching: <query>" while it runs, then its results.
+  function searchBlock(call) {
+    const block = el("div", { class: "search", "data-call": call.call_id || call.id });
+    const line = el("div");
+    if (call.query) line.append("Searching: ", el("span", { class: "query", text: call.query }), " ", el("span", { class: "spinner", "aria-hidden": "true" }));
+    else line.append(el("span", { text: `The model made a malformed ${call.name} call.` }), " ", el("span", { class: "spinner", "aria-hidden": "true" }));
+    block.append(line);
+    return block;
+  }
+
+  function fillSearch(block, result) {
+    block.replaceChildren();
+    const head = el("div");
+    if (result.query) head.append("Searched: ", el("span", { class: "query", text: result.query }), " — ");
+    if (result.status === "ok") head.append(`${result.passages.length} passage(s)`);
+    else if (result.status === "nothing_relevant") head.append("nothing relevant found");
+    else head.append(el("span", { class: "error", text: result.error || "the search failed" }));
+    block.append(head);
+    if (result.passages && result.passages.length) {
+      const list = el("ol");
+      for (const p of result.passages) list.append(el("li", { value: String(p.n) }, passageDetails(p)));
+      block.append(list);
+    }
+  }
+
+  function citationsBlock(message) {
+    if (!message.citations || !message.citations.length) return null;
+    const box = el("div", { class: "citations" }, el("strong", { text: "Sources" }));
+    for (const p of message.citations) box.append(passageDetails(p, `cite-${message.id}-${p.n}`));
+    return box;
+  }
+
+  function renderAssistant(message, isLast) {
+    const box = el("article", { class: `msg assistant ${message.status}`, "data-message": String(message.id) });
+    if (message.mode === "extractive") box.append(el("div", { class: "label", text: "Without a language model: quoted passages" }));
+    const results = Object.fromEntries((message.tool_results || []).map((r) => [r.tool_call_id, r]));
+    for (const call of message.tool_calls || []) {
+      const block = searchBlock(call);
+      if (results[call.id]) fillSearch(block, results[call.id]);
+      box.append(block);
+    }
+    const answer = el("div", { class: "answer" });
+    if (message.status === "complete" || message.status === "failed") {
+      answer.innerHTML = message.html; // sanitised on the server (see top of file)
+    } else {
+      answer.className = "answer streaming";
+      answer.textContent = message.content || "…";
+    }
+    box.append(answer);
+    const cites = citationsBlock(message);
+    if (cites) box.append(cites);
+    if (message.status === "failed") {
+      box.append(el("p", { class: "error", text: message.error || "The answer failed." }));
+      if (isLast && config.writable) {
+        const retry = el("button", { type: "button", class: "retry", text: "Retry" });
+        retry.addEventListener("click", () => send({ type: "retry" }));
+        box.append(retry);
+      }
+    }
+    return box;
+  }
+
+  function render() {
+    conversation.replaceChildren();
+    messages.forEach((m, i) => {
+      if (m.role === "user") conversation.append(el("div", { class: "msg user", text: m.content }));
+      else conversation.append(renderAssistant(m, i === messages.length - 1));
+    });
+    conversation.lastElementChild?.scrollIntoView({ block: "end" });
+  }
+
+  function liveBubble(messageId) {
+    if (live && live.id === messageId) return live;
+    const placeholder = { id: messageId, status: "streaming", content: "", tool_calls: [], tool_results: [] };
+    const box = renderAssistant(placeholder, true);
+    const answer = box.querySelector(".answer");
+    answer.textContent = "";
+    conversation.append(box);
+    live = { id: messageId, el: box, answer, searches: {} };
+    return live;
+  }
+
+  function onEvent(event) {
+    if (event.type === "token") {
+      accepted();
+      const bubble = liveBubble(event.message_id);
+      bubble.answer.append(event.text); // a text node: streamed text is never parsed as HTML
+    } else if (event.type === "tool_call") {
+      accepted();
+      const bubble = liveBubble(event.message_id);
+      const block = searchBlock(event);
+      bubble.searches[event.call_id] = block;
+      bubble.el.insertBefore(block, bubble.answer);
+    } else if (event.type === "tool_result") {
+      const block = liveBubble(event.message_id).searches[event.call_id];
+      if (block) fillSearch(block, event);
+    } else if (event.type === "message_done") {
+      accepted();
+      live = null;
+      showMode(event.message);
+      refresh();
+    } else if (event.type === "error") {
+      onError(event);
+    }
+  }
+
+  // Keep the status line honest: the server answers without a model when none is connected.
+  function showMode(message) {
+    const status = document.querySelector("[data-testid=model-status]");
+    if (!status) return;
+    const extractive = message.mode === "extractive";
+    status.classList.toggle("warn", extractive);
+    status.classList.toggle("ok", !extractive);
+    status.querySelector(".dot")?.classList.toggle("bad", extractive);
+    status.querySelector(".dot")?.classList.toggle("ok", !extractive);
+    const text = extractive
+      ? " No language model connected: answers quote the course material without a language model. "
+      : ` Model ${message.model} connected. `;
+    status.childNodes.forEach((node) => {
+      if (node.nodeType === Node.TEXT_NODE && node.textContent.trim()) node.textContent = text;
+    });
+  }
+
+  // The first question names the chat in the list on the side.
+  function nameChat(text) {
+    const current = document.querySelector(".session-list li.current a");
+    if (current && /^Chat \d+$/.test(current.textContent.trim())) {
+      current.textContent = text.length > 60 ? `${text.slice(0, 57)}…` : text;
+    }
+  }
+
+  // The server took our message: show it as sent and clear the box.
+  function accepted() {
+    if (pendingText === null) return;
+    messages.push({ role: "user", content: pendingText });
+    nameChat(pendingText);
+    conversation.append(el("div", { class: "msg user", text: pendingText }));
+    if (live) conversation.append(live.el); // keep the answer below its question
+    input.value = "";
+    pendingText = null;
+  }
+
+  function onError(event) {
+    if (event.message_id === null) {
+      // Refused before it started (rate limit, too long, busy): nothing was stored; keep the text.
+      pendingText = null;
+      note.textContent = event.detail;
+      setBusy(false);
+      return;
+    }
+    accepted();
+    live = null;
+    refresh();
+  }
+
+  async function refresh() {
+    try {
+      const response = await fetch(config.api_path, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!response.ok) return;
+      messages = (await response.json()).messages;
+    } catch {
+      return; // offline: the reconnect will try again
+    }
+    live = null;
+    render();
+    const last = messages[messages.length - 1];
+    const answering = last && last.role === "assistant" && (last.status === "pending" || last.status === "streaming");
+    setBusy(answering);
+    // An answer still being written elsewhere (we reconnected mid-turn): check again shortly.
+    if (answering) setTimeout(refresh, 2000);
+  }
+
+  function setBusy(busy) {
+    if (!form) return;
+    document.getElementById("composer-send").disabled = busy;
+  }
+
+  function send(payload) {
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      note.textContent = "Not connected; reconnecting…";
+      return false;
+    }
+    note.textContent = "";
+    setBusy(true);
+    socket.send(JSON.stringify(payload));
+    return true;
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${location.host}${config.ws_path}`);
+    socket.addEventListener("open", () => {
+      connection.textContent = "";
+      if (retryDelay > 1000) refresh(); // catch up on anything that happened while we were away
+      retryDelay = 1000;
+    });
+    socket.addEventListener("message", (e) => onEvent(JSON.parse(e.data)));
+    socket.addEventListener("close", (e) => {
+      if (e.code === 4403) {
+        connection.textContent = "You may not open this chat any more.";
+        return;
+      }
+      connection.textContent = "Connection lost; reconnecting…";
+      setTimeout(connect, retryDelay);
+      retryDelay = Math.min(retryDelay * 2, 15000);
+    });
+  }
+
+  if (form) {
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const text = input.value.trim();
+      if (!text || pendingText !== null) return;
+      pendingText = text;
+      if (!send({ type: "user_message", content: text })) pendingText = null;
+    });
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey) {
+        e.preventDefault();
+        form.requestSubmit();
+      }
+    });
+  }
+
+  // Citation links open their passage.
+  conversation.addEventListener("click", (e) => {
+    const link = e.target.closest("a.cite");
+    if (!link) return;
+    const target = document.querySelector(link.getAttribute("href"));
+    if (!target) return;
+    e.preventDefault();
+    target.open = true;
+    target.classList.add("flash");
+    target.scrollIntoView({ block: "nearest" });
+    setTimeout(() => target.classList.remove("flash"), 1500);
+  });
+
+  render();
+  const last = messages[messages.length - 1];
+  if (last && last.role === "assistant" && (last.status === "pending" || last.status === "streaming")) refresh();
+  // Events go to the socket that asked; a reader (the teacher) follows an answer by polling instead.
+  if (config.writable) connect();
+})();
