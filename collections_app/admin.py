@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from collections_app import files
 from collections_app.models import Collection, SourceFile
 
 
@@ -20,6 +21,14 @@ class CollectionAdmin(admin.ModelAdmin):
     autocomplete_fields = ("owner", "co_owners")
     inlines = [SourceFileInline]
 
+    # Deleting here must also remove the index and the stored files, as the pages and the API do.
+    def delete_model(self, request, obj):
+        files.delete_collection(obj)
+
+    def delete_queryset(self, request, queryset):
+        for collection in queryset:
+            files.delete_collection(collection)
+
 
 @admin.register(SourceFile)
 class SourceFileAdmin(admin.ModelAdmin):
@@ -28,3 +37,10 @@ class SourceFileAdmin(admin.ModelAdmin):
     search_fields = ("original_name", "sha256", "collection__name")
     readonly_fields = ("sha256", "size", "created", "updated")
     raw_id_fields = ("collection", "uploaded_by")
+
+    def delete_model(self, request, obj):
+        files.delete_file(obj)
+
+    def delete_queryset(self, request, queryset):
+        for source in queryset:
+            files.delete_file(source)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from django.db import transaction
 from django.urls import reverse
-from ninja import Field, File, Form, Router, Schema
+from ninja import Field, File, Form, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from accounts.models import User
@@ -112,7 +112,7 @@ def create_collection(request, data: CollectionIn):
             owner=request.user,
         )
         collection.co_owners.set(_teachers(data.co_owners, request.user))
-    return 201, collection_out(collection)
+    return Status(201, collection_out(collection))
 
 
 @router.get("/collections/{int:collection_id}", response=CollectionOut)
@@ -124,6 +124,7 @@ def get_collection(request, collection_id: int):
 def update_collection(request, collection_id: int, data: CollectionPatch):
     collection = get_collection_for_edit(request.user, collection_id)
     changes = data.dict(exclude_unset=True)
+    before = {"language": collection.language, "embedding_model": collection.embedding_model}
     if "language" in changes:
         _check_language(changes["language"])
     if "embedding_model" in changes:
@@ -137,6 +138,8 @@ def update_collection(request, collection_id: int, data: CollectionPatch):
             if request.user != collection.owner and not request.user.is_superuser:
                 raise CurreChatError("Only the collection's owner can change its co-owners.")
             collection.co_owners.set(_teachers(changes["co_owners"], collection.owner))
+    if {"language", "embedding_model"} & {k for k, v in changes.items() if v is not None and v != before.get(k)}:
+        files.reindex_collection(collection)  # stemming and vectors are fixed per index: build a new one
     return collection_out(collection)
 
 
@@ -144,7 +147,7 @@ def update_collection(request, collection_id: int, data: CollectionPatch):
 def delete_collection(request, collection_id: int):
     collection = get_collection_for_edit(request.user, collection_id)
     files.delete_collection(collection)
-    return 204, None
+    return Status(204, None)
 
 
 # --- Files -----------------------------------------------------------------------------------
@@ -215,7 +218,7 @@ def upload_file(
     413 (over the size or page limit) or 415 (not text and not a PDF).
     """
     collection = get_collection_for_edit(request.user, collection_id)
-    return 201, file_out(files.add_file(collection, file, request.user, pdf_mode))
+    return Status(201, file_out(files.add_file(collection, file, request.user, pdf_mode)))
 
 
 @router.get("/collections/{collection_id}/files", response=list[FileOut])
@@ -238,7 +241,7 @@ def get_file_chunks(request, file_id: int):
 @router.delete("/files/{file_id}", response={204: None})
 def delete_file(request, file_id: int):
     files.delete_file(get_file_for_edit(request.user, file_id))
-    return 204, None
+    return Status(204, None)
 
 
 @router.post("/files/{file_id}/cancel", response=FileOut)

@@ -23,8 +23,11 @@ class CollectionForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["co_owners"].queryset = User.objects.filter(role="teacher", is_active=True).exclude(pk=owner.pk)
         if self.instance.pk and self.instance.files.exists():
-            command = f"manage.py reindex --collection {self.instance.pk}"
-            self.fields["embedding_model"].help_text = f"Changing it re-embeds every file: run {command} afterwards."
+            self.fields[
+                "embedding_model"
+            ].help_text = (
+                "Changing it (or the language) re-indexes every file; search is incomplete until that finishes."
+            )
 
     def clean_embedding_model(self):
         name = self.cleaned_data["embedding_model"].strip()

@@ -40,6 +40,10 @@ def collection_detail(request, pk: int):
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, "Settings saved.")
+        if {"language", "embedding_model"} & set(form.changed_data):
+            requeued = files.reindex_collection(collection)  # a new index for the new language or model
+            if requeued:
+                messages.info(request, f"Re-indexing {len(requeued)} file(s) for the new settings.")
         return redirect("collection_detail", pk=collection.pk)
     context = {
         "collection": collection,

@@ -111,13 +111,18 @@ class CollectionIndex:
                 return
             self.client.ft(self.name).dropindex(delete_documents=False)
         # redisvl's schema has no LANGUAGE, so FT.CREATE goes through redis-py with redisvl's fields.
-        self.client.ft(self.name).create_index(
-            [field.as_redis_field() for field in self.schema.fields.values()],
-            definition=IndexDefinition(
-                prefix=[self.key_prefix + ":"], language=self.language, index_type=IndexType.HASH
-            ),
-            stopwords=sorted(stopwords(self.language)),
-        )
+        try:
+            self.client.ft(self.name).create_index(
+                [field.as_redis_field() for field in self.schema.fields.values()],
+                definition=IndexDefinition(
+                    prefix=[self.key_prefix + ":"], language=self.language, index_type=IndexType.HASH
+                ),
+                stopwords=sorted(stopwords(self.language)),
+            )
+        except redis.ResponseError as exc:
+            # Two workers indexing the first files of a collection at once: the other one won.
+            if "already exists" not in str(exc).lower():
+                raise
 
     @staticmethod
     def _indexed_dims(info: dict) -> int | None:
@@ -148,7 +153,10 @@ class CollectionIndex:
         if len(chunk.embedding) != self.dims:
             raise ValueError(f"Embedding has {len(chunk.embedding)} dimensions; the index expects {self.dims}.")
         return {
-            "text": chunk.text,
+            # RediSearch 2.10 does not split words at a bare newline ("foo\nbar" is one token, found
+            # by neither word); a space before each newline keeps both words searchable and the
+            # Markdown unchanged when rendered.
+            "text": chunk.text.replace("\n", " \n"),
             "file_id": str(chunk.file_id),
             "file_name": chunk.file_name,
             "position": chunk.position,

@@ -129,7 +129,9 @@ class PdfVlm:
             heading = self.headings.get(number, f"Page {number}")
             text = self.doc_text[number - 1]
             table = "| symbol | meaning |\n|---|---|\n| $\\theta$ | parameters |"
-            return Reply(content=f"## {heading}\n\n{text}\n\n{table}\n", chunks=[f"## {heading}\n\n", text, "\n\n", table])
+            return Reply(
+                content=f"## {heading}\n\n{text}\n\n{table}\n", chunks=[f"## {heading}\n\n", text, "\n\n", table]
+            )
         finally:
             with self._lock:
                 self.in_flight -= 1

@@ -1,18 +1,26 @@
-"""Demo data for a fresh instance: a teacher, a student, a collection and a prompt the student joined.
+"""Demo data for a fresh instance: a teacher, a student, a collection with one small course file
+(queued for ingestion) and a prompt the student joined.
 
-Running it again reuses what exists and prints the same passwords (kept in var/demo_credentials).
+Running it again reuses what exists and prints the same passwords (kept in var/demo_credentials);
+the demo file is uploaded once (a later run queues it again only if its ingestion failed).
 """
 
 import secrets
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files import File
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from accounts.models import Role, User
 from chat.models import Enrollment, Prompt
-from collections_app.models import Collection
+from collections_app import files
+from collections_app.models import Collection, FileStatus
+from currechat.errors import CurreChatError
+
+# An excerpt of OpenStax's "Introduction to Python Programming" (CC BY 4.0; see demo/README.md).
+DEMO_FILE = Path(settings.BASE_DIR) / "demo" / "python-loops.md"
 
 DEMO_SYSTEM_PROMPT = (
     "You are a friendly teaching assistant for an introductory course. Answer the student's questions "
@@ -61,9 +69,24 @@ class Command(BaseCommand):
         )
         prompt.collections.add(collection)
         Enrollment.objects.get_or_create(student=student, prompt=prompt)
+        transaction.on_commit(lambda: self._demo_file(collection, teacher))
         self.stdout.write(
             "Demo accounts:\n"
             f"  teacher (also admin): demo-teacher / {teacher_pw}\n"
             f"  student:              demo-student / {student_pw}\n"
             f"  demo prompt join code: {prompt.join_code}"
         )
+
+    def _demo_file(self, collection: Collection, teacher: User) -> None:
+        """Upload the demo file once; queue it again only when an earlier ingestion failed."""
+        existing = collection.files.filter(original_name=DEMO_FILE.name).first()
+        try:
+            if existing is None:
+                with DEMO_FILE.open("rb") as handle:
+                    files.add_file(collection, File(handle, name=DEMO_FILE.name), teacher)
+                self.stdout.write(f"Demo file {DEMO_FILE.name} queued for ingestion.")
+            elif existing.status in (FileStatus.FAILED, FileStatus.CANCELLED):
+                files.requeue(existing)
+                self.stdout.write(f"Demo file {DEMO_FILE.name} queued again (it was {existing.status}).")
+        except CurreChatError as exc:  # no queue yet: the rest of the demo is still usable
+            self.stderr.write(f"Demo file not queued: {exc}")

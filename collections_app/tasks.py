@@ -1,0 +1,13 @@
+"""Background tasks of collections (django-tasks on the RQ backend, queue "ingest")."""
+
+from __future__ import annotations
+
+from django_tasks import task
+
+
+@task(queue_name="ingest")
+def ingest_file(file_id: int, attempt: int, re_extract: bool = True) -> str:
+    """Ingest one uploaded file. `attempt` lets a stale job (cancelled, re-queued) stop at once."""
+    from rag.ingest.pipeline import ingest
+
+    return ingest(file_id, attempt, re_extract=re_extract)

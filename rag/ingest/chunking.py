@@ -1,0 +1,140 @@
+"""Split a document's Markdown into chunks that keep their page(s), heading path and position.
+
+Sections first: every Markdown heading starts a section, and the section's heading path ("Chapter
+2 > 2.1 Sampling") goes with each of its chunks. Then each section is split to about
+`INGEST_CHUNK_SIZE` characters with `INGEST_CHUNK_OVERLAP` overlap, preferring paragraph breaks,
+then line and sentence breaks (langchain-text-splitters). Page numbers come from the character
+offsets where each page starts, so a chunk that runs over a page break reports both pages.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from rag.ingest.job import Chunk, PageText
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_PAGE_MARKER = re.compile(r"^<!-- page (\d+) -->$", re.MULTILINE)
+# Paragraphs, then lines, then sentence ends, then clauses and words: never mid-word unless forced.
+SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
+
+
+@dataclass(frozen=True)
+class Section:
+    start: int  # offset of the section's first character in the document text
+    text: str
+    heading_path: str
+
+
+def compose(pages: Sequence[PageText]) -> str:
+    """The document's Markdown as stored: pages joined, each PDF page introduced by a marker line."""
+    parts = []
+    for page in pages:
+        if page.number is not None:
+            parts.append(f"<!-- page {page.number} -->")
+        parts.append(page.markdown.strip())
+    return "\n\n".join(part for part in parts if part)
+
+
+def decompose(markdown: str) -> list[PageText]:
+    """Inverse of `compose` (used by reindex to re-chunk stored Markdown without extracting again)."""
+    markers = list(_PAGE_MARKER.finditer(markdown))
+    if not markers:
+        return [PageText(None, markdown)]
+    pages = []
+    for i, marker in enumerate(markers):
+        end = markers[i + 1].start() if i + 1 < len(markers) else len(markdown)
+        pages.append(PageText(int(marker.group(1)), markdown[marker.end() : end].strip()))
+    return pages
+
+
+def _join_pages(pages: Sequence[PageText]) -> tuple[str, list[int], list[int | None]]:
+    text_parts, starts, numbers = [], [], []
+    offset = 0
+    for page in pages:
+        body = page.markdown.strip()
+        starts.append(offset)
+        numbers.append(page.number)
+        text_parts.append(body)
+        offset += len(body) + 2
+    return "\n\n".join(text_parts), starts, numbers
+
+
+def split_sections(text: str) -> list[Section]:
+    """Sections at ATX headings outside code fences; a heading with no body joins the next section."""
+    sections: list[Section] = []
+    path: list[tuple[int, str]] = []
+    start, in_fence, offset = 0, False, 0
+    current_path = ""
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line.rstrip("\n"))
+        if match:
+            body = text[start:offset]
+            if body.strip() and not _only_headings(body):
+                sections.append(Section(start, body, current_path))
+                start = offset
+            level = len(match.group(1))
+            path = [(lvl, title) for lvl, title in path if lvl < level] + [(level, _clean_heading(match.group(2)))]
+            current_path = " > ".join(title for _, title in path)
+        offset += len(line)
+    if text[start:].strip():
+        sections.append(Section(start, text[start:], current_path))
+    return sections
+
+
+def _only_headings(body: str) -> bool:
+    return all(_HEADING.match(line) for line in body.strip().splitlines() if line.strip())
+
+
+def _clean_heading(title: str) -> str:
+    # Headings keep their words, not their Markdown emphasis or links.
+    title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title)
+    return re.sub(r"[*_`]+", "", title).strip()
+
+
+def _splitter(chunk_size: int, overlap: int) -> RecursiveCharacterTextSplitter:
+    return RecursiveCharacterTextSplitter(
+        chunk_size=chunk_size,
+        chunk_overlap=min(overlap, chunk_size // 2),
+        separators=SEPARATORS,
+        keep_separator="end",
+        add_start_index=True,
+    )
+
+
+def chunk_pages(pages: Sequence[PageText], *, chunk_size: int | None = None, overlap: int | None = None) -> list[Chunk]:
+    """Chunks of a document given page by page, numbered from 0 in reading order."""
+    text, starts, numbers = _join_pages(pages)
+    splitter = _splitter(
+        chunk_size or settings.INGEST_CHUNK_SIZE, settings.INGEST_CHUNK_OVERLAP if overlap is None else overlap
+    )
+
+    def page_at(offset: int) -> int | None:
+        return numbers[max(bisect.bisect_right(starts, offset) - 1, 0)] if numbers else None
+
+    chunks: list[Chunk] = []
+    for section in split_sections(text):
+        for doc in splitter.create_documents([section.text]):
+            body = doc.page_content.strip()
+            if not body or _only_headings(body):
+                continue
+            begin = section.start + max(doc.metadata.get("start_index", 0), 0)
+            chunks.append(
+                Chunk(
+                    position=len(chunks),
+                    text=body,
+                    page_start=page_at(begin),
+                    page_end=page_at(begin + len(body) - 1),
+                    heading_path=section.heading_path,
+                )
+            )
+    return chunks

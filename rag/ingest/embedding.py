@@ -1,0 +1,71 @@
+"""Embeddings in batches, cached in Redis by (model, text hash) so unchanged text is embedded once.
+
+The cache is shared by all collections and files: re-uploading a file, retrying a failed one or
+re-indexing after a chunking change only embeds the chunks whose text actually changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import redis
+from django.conf import settings
+
+from currechat.redis_client import get_redis
+from rag.providers import get_embedding_model
+
+
+def _key(model_name: str, text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return f"{settings.REDIS_INDEX_PREFIX}:emb:{model_name}:{digest}"
+
+
+class EmbeddingCache:
+    def __init__(self, model_name: str, client: redis.Redis | None = None):
+        self.model_name = model_name
+        self.client = client or get_redis()
+        self.ttl = settings.INGEST_EMBED_CACHE_DAYS * 86400
+
+    def get_many(self, texts: Sequence[str]) -> list[list[float] | None]:
+        pipe = self.client.pipeline(transaction=False)
+        for text in texts:
+            pipe.getex(_key(self.model_name, text), ex=self.ttl)  # used again: keep it longer
+        return [None if raw is None else np.frombuffer(raw, dtype=np.float32).tolist() for raw in pipe.execute()]
+
+    def put_many(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for text, vector in zip(texts, vectors, strict=True):
+            pipe.set(_key(self.model_name, text), np.asarray(vector, dtype=np.float32).tobytes(), ex=self.ttl)
+        pipe.execute()
+
+
+def embed_texts(
+    texts: Sequence[str],
+    model_name: str,
+    *,
+    progress: Callable[[int], None] = lambda done: None,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> tuple[list[list[float]], int]:
+    """Vectors for `texts` (same order) and how many came from the cache."""
+    from rag.ingest.job import IngestCancelled
+
+    cache = EmbeddingCache(model_name)
+    vectors: list[list[float] | None] = cache.get_many(texts) if texts else []
+    missing = [i for i, vector in enumerate(vectors) if vector is None]
+    cached = len(texts) - len(missing)
+    progress(cached)
+    if missing:
+        model = get_embedding_model(model_name)
+        batch = settings.INGEST_EMBED_BATCH
+        for start in range(0, len(missing), batch):
+            if cancelled():
+                raise IngestCancelled
+            indexes = missing[start : start + batch]
+            fresh = model.embed_batch([texts[i] for i in indexes])
+            cache.put_many([texts[i] for i in indexes], fresh)
+            for i, vector in zip(indexes, fresh, strict=True):
+                vectors[i] = vector
+            progress(cached + start + len(indexes))
+    return [v for v in vectors if v is not None], cached

@@ -1,0 +1,75 @@
+"""Clean extracted text before chunking, so stemming and phrase search see real words.
+
+PDF text extraction is the main source of damage: LaTeX-made PDFs emit accents as separate spacing
+characters (`Sis¨allys` for `Sisällys`), words hyphenated at line ends arrive split, ligatures
+arrive as single code points (`ﬁ`), and some fonts map glyphs to control characters.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Spacing accents as LaTeX/pdfTeX emits them -> the combining mark they stand for.
+_SPACING_TO_COMBINING = {
+    "\u00a8": "\u0308",  # ¨ diaeresis
+    "\u00b4": "\u0301",  # ´ acute
+    "\u02c6": "\u0302",  # ˆ circumflex
+    "\u02dc": "\u0303",  # ˜ tilde
+    "\u00b8": "\u0327",  # ¸ cedilla
+    "\u02da": "\u030a",  # ˚ ring
+    "\u02c7": "\u030c",  # ˇ caron
+    "\u00af": "\u0304",  # ¯ macron
+    "\u02d8": "\u0306",  # ˘ breve
+    "\u02d9": "\u0307",  # ˙ dot above
+}
+_MARKS = "".join(_SPACING_TO_COMBINING)
+# The accent usually comes *before* its letter in the extracted text ("Sis¨allys"), sometimes after
+# it at a word end ("Jyva¨").
+_MARK_BEFORE = re.compile(rf"([{_MARKS}])([^\W\d_])")
+_MARK_AFTER = re.compile(rf"([^\W\d_])([{_MARKS}])(?![^\W\d_])")
+
+_LIGATURES = {
+    "\ufb00": "ff",
+    "\ufb01": "fi",
+    "\ufb02": "fl",
+    "\ufb03": "ffi",
+    "\ufb04": "ffl",
+    "\ufb05": "st",
+    "\ufb06": "st",
+}
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"), None)  # soft hyphen, zero widths, BOM
+# C0 controls other than tab and newline (form feed becomes a paragraph break first).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+# "compu-\nter" -> "computer"; "Anglo-\nSaxon" keeps its hyphen (an uppercase continuation).
+_HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=[^\W\d_])")
+
+
+def _recombine(text: str) -> str:
+    text = _MARK_BEFORE.sub(lambda m: m.group(2) + _SPACING_TO_COMBINING[m.group(1)], text)
+    text = _MARK_AFTER.sub(lambda m: m.group(1) + _SPACING_TO_COMBINING[m.group(2)], text)
+    # A dotless i carrying an accent is how TeX builds í, ï, ...
+    return re.sub("\u0131(?=[\u0300-\u036f])", "i", text)
+
+
+def _join_hyphenated(text: str) -> str:
+    def join(match: re.Match) -> str:
+        following = text[match.end()]
+        return "" if following.islower() else "-"
+
+    return _HYPHEN_BREAK.sub(join, text)
+
+
+def normalize_text(text: str) -> str:
+    """NFC text with accents recombined, ligatures split, hyphenated line breaks joined."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n\n")
+    text = text.translate(_INVISIBLE)
+    text = _CONTROL.sub("", text)
+    text = text.replace("\u00a0", " ")
+    for ligature, letters in _LIGATURES.items():
+        text = text.replace(ligature, letters)
+    text = _recombine(text)
+    text = unicodedata.normalize("NFC", text)
+    text = _join_hyphenated(text)
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()

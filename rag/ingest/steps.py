@@ -1,0 +1,186 @@
+"""The steps of ingestion, in order. Each reads and writes the shared `IngestJob`.
+
+A step raises `IngestFailed` with a sentence for the teacher when the file cannot be ingested,
+`ProviderError`/Redis errors when a service failed (the loop in `pipeline.py` retries those), and
+`IngestCancelled` when `ctx.cancelled()` says the teacher stopped the file.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from django.conf import settings
+
+from currechat.health import get_health
+from rag.index import CollectionIndex, IndexedChunk
+from rag.ingest import chunking, pdf
+from rag.ingest.embedding import embed_texts
+from rag.ingest.html import html_to_markdown
+from rag.ingest.job import IngestFailed, IngestJob, PageText, TooLarge
+from rag.ingest.normalize import normalize_text
+from rag.ingest.sniff import decode_text
+
+
+class Context(Protocol):
+    """What the loop offers a step: progress within the step's share, and the cancel check."""
+
+    def progress(self, fraction: float, detail: str) -> None: ...
+
+    def cancelled(self) -> bool: ...
+
+
+class Step(Protocol):
+    name: str
+    share: tuple[int, int]  # the part of the 0-100 progress bar this step fills
+
+    def run(self, job: IngestJob, ctx: Context) -> None: ...
+
+
+def expected_extractor(job: IngestJob) -> str:
+    """Which extractor this run will use: also the key under which extracted Markdown is reused."""
+    if job.file_type != "pdf":
+        return job.file_type
+    if job.pdf_mode == "fast" or not get_health(fresh=True).vlm_available:
+        return "pdf-fast"
+    return f"pdf-vlm:{settings.VLM_MODEL}"
+
+
+class Extract:
+    name, share = "extract", (0, 60)
+
+    def run(self, job: IngestJob, ctx: Context) -> None:
+        if job.pages:  # re-chunking stored Markdown, or Markdown reused from an identical file
+            return
+        data = job.path.read_bytes()
+        if job.file_type == "pdf":
+            self._pdf(job, data, ctx)
+        else:
+            text = decode_text(data, job.file_name)
+            if job.file_type == "html":
+                text = html_to_markdown(text)
+            elif job.file_type == "text":
+                text = re.sub(r"^(\s*)#", r"\1\\#", text, flags=re.MULTILINE)  # plain text has no headings
+            job.pages = [PageText(None, text)]
+            job.extractor = job.file_type
+        ctx.progress(1.0, "Text extracted")
+
+    def _pdf(self, job: IngestJob, data: bytes, ctx: Context) -> None:
+        doc = pdf.open_pdf(data)
+        try:
+            job.page_count = total = doc.page_count
+            if doc.is_repaired:
+                job.notes.append(
+                    "This PDF was damaged and had to be repaired, so some of its text may be missing. Check the "
+                    "extracted text below; if parts are missing, save or print the PDF anew and upload that."
+                )
+
+            def pages_done(done: int) -> None:
+                ctx.progress(done / total, f"Page {done} of {total} read")
+
+            job.extractor = expected_extractor(job)
+            if job.extractor == "pdf-fast":
+                if job.pdf_mode == "vlm":
+                    job.notes.append(
+                        f"The vision model ({settings.VLM_MODEL}) was not reachable, so the text layer was used; "
+                        "tables and math may have lost their layout. Retry when the model is back."
+                    )
+                job.pages = pdf.fast_pages(doc, pages_done, ctx.cancelled)
+                return
+            job.pages, fallbacks = pdf.vlm_pages(doc, settings.VLM_MODEL, pages_done, ctx.cancelled)
+            if fallbacks:
+                job.extractor += " (partial)"  # never reused: a retry should try the model again
+                job.notes.append(
+                    f"The vision model could not read page{'s' if len(fallbacks) > 1 else ''} "
+                    f"{_ranges(fallbacks)}; the PDF's own text was used there instead (tables and math may have lost "
+                    "their layout). Retry the file to try those pages again."
+                )
+        finally:
+            doc.close()
+
+
+def _ranges(numbers: list[int]) -> str:
+    parts, start = [], None
+    for i, n in enumerate(numbers):
+        start = n if start is None else start
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            parts.append(str(start) if start == n else f"{start}–{n}")
+            start = None
+    return ", ".join(parts)
+
+
+class Normalize:
+    name, share = "normalize", (60, 62)
+
+    def run(self, job: IngestJob, ctx: Context) -> None:
+        job.pages = [PageText(p.number, normalize_text(p.markdown)) for p in job.pages]
+        chars = sum(len(p.markdown) for p in job.pages)
+        if chars > settings.INGEST_MAX_TEXT_CHARS:
+            raise TooLarge(
+                f"This file holds {chars:,} characters of text; the limit is {settings.INGEST_MAX_TEXT_CHARS:,}. "
+                "Split it into smaller files and upload those."
+            )
+        if chars == 0 and job.file_type == "pdf":
+            raise IngestFailed(
+                "No text could be found in this PDF (it is probably scanned pages) and the vision model "
+                f"({settings.VLM_MODEL}) that could read the images is not available. Ask your administrator to "
+                "connect it and press Retry, or upload a version of the file with selectable text."
+            )
+        if chars == 0:
+            raise IngestFailed(f"“{job.file_name}” contains no text to index. Check that you picked the right file.")
+
+
+class Chunk:
+    name, share = "chunk", (62, 65)
+
+    def run(self, job: IngestJob, ctx: Context) -> None:
+        job.chunks = chunking.chunk_pages(job.pages)
+        job.markdown = chunking.compose(job.pages)
+        if not job.chunks:
+            raise IngestFailed(f"“{job.file_name}” has headings but no text under them. Add the text and upload again.")
+        ctx.progress(1.0, f"{len(job.chunks)} passages")
+
+
+def embedding_input(chunk) -> str:
+    # The heading path gives a short passage its context ("Loops > While loop").
+    return f"{chunk.heading_path}\n\n{chunk.text}" if chunk.heading_path else chunk.text
+
+
+class Embed:
+    name, share = "embed", (65, 97)
+
+    def run(self, job: IngestJob, ctx: Context) -> None:
+        total = len(job.chunks)
+
+        def done(count: int) -> None:
+            ctx.progress(count / max(total, 1), f"{count} of {total} passages embedded")
+
+        job.vectors, job.cached_vectors = embed_texts(
+            [embedding_input(c) for c in job.chunks], job.embedding_model, progress=done, cancelled=ctx.cancelled
+        )
+
+
+class Index:
+    name, share = "index", (97, 100)
+
+    def run(self, job: IngestJob, ctx: Context) -> None:
+        index = CollectionIndex(job.collection_id, job.language, len(job.vectors[0]))
+        index.replace_file(
+            job.file_id,
+            [
+                IndexedChunk(
+                    file_id=job.file_id,
+                    position=c.position,
+                    text=c.text,
+                    file_name=job.file_name,
+                    page_start=c.page_start,
+                    page_end=c.page_end,
+                    heading_path=c.heading_path,
+                    embedding=v,
+                )
+                for c, v in zip(job.chunks, job.vectors, strict=True)
+            ],
+        )
+
+
+STEPS: list[Step] = [Extract(), Normalize(), Chunk(), Embed(), Index()]

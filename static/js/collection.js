@@ -1,0 +1,224 @@
+// Collection page: upload (several files, drag and drop), live progress over the websocket,
+// cancel / retry / delete through the REST API. Without this script the page's forms still work.
+(() => {
+  "use strict";
+  const section = document.getElementById("files");
+  if (!section) return;
+
+  const table = document.getElementById("file-table");
+  const tbody = table.querySelector("tbody");
+  const log = document.getElementById("upload-log");
+  const liveState = document.getElementById("live-state");
+  const form = document.getElementById("upload-form");
+  const input = document.getElementById("upload-input");
+  const dropzone = document.getElementById("dropzone");
+  const filesApi = section.dataset.filesApi;
+  const fileUrl = (id) => section.dataset.fileUrl.replace(/0\/$/, `${id}/`);
+  const LABELS = { queued: "Queued", processing: "Processing", ready: "Ready", failed: "Failed", cancelled: "Cancelled" };
+  const TYPES = { text: "Text", markdown: "Markdown", html: "HTML", pdf: "PDF" };
+  const ACTIVE = new Set(["queued", "processing"]);
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|; )csrftoken=([^;]*)/);
+    if (match) return decodeURIComponent(match[1]);
+    const field = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  async function api(method, url, body) {
+    const response = await fetch(url, {
+      method,
+      body,
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
+    });
+    if (response.status === 204) return null;
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      data = { detail: `The server answered ${response.status}.` };
+    }
+    if (!response.ok) throw new Error(data.detail || `The server answered ${response.status}.`);
+    return data;
+  }
+
+  function say(text, bad = false) {
+    const item = document.createElement("li");
+    item.textContent = text;
+    if (bad) item.className = "bad";
+    log.prepend(item);
+    return item;
+  }
+
+  function el(tag, attrs = {}, text = "") {
+    const node = document.createElement(tag);
+    Object.entries(attrs).forEach(([key, value]) => node.setAttribute(key, value));
+    if (text) node.textContent = text;
+    return node;
+  }
+
+  function actionButton(action, label, file) {
+    const button = el("button", { type: "button", class: action === "delete" ? "small danger" : "small" }, label);
+    button.addEventListener("click", () => runAction(action, file.id, file.name));
+    return button;
+  }
+
+  // One row per file, built from the API's file shape (also used for websocket events).
+  function renderRow(file) {
+    let row = tbody.querySelector(`tr[data-file-id="${file.id}"]`);
+    const fresh = !row;
+    if (fresh) row = el("tr", { "data-file-id": file.id });
+    row.dataset.status = file.status;
+    row.replaceChildren();
+    const name = el("td");
+    name.append(el("a", { href: fileUrl(file.id) }, file.name));
+    if (file.pages) name.append(el("span", { class: "muted" }, ` · ${file.pages} page${file.pages === 1 ? "" : "s"}`));
+    const state = el("td", { class: "file-state" });
+    state.append(el("span", { class: `file-status status-${file.status}` }, LABELS[file.status] || file.status));
+    if (ACTIVE.has(file.status)) {
+      const bar = el("progress", { max: "100", "aria-label": `Progress of ${file.name}` }, `${file.progress}%`);
+      bar.value = file.progress;
+      state.append(bar);
+    }
+    const detail = file.status === "failed" ? file.error : file.progress_detail;
+    state.append(el("small", { class: "file-detail" }, detail || (file.status === "queued" ? "Waiting for a worker" : "")));
+    if (file.notes) state.append(el("small", { class: "file-notes" }, file.notes));
+    const actions = el("td", { class: "file-actions" });
+    if (ACTIVE.has(file.status)) actions.append(actionButton("cancel", "Cancel", file));
+    if (file.status === "failed" || file.status === "cancelled") actions.append(actionButton("retry", "Retry", file));
+    actions.append(actionButton("delete", "Delete", file));
+    if (file.file_type) row.dataset.type = TYPES[file.file_type] || file.file_type;
+    row.append(name, el("td", {}, row.dataset.type || ""), state, el("td", { class: "file-chunks" }, String(file.chunk_count)), actions);
+    if (fresh) tbody.prepend(row);
+    table.hidden = false;
+    const empty = document.getElementById("no-files");
+    if (empty) empty.remove();
+  }
+
+  function removeRow(id) {
+    const row = tbody.querySelector(`tr[data-file-id="${id}"]`);
+    if (row) row.remove();
+  }
+
+  async function runAction(action, id, name) {
+    if (action === "delete" && !window.confirm(`Delete “${name}” and its passages?`)) return;
+    try {
+      if (action === "delete") {
+        await api("DELETE", `/api/v1/files/${id}`);
+        removeRow(id);
+      } else {
+        renderRow(await api("POST", `/api/v1/files/${id}/${action}`));
+      }
+    } catch (error) {
+      say(error.message, true);
+    }
+  }
+
+  async function upload(fileList) {
+    const mode = document.getElementById("pdf-mode").value;
+    for (const file of Array.from(fileList)) {
+      const line = say(`Uploading “${file.name}”…`);
+      const body = new FormData();
+      body.append("file", file);
+      body.append("pdf_mode", mode);
+      try {
+        renderRow(await api("POST", filesApi, body));
+        line.textContent = `“${file.name}” uploaded; ingestion has started.`;
+      } catch (error) {
+        line.textContent = error.message;
+        line.className = "bad";
+      }
+    }
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!input.files.length) {
+      say("Choose one or more files to upload.", true);
+      return;
+    }
+    upload(input.files).then(() => (input.value = ""));
+  });
+  ["dragenter", "dragover"].forEach((type) =>
+    dropzone.addEventListener(type, (event) => {
+      event.preventDefault();
+      dropzone.classList.add("dragging");
+    }),
+  );
+  ["dragleave", "drop"].forEach((type) =>
+    dropzone.addEventListener(type, (event) => {
+      event.preventDefault();
+      dropzone.classList.remove("dragging");
+    }),
+  );
+  dropzone.addEventListener("drop", (event) => upload(event.dataTransfer.files));
+
+  // Server-rendered buttons become API calls (their forms stay as the no-script fallback).
+  tbody.querySelectorAll("form[data-action]").forEach((actionForm) => {
+    actionForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const row = actionForm.closest("tr");
+      runAction(actionForm.dataset.action, row.dataset.fileId, row.querySelector("a").textContent);
+    });
+  });
+
+  async function resync() {
+    try {
+      const files = await api("GET", filesApi);
+      const known = new Set(files.map((f) => String(f.id)));
+      tbody.querySelectorAll("tr[data-file-id]").forEach((row) => known.has(row.dataset.fileId) || row.remove());
+      files.reverse().forEach(renderRow);
+    } catch (error) {
+      liveState.textContent = error.message;
+    }
+  }
+
+  // Live progress: the websocket pushes events; while it is down the page polls, so bars never freeze.
+  let socket = null;
+  let retryDelay = 1000;
+  let pollTimer = null;
+
+  function startPolling() {
+    if (!pollTimer) pollTimer = setInterval(resync, 4000);
+  }
+  function stopPolling() {
+    clearInterval(pollTimer);
+    pollTimer = null;
+  }
+
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${window.location.host}${section.dataset.wsPath}`);
+    socket.addEventListener("open", () => {
+      retryDelay = 1000;
+      liveState.textContent = "";
+      stopPolling();
+      resync(); // catch up on what happened while disconnected
+    });
+    socket.addEventListener("message", (event) => {
+      const data = JSON.parse(event.data);
+      if (data.type !== "file_progress") return;
+      if (data.status === "deleted") {
+        removeRow(data.file_id);
+        return;
+      }
+      renderRow({ ...data, id: data.file_id, progress_detail: data.detail });
+    });
+    socket.addEventListener("close", (event) => {
+      if (event.code === 4403) {
+        liveState.textContent = "Live progress is not available for this collection.";
+        return;
+      }
+      liveState.textContent = "Live progress lost; reconnecting…";
+      startPolling();
+      setTimeout(connect, retryDelay);
+      retryDelay = Math.min(retryDelay * 2, 15000);
+    });
+  }
+  connect();
+  // A safety net for events lost between two processes: refresh active files now and then.
+  setInterval(() => {
+    if (tbody.querySelector('tr[data-status="queued"], tr[data-status="processing"]')) resync();
+  }, 30000);
+})();

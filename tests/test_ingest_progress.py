@@ -1,0 +1,75 @@
+"""Live progress over /ws/collections/{id}/: only the collection's teachers hear it, and it moves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.test import Client
+
+from tests.fixtures_ingest import upload
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def connect(user, collection_id: int) -> tuple[WebsocketCommunicator, bool, int | None]:
+    from currechat.asgi import application
+
+    headers = [(b"origin", b"http://127.0.0.1")]
+    if user is not None:
+        client = Client()
+        await database_sync_to_async(client.force_login)(user)
+        cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+        headers.append((b"cookie", cookie.encode()))
+    communicator = WebsocketCommunicator(application, f"/ws/collections/{collection_id}/", headers=headers)
+    connected, code = await communicator.connect()
+    return communicator, connected, code
+
+
+@pytest.fixture
+def people(owner, co_owner, other_teacher, enrolled_student):
+    return {"owner": owner, "co_owner": co_owner, "other_teacher": other_teacher, "enrolled_student": enrolled_student}
+
+
+@pytest.mark.parametrize(
+    ("who", "allowed"),
+    [("owner", True), ("co_owner", True), ("other_teacher", False), ("enrolled_student", False), (None, False)],
+)
+async def test_only_the_collections_teachers_can_watch_progress(who, allowed, people, fast_collection):
+    user = people.get(who)
+    communicator, connected, code = await connect(user, fast_collection.pk)
+    assert connected == allowed
+    if not allowed:
+        assert code == 4403
+    await communicator.disconnect()
+
+
+async def test_progress_events_move_from_queued_to_ready(fast_collection, owner, client_for):
+    communicator, connected, _ = await connect(owner, fast_collection.pk)
+    assert connected
+    text = ("# Waves\n\n" + "A wave carries energy without carrying matter. " * 300).encode()
+
+    def ingest() -> int:
+        from rag.ingest.pipeline import ingest
+
+        file_id = upload(client_for(owner), fast_collection, text, "waves.md").json()["id"]
+        # The queued job's body, run here: RQ's worker needs the main thread, which the event loop holds.
+        ingest(file_id, attempt=1)
+        return file_id
+
+    file_id = await sync_to_async(ingest)()
+    events = []
+    while not events or events[-1]["status"] not in ("ready", "failed"):
+        events.append(json.loads(await communicator.receive_from(timeout=10)))
+    await communicator.disconnect()
+
+    assert {e["file_id"] for e in events} == {file_id}
+    assert events[0]["status"] == "queued"
+    progress = [e["progress"] for e in events if e["status"] == "processing"]
+    assert progress and progress == sorted(progress), "the bar only moves forward"
+    assert any("embedded" in e["detail"] for e in events)
+    assert events[-1]["status"] == "ready" and events[-1]["progress"] == 100 and events[-1]["chunk_count"] > 5
