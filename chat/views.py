@@ -98,8 +98,16 @@ def _chat_page(request, prompt, session):
 
 @login_required
 def chat_home(request, pk: int):
-    """A prompt's chats: the user's sessions on the side and a button to start one."""
+    """A prompt's chats: straight into the latest one, so a student can ask at once.
+
+    A first visit opens a fresh chat (only when the user has none, so reloading creates nothing).
+    """
     prompt = get_prompt_for_chat(request.user, pk)
+    latest = ChatSession.objects.filter(prompt=prompt, user=request.user).first()
+    if latest is None and prompt.active:
+        latest = new_session(request.user, pk)
+    if latest is not None:
+        return redirect("chat_session", pk=pk, session_id=latest.pk)
     return _chat_page(request, prompt, None)
 
 

@@ -58,7 +58,8 @@ def join_by_code(request):
         except CurreChatError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, f"You joined “{prompt.name}”.")
+            messages.success(request, f"You joined “{prompt.name}”. Ask your first question below.")
+            return redirect("chat_home", pk=prompt.pk)
     return redirect("home")
 
 
@@ -74,10 +75,11 @@ def join_link(request, code: str):
             status=404,
         )
     if request.user.is_authenticated:
-        if prompt.owner_id != request.user.id:
-            join_prompt(request.user, code)
-            messages.success(request, f"You joined “{prompt.name}”.")
-        return redirect("home")
+        if prompt.owner_id == request.user.id:
+            return redirect("prompt_detail", pk=prompt.pk)
+        join_prompt(request.user, code)
+        messages.success(request, f"You joined “{prompt.name}”. Ask your first question below.")
+        return redirect("chat_home", pk=prompt.pk)
     form = StudentSignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save(commit=False)
@@ -85,6 +87,6 @@ def join_link(request, code: str):
         user.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         join_prompt(user, code)
-        messages.success(request, f"Welcome! You joined “{prompt.name}”.")
-        return redirect("home")
+        messages.success(request, f"Welcome! You joined “{prompt.name}”. Ask your first question below.")
+        return redirect("chat_home", pk=prompt.pk)
     return render(request, "registration/signup.html", {"form": form, "prompt": prompt})

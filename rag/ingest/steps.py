@@ -120,6 +120,12 @@ class Normalize:
                 f"This file holds {chars:,} characters of text; the limit is {settings.INGEST_MAX_TEXT_CHARS:,}. "
                 "Split it into smaller files and upload those."
             )
+        if chars == 0 and job.file_type == "pdf" and job.pdf_mode == "fast":
+            raise IngestFailed(
+                "No text could be found in this PDF (it is probably scanned pages), and fast extraction reads only "
+                "selectable text. Delete it and upload it again with “Vision-language model” as the way to read "
+                "PDFs, or upload a version of the file with selectable text."
+            )
         if chars == 0 and job.file_type == "pdf":
             raise IngestFailed(
                 "No text could be found in this PDF (it is probably scanned pages) and the vision model "

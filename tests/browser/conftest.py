@@ -5,6 +5,7 @@ their own, a SQLite file, and the Ollama-protocol test server; Debian's Chromium
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -144,6 +145,7 @@ class Journey:
 
     def __init__(self, name: str):
         self.dir = ARTIFACTS / name
+        shutil.rmtree(self.dir, ignore_errors=True)  # no stale pictures from an earlier run
         self.dir.mkdir(parents=True, exist_ok=True)
         self.step = 0
 

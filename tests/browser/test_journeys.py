@@ -1,15 +1,31 @@
-"""The teacher's and the student's first ten minutes, in a real browser against a live server."""
+"""The teacher's and the student's first ten minutes, in a real browser against a live server.
+
+Everything is real but the model server, which is the Ollama-protocol test server: daphne, the RQ
+worker process, Redis Stack, the offline MiniLM embedder, and Debian's Chromium.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 
+import fitz
 import pytest
 from playwright.sync_api import expect
+
+from tests.fake_ollama import Reply
 
 pytestmark = pytest.mark.browser
 
 TEACHER_PASSWORD = "journey-teacher-pass-123"
+MARKDOWN = """# Hajontaluvut
+
+## Keskihajonta
+
+Keskihajonta kuvaa, kuinka paljon havainnot poikkeavat keskiarvosta.
+"""
+TEXT = "Mediaani on järjestetyn aineiston keskimmäinen arvo. Se ei reagoi poikkeaviin havaintoihin.\n"
+PDF_PAGE_2 = "Keskiarvo lasketaan jakamalla havaintojen summa niiden lukumäärällä."
 
 
 def log_in(page, app, username: str, password: str) -> None:
@@ -19,8 +35,32 @@ def log_in(page, app, username: str, password: str) -> None:
     page.get_by_role("button", name="Log in").click()
 
 
-def test_teacher_then_student_journey(live_app, new_page, journey):
+def course_files(folder):
+    """A Markdown file, a text file, a two-page PDF, and a scanned PDF with no text layer."""
+    (folder / "hajonta.md").write_text(MARKDOWN)
+    (folder / "mediaani.txt").write_text(TEXT)
+    doc = fitz.open()
+    doc.new_page().insert_text((72, 72), "Tilastotieteen perusteet")
+    doc.new_page().insert_text((72, 72), PDF_PAGE_2)
+    doc.save(folder / "keskiarvo.pdf")
+    scan = fitz.open()
+    scan.new_page().draw_rect(fitz.Rect(72, 72, 300, 300), fill=(0.2, 0.2, 0.2))
+    scan.save(folder / "skannaus.pdf")
+    return [folder / name for name in ("hajonta.md", "mediaani.txt", "keskiarvo.pdf", "skannaus.pdf")]
+
+
+def model(body: dict) -> Reply:
+    """The chat model: curation says yes, the first round searches, the next one answers citing [1]."""
+    if body.get("format"):
+        return Reply(content=json.dumps({"score": 9, "include": True, "reason": "Defines the mean."}))
+    if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
+        return Reply(tool_calls=[{"name": "document_search", "arguments": {"query": "keskiarvo"}}], delay=0.5)
+    return Reply(content="Keskiarvo on havaintojen summa jaettuna niiden lukumäärällä [1].", delay=0.05)
+
+
+def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_path):
     live_app.manage("create_teacher", "tiina", "--password", TEACHER_PASSWORD)
+    ollama.responder = model
     page = new_page()
 
     # Log in.
@@ -31,6 +71,7 @@ def test_teacher_then_student_journey(live_app, new_page, journey):
     log_in(page, live_app, "tiina", TEACHER_PASSWORD)
     expect(page.get_by_role("heading", name="Your teaching material")).to_be_visible()
     expect(page.get_by_test_id("status-badge")).to_contain_text("Search index: connected")
+    expect(page.get_by_test_id("status-badge")).to_contain_text("qwen3:8b")
     journey.check_a11y(page)
     journey.shot(page, "teacher-home-empty")
 
@@ -46,6 +87,34 @@ def test_teacher_then_student_journey(live_app, new_page, journey):
     expect(page.get_by_role("heading", name="Tilastotiede")).to_be_visible()
     journey.check_a11y(page)
     journey.shot(page, "collection-created")
+
+    # Upload a Markdown file, a text file and two PDFs in one go; watch them become ready.
+    page.get_by_label("How to read PDFs").select_option("fast")
+    page.get_by_label("Drop files here, or choose them").set_input_files([str(p) for p in course_files(tmp_path)])
+    page.get_by_role("button", name="Upload").click()
+    rows = page.locator("#file-table tbody tr")
+    expect(rows).to_have_count(4)
+    journey.shot(page, "uploading")
+    for name in ("hajonta.md", "mediaani.txt", "keskiarvo.pdf"):
+        expect(rows.filter(has_text=name).locator(".file-status")).to_have_text("Ready", timeout=90_000)
+    scan = rows.filter(has_text="skannaus.pdf")
+    expect(scan.locator(".file-status")).to_have_text("Failed", timeout=30_000)
+    expect(scan.locator(".file-detail")).to_contain_text("No text could be found in this PDF")
+    expect(scan.get_by_role("button", name="Retry")).to_be_visible()
+    journey.check_a11y(page)
+    journey.shot(page, "files-ready-one-failed")
+
+    # Try a search: Finnish stemming finds "keskiarvosta"/"Keskiarvo"; the PDF passage says its page.
+    page.get_by_role("link", name="Try a search").click()
+    page.get_by_label("Search for").fill("keskiarvo")
+    page.get_by_role("button", name="Search").click()
+    results = page.locator(".search-results").first
+    pdf_hit = results.locator("li.passage", has_text="keskiarvo.pdf")
+    expect(pdf_hit).to_contain_text(re.compile(r"page (1–)?2"))  # short pages share one passage
+    expect(pdf_hit).to_contain_text(PDF_PAGE_2)
+    expect(results).to_contain_text("hajonta.md")
+    journey.check_a11y(page)
+    journey.shot(page, "search-results")
 
     # Create a prompt, connect the collection, write its system prompt.
     page.get_by_role("link", name="New prompt").first.click()
@@ -64,8 +133,8 @@ def test_teacher_then_student_journey(live_app, new_page, journey):
     assert page.evaluate("navigator.clipboard.readText()") == join_url
     assert re.search(r"/join/[A-Z0-9]{8}/$", join_url)
 
-    # The student opens the join link and signs up.
-    student = new_page(390, 844)  # phone width
+    # The student opens the join link on a phone, signs up and lands in the prompt's chat.
+    student = new_page(390, 844)
     student.goto(join_url)
     expect(student.get_by_role("heading", name="Join “Tilastoavustaja”")).to_be_visible()
     journey.check_a11y(student)
@@ -75,9 +144,39 @@ def test_teacher_then_student_journey(live_app, new_page, journey):
     student.get_by_label("Password confirmation").fill("sannan-salasana-42")
     student.get_by_role("button", name="Create account and join").click()
     expect(student.get_by_text("You joined “Tilastoavustaja”")).to_be_visible()
+    expect(student.get_by_test_id("model-status")).to_contain_text("connected")
     journey.check_a11y(student)
-    journey.shot(student, "student-home")
+    journey.shot(student, "student-chat-empty")
 
-    # The teacher sees the new student on the prompt page.
+    # Ask; the search shows while it runs, then its results, then the streamed answer with [1].
+    student.get_by_label("Your question").fill("Miten keskiarvo lasketaan?")
+    student.get_by_role("button", name="Send").click()
+    conversation = student.get_by_test_id("conversation")
+    expect(conversation.get_by_text("Searching: keskiarvo")).to_be_visible()
+    expect(conversation.get_by_text("Searched: keskiarvo")).to_be_visible()
+    answer = conversation.locator(".msg.assistant").last
+    expect(answer).to_contain_text("jaettuna niiden lukumäärällä")
+    journey.shot(student, "student-answer")
+
+    # The citation opens the passage with its file and page.
+    answer.locator("a.cite", has_text="[1]").click()
+    source = answer.locator(".citations details").first
+    expect(source).to_have_attribute("open", "")
+    expect(source).to_contain_text(re.compile(r"keskiarvo\.pdf, pp?\. (1–)?2|hajonta\.md"))
+    journey.check_a11y(student)
+    journey.shot(student, "student-citation")
+
+    # Reload: the session is listed and the conversation is back, from the database.
+    student.reload()
+    expect(student.locator(".session-list li.current")).to_contain_text("Miten keskiarvo lasketaan?")
+    expect(student.get_by_test_id("conversation").locator(".msg.user")).to_have_text("Miten keskiarvo lasketaan?")
+    expect(student.get_by_test_id("conversation")).to_contain_text("jaettuna niiden lukumäärällä")
+    journey.shot(student, "student-reloaded")
+
+    # The teacher sees the new student and what they asked on the prompt page, and can read the chat.
     page.reload()
-    expect(page.get_by_text("sanna")).to_be_visible()
+    expect(page.locator("li", has_text="sanna joined")).to_be_visible()
+    page.get_by_role("link", name="Miten keskiarvo lasketaan?").click()
+    expect(page.get_by_test_id("read-only")).to_contain_text("sanna")
+    expect(page.get_by_test_id("conversation")).to_contain_text("jaettuna niiden lukumäärällä")
+    journey.shot(page, "teacher-reads-chat")
