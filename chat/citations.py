@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 
 from chat.events import PassageView
-from chat.rendering import CITATION
+from currechat.rendering import CITATION
 
 _CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chat.models import ChatSession, Message, MessageRole
-from chat.rendering import render_markdown
+from currechat.rendering import render_markdown
 
 
 def cite_anchor(message_id: int, n: int) -> str:

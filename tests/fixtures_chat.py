@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.conf import settings
-from django.test import Client
 
 from chat.budget import forget_windows
 from chat.models import ChatSession
 from rag.index import CollectionIndex, IndexedChunk
 from rag.providers import get_embedding_model
+from tests.websockets import open_websocket
 
 # The Ollama-named embedder: the test model server embeds it at once (MiniLM would be slow here).
 TEST_EMBEDDER = "ollama:snowflake-arctic-embed2"
@@ -71,17 +69,7 @@ def search_call(query) -> dict:
 
 async def connect_ws(user, session_id: int) -> tuple[WebsocketCommunicator, bool, int | None]:
     """A websocket to /ws/chats/{id}/ logged in as `user` (None: anonymous), and whether it got in."""
-    from currechat.asgi import application
-
-    headers = [(b"origin", b"http://127.0.0.1")]
-    if user is not None:
-        client = Client()
-        await database_sync_to_async(client.force_login)(user)
-        cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
-        headers.append((b"cookie", cookie.encode()))
-    communicator = WebsocketCommunicator(application, f"/ws/chats/{session_id}/", headers=headers)
-    connected, code = await communicator.connect()
-    return communicator, connected, code
+    return await open_websocket(user, f"/ws/chats/{session_id}/")
 
 
 async def receive_turn(communicator: WebsocketCommunicator, timeout: float = 20) -> list[dict]:

@@ -9,9 +9,9 @@ from chat.budget import MessageTooLong
 from chat.events import ListSink
 from chat.limits import RateLimited
 from chat.models import Message, MessageStatus
-from chat.rendering import render_markdown
 from chat.serializers import message_dict
 from currechat.errors import Conflict
+from currechat.rendering import render_markdown
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 

@@ -6,28 +6,16 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.conf import settings
-from django.test import Client
 
 from tests.fixtures_ingest import upload
+from tests.websockets import open_websocket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def connect(user, collection_id: int) -> tuple[WebsocketCommunicator, bool, int | None]:
-    from currechat.asgi import application
-
-    headers = [(b"origin", b"http://127.0.0.1")]
-    if user is not None:
-        client = Client()
-        await database_sync_to_async(client.force_login)(user)
-        cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
-        headers.append((b"cookie", cookie.encode()))
-    communicator = WebsocketCommunicator(application, f"/ws/collections/{collection_id}/", headers=headers)
-    connected, code = await communicator.connect()
-    return communicator, connected, code
+    return await open_websocket(user, f"/ws/collections/{collection_id}/")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Answers as safe HTML: Markdown (tables, code), LaTeX math as MathML, citation links.
+"""Markdown as safe HTML (answers and extracted files): tables, code, LaTeX math as MathML, citations.
 
 Model output is untrusted (it may echo retrieved text or a student's injection attempt), so the
 HTML is built server side and passed through nh3 with an allowlist as the very last step; the
