@@ -1,0 +1,24 @@
+"""Open a websocket to the real ASGI app as a logged-in user (session cookie) or anonymously."""
+
+from __future__ import annotations
+
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.test import Client
+
+
+async def open_websocket(user, path: str) -> tuple[WebsocketCommunicator, bool, int | None]:
+    """Connect to `path` as `user` (None: anonymous); returns the communicator, whether it got in,
+    and the close code when it did not."""
+    from currechat.asgi import application
+
+    headers = [(b"origin", b"http://127.0.0.1")]
+    if user is not None:
+        client = Client()
+        await database_sync_to_async(client.force_login)(user)
+        cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+        headers.append((b"cookie", cookie.encode()))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await communicator.connect()
+    return communicator, connected, code
