@@ -144,3 +144,13 @@ def test_inactive_prompt_disappears_for_students(client_for, student, prompt):
 def test_teacher_home_shows_collections_and_prompts_with_counts(client_for, owner, prompt, collection):
     page = client_for(owner).get("/").content.decode()
     assert collection.name in page and prompt.name in page and prompt.join_code in page
+
+
+def test_prompt_form_refuses_a_model_the_server_lacks(client_for, owner, ollama):
+    response = client_for(owner).post(
+        "/prompts/new/", {"name": "Typo", "chat_model": "qwen3:8x", "curation_enabled": "on", "active": "on"}
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "has no model “qwen3:8x”" in body and "qwen3:8b" in body
+    assert not Prompt.objects.filter(name="Typo").exists()
