@@ -1,0 +1,82 @@
+"""Shared set-up for the search benchmarks: a private Redis Stack server, Django settings, metrics."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def start_services(prefix: str = "bench"):
+    """Start a throw-away Redis Stack server and configure Django to use it. Returns the server."""
+    from scripts.redis_stack import RedisStackServer, free_port
+
+    data_dir = Path(tempfile.mkdtemp(prefix=f"currechat-{prefix}-"))
+    server = RedisStackServer(port=free_port(), data_dir=data_dir, persistent=False)
+    server.start()
+    # A benchmark killed with SIGTERM still runs its `finally:` and stops its Redis server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.environ.update(
+        {
+            "REDIS_URL": server.url,
+            "REDIS_INDEX_PREFIX": prefix,
+            "SECRET_KEY": "bench-only",
+            "DEBUG": "0",
+            "CURRECHAT_VAR_DIR": str(data_dir / "var"),
+            "LOG_LEVEL": "WARNING",
+            "HF_HUB_OFFLINE": "1",
+        }
+    )
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "currechat.settings")
+    import django
+
+    django.setup()
+    return server
+
+
+def stop_services(server) -> None:
+    server.stop()
+    shutil.rmtree(server.data_dir, ignore_errors=True)
+
+
+def dedupe(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def ndcg_at(ranked: Sequence[str], relevant: dict[str, int], k: int = 10) -> float:
+    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(rel / math.log2(i + 2) for i, rel in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: Sequence[str], relevant: dict[str, int], k: int = 15) -> float:
+    return len(set(ranked[:k]) & set(relevant)) / len(relevant) if relevant else 0.0
+
+
+def mrr_at(ranked: Sequence[str], relevant: dict[str, int], k: int = 10) -> float:
+    for i, d in enumerate(ranked[:k]):
+        if d in relevant:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def evaluate(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+    """Mean nDCG@10, R@15, MRR@10 over the queries in `qrels` (a missing run scores 0)."""
+    n = len(qrels)
+    totals = {"nDCG@10": 0.0, "R@15": 0.0, "MRR@10": 0.0}
+    for qid, relevant in qrels.items():
+        ranked = runs.get(qid, [])
+        totals["nDCG@10"] += ndcg_at(ranked, relevant)
+        totals["R@15"] += recall_at(ranked, relevant)
+        totals["MRR@10"] += mrr_at(ranked, relevant)
+    return {name: value / n for name, value in totals.items()}

@@ -1,0 +1,165 @@
+"""Retrieval quality of CurreChat's search against single retrievers and Open WebUI's fusion.
+
+    .venv/bin/python bench/retrieval.py                 # all sets, prints Markdown tables
+    .venv/bin/python bench/retrieval.py --sets scifact  # one set
+    .venv/bin/python bench/retrieval.py --tune          # tune RRF k and weights on SciFact *train*
+
+Each set is chunked by the ingestion pipeline's chunker (rag/ingest/chunking.py, 1000/200),
+embedded with the local all-MiniLM-L6-v2 (cached under var/bench-cache/) and written into a
+private Redis Stack through CollectionIndex, as ingestion does. Then, per query, in the same run:
+- CurreChat: the real `search_collections` (curation off);
+- vector only: the same index's KNN; BM25 only: RediSearch BM25STD over the stemmed OR of the
+  query words without stop words (the "any word" retriever alone);
+- Open-WebUI-style: rank_bm25 over whitespace tokens (langchain's BM25Retriever default) plus the
+  same vectors, fused by RRF with weights 0.5/0.5 and c=60 (langchain's EnsembleRetriever).
+Every method's chunk ranking becomes a document ranking by each document's best chunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness import dedupe, evaluate, start_services, stop_services  # noqa: E402
+
+MODEL = "local:all-MiniLM-L6-v2"
+DEPTH = 50  # hits per retriever, for the baselines as for the search (SEARCH_RETRIEVER_DEPTH)
+RESULT_CHUNKS = 60  # chunks asked from each method; their documents, deduplicated, are scored
+
+
+class Corpus:
+    """One data set indexed in Redis, plus what the in-memory baselines need."""
+
+    def __init__(self, name: str, collection_id: int, split: str = "test"):
+        import numpy as np
+
+        from bench.datasets import EmbeddingCache, load, minilm_embed_batch
+        from collections_app.models import Collection
+        from rag.index import CollectionIndex, IndexedChunk
+
+        self.ds = load(name, split)
+        cache = EmbeddingCache(name)
+        embed = minilm_embed_batch()
+        self.vectors = cache.embed([c.embed_text for c in self.ds.chunks], embed, label=f"{name} chunks")
+        self.query_vectors = dict(
+            zip(
+                self.ds.queries,
+                cache.embed(list(self.ds.queries.values()), embed, label=f"{name} queries"),
+                strict=True,
+            )
+        )
+        self.collection = Collection(id=collection_id, name=name, language=self.ds.language, embedding_model=MODEL)
+        index = CollectionIndex(collection_id, self.ds.language, 384)
+        self.key_doc: dict[str, str] = {}
+        by_doc: dict[str, list[IndexedChunk]] = {}
+        file_ids = {doc_id: i for i, doc_id in enumerate(self.ds.docs)}
+        for chunk, vector in zip(self.ds.chunks, self.vectors, strict=True):
+            fid = file_ids[chunk.doc_id]
+            by_doc.setdefault(chunk.doc_id, []).append(
+                IndexedChunk(fid, chunk.position, chunk.text, chunk.doc_id, None, None, chunk.heading, vector)
+            )
+            self.key_doc[index.key(fid, chunk.position)] = chunk.doc_id
+        for doc_id, chunks in by_doc.items():
+            index.replace_file(file_ids[doc_id], chunks)
+        self.index = index
+        self.chunk_keys = [index.key(file_ids[c.doc_id], c.position) for c in self.ds.chunks]
+        self.matrix = np.asarray(self.vectors, dtype=np.float32)
+
+    def docs(self, keys) -> list[str]:
+        return dedupe(self.key_doc[k] for k in keys if k in self.key_doc)
+
+    def lists(self, query: str, qid: str, enabled=None) -> dict[str, list[str]]:
+        """Each retriever's ranked chunk keys for one query (the search's own retrievers)."""
+        from currechat.redis_client import get_redis
+        from rag import retrievers
+        from rag.query import parse
+
+        target = retrievers.Target(
+            self.collection.id, self.index.name, parse(query, self.ds.language), self.query_vectors[qid]
+        )
+        retrievers.run(get_redis(), [target], DEPTH, enabled or retrievers.RETRIEVERS)
+        if target.errors:
+            print(f"  retriever error for {query!r}: {target.errors}", file=sys.stderr)
+        return {name: [h.key for h in hits] for name, hits in target.lists.items()}
+
+
+def open_webui_ranking(corpus: Corpus, bm25, query: str, qid: str) -> list[str]:
+    import numpy as np
+
+    from rag.fusion import weighted_rrf
+
+    sims = corpus.matrix @ np.asarray(corpus.query_vectors[qid], dtype=np.float32)
+    by_vector = [corpus.chunk_keys[i] for i in np.argsort(-sims)[:DEPTH]]
+    scores = bm25.get_scores(query.split())
+    by_bm25 = [corpus.chunk_keys[i] for i in np.argsort(-scores)[:DEPTH] if scores[i] > 0]
+    fused = weighted_rrf({"bm25": by_bm25, "vector": by_vector}, {"bm25": 0.5, "vector": 0.5}, 60)
+    return corpus.docs(f.key for f in fused)
+
+
+def run_set(name: str, collection_id: int) -> dict[str, dict[str, float]]:
+    from rank_bm25 import BM25Okapi
+
+    from rag.retrievers import ANY_WORD, VECTOR
+    from rag.search import search_collections
+
+    started = time.monotonic()
+    corpus = Corpus(name, collection_id)
+    bm25 = BM25Okapi([c.embed_text.split() for c in corpus.ds.chunks])  # heading + text: generous
+    runs: dict[str, dict[str, list[str]]] = {m: {} for m in ("CurreChat", "vector", "BM25", "open-webui")}
+    for qid, query in corpus.ds.queries.items():
+        outcome = search_collections([corpus.collection], query, limit=RESULT_CHUNKS, curate=False)
+        runs["CurreChat"][qid] = corpus.docs(p.chunk_id for p in outcome.results)
+        lists = corpus.lists(query, qid, (VECTOR, ANY_WORD))
+        runs["vector"][qid] = corpus.docs(lists.get(VECTOR, []))
+        runs["BM25"][qid] = corpus.docs(lists.get(ANY_WORD, []))
+        runs["open-webui"][qid] = open_webui_ranking(corpus, bm25, query, qid)
+    scores = {method: evaluate(run, corpus.ds.qrels) for method, run in runs.items()}
+    print(
+        f"  {name}: {len(corpus.ds.docs)} docs, {len(corpus.ds.chunks)} chunks, {len(corpus.ds.queries)} queries, "
+        f"{time.monotonic() - started:.0f}s",
+        file=sys.stderr,
+    )
+    return scores
+
+
+def print_table(results: dict[str, dict[str, dict[str, float]]]) -> None:
+    methods = ["vector", "BM25", "open-webui", "CurreChat"]
+    header = "| set | " + " | ".join(f"{m} nDCG@10 / R@15 / MRR@10" for m in methods) + " |"
+    print(header)
+    print("|" + "---|" * (len(methods) + 1))
+    for name, scores in results.items():
+        cells = [" / ".join(f"{scores[m][k]:.3f}" for k in ("nDCG@10", "R@15", "MRR@10")) for m in methods]
+        best_single = max(scores["vector"]["nDCG@10"], scores["BM25"]["nDCG@10"])
+        mark = "" if scores["CurreChat"]["nDCG@10"] > best_single else " (not above best single)"
+        print(f"| {name} | " + " | ".join(cells) + mark + " |")
+
+
+def main() -> int:
+    from bench.datasets import DATASETS
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(DATASETS), help="comma-separated: " + ", ".join(DATASETS))
+    parser.add_argument("--tune", action="store_true", help="tune k and weights on SciFact training queries")
+    args = parser.parse_args()
+    server = start_services("benchq")
+    try:
+        if args.tune:
+            from bench.tune import tune
+
+            tune(Corpus("scifact", 1, split="train"))
+            return 0
+        results = {}
+        for i, name in enumerate(args.sets.split(","), start=1):
+            results[name] = run_set(name, i)
+        print_table(results)
+    finally:
+        stop_services(server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Turn a user's (or a model's) search string into safe RediSearch clauses, one per keyword retriever.
+
+The query is split the way RediSearch splits documents (on its separator characters and
+whitespace), so every query term can match an indexed term: `node.js` becomes `node js`, as in the
+index. Whatever special character survives the split (`|`, `/`, `\\`, `?`, ...) is escaped with a
+backslash, so no user input can change the query's structure. Clauses are joined with RediSearch's
+own operators (space = intersection, `|` = union), never with a literal `AND` word, which RediSearch
+would search for as a term.
+
+Stop words of the collection's language are removed for the keyword retrievers; a query made only
+of stop words still searches (vector, and an exact match over the raw text, see `literal`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import cache
+
+from rag.languages import stopwords
+
+# The characters RediSearch 2.10 splits documents on (its documented list, plus `/|?` and the
+# backtick, which its tokenizer also treats as separators: checked against a real index).
+_SEPARATORS = ",.<>{}[]\"':;!@#$%^&*()-+=~/|?`"
+_SPLIT = re.compile(r"[\s" + re.escape(_SEPARATORS) + r"]+")
+# Characters that still carry meaning in the query language after the split above.
+_SPECIAL = re.compile(r"([^\w])", re.UNICODE)
+MAX_TERMS = 32  # a pasted paragraph must not turn into a query with hundreds of clauses
+MIN_INFIX = 3  # shorter fragments match nearly every term in the suffix trie
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    text: str  # the query as given, normalised
+    terms: tuple[str, ...]  # lower-cased tokens, stop words kept, in order
+    content: tuple[str, ...]  # tokens without stop words, in order, de-duplicated
+    stems: tuple[str, ...]  # Snowball stems of `content` (for infix matching)
+    language: str
+
+    @property
+    def stopwords_only(self) -> bool:
+        return bool(self.terms) and not self.content
+
+    def exact(self) -> str | None:
+        """Exact phrase: the content words adjacent and in order (the index skips stop words too)."""
+        if not self.content:
+            return None
+        return '"' + " ".join(escape(t) for t in _ordered_content(self)) + '"'
+
+    def substring(self) -> str | None:
+        """Infix match on each word's stem, through the suffix trie (needs DIALECT 2)."""
+        fragments = [s for s in dict.fromkeys(self.stems) if len(s) >= MIN_INFIX]
+        if not fragments:
+            return None
+        return "(" + "|".join(f"*{escape(s)}*" for s in fragments) + ")"
+
+    def all_words(self) -> str | None:
+        return " ".join(escape(t) for t in self.content) if self.content else None
+
+    def any_word(self) -> str | None:
+        return "(" + "|".join(escape(t) for t in self.content) + ")" if self.content else None
+
+    def literal(self) -> str:
+        """The query as plain lower-case words, for the substring scan of stop-word-only queries."""
+        return " ".join(self.terms)
+
+
+def _ordered_content(parsed: ParsedQuery) -> list[str]:
+    stop = stopwords(parsed.language)
+    return [t for t in parsed.terms if t not in stop][:MAX_TERMS]
+
+
+def normalise(text: str) -> str:
+    """NFC, no soft hyphens, no control characters: what the index sees after ingestion."""
+    text = unicodedata.normalize("NFC", text.replace("\u00ad", ""))
+    return "".join(ch if ch.isprintable() else " " for ch in text).strip()
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case terms as the index holds them. A backslash escapes the next character in the
+    document tokenizer (`\\overline` is indexed as `overline`), so it is dropped; tokens without a
+    letter or digit (`_`, `__`) are no terms at all and would only break the query syntax."""
+    tokens = (t.replace("\\", "") for t in _SPLIT.split(text.lower()))
+    return [t for t in tokens if any(ch.isalnum() for ch in t)]
+
+
+def escape(term: str) -> str:
+    return _SPECIAL.sub(r"\\\1", term)
+
+
+@cache
+def _stemmer(language: str):
+    import snowballstemmer
+
+    try:
+        return snowballstemmer.stemmer(language)
+    except KeyError:
+        return None
+
+
+def stem(term: str, language: str) -> str:
+    stemmer = _stemmer(language)
+    return stemmer.stemWord(term) if stemmer else term
+
+
+def parse(query: str, language: str) -> ParsedQuery:
+    text = normalise(query)
+    terms = tuple(tokenize(text))
+    stop = stopwords(language)
+    content = tuple(dict.fromkeys(t for t in terms if t not in stop))[:MAX_TERMS]
+    stems = tuple(stem(t, language) for t in content)
+    return ParsedQuery(text=text, terms=terms, content=content, stems=stems, language=language)

@@ -1,0 +1,143 @@
+"""The five retrievers, sent to Redis for all collections in scope in one pipelined round trip.
+
+Each retriever is one FT.SEARCH on a collection's own index (one index per collection, see
+rag/index.py), so "filtered to the collections in scope" means: only those indexes are queried.
+Keyword queries pass the collection's `LANGUAGE` (RediSearch otherwise parses queries as English
+and would stem Finnish words with the English stemmer) and `SCORER BM25STD` explicitly (the scorer
+named `BM25` in RediSearch 2.10 ranks badly, see ENVIRONMENT.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import redis
+
+from rag.query import ParsedQuery
+
+VECTOR, EXACT, SUBSTRING, ALL_WORDS, ANY_WORD = "vector", "exact", "substring", "all_words", "any_word"
+RETRIEVERS = (VECTOR, EXACT, SUBSTRING, ALL_WORDS, ANY_WORD)
+LABELS = {
+    VECTOR: "meaning (vector)",
+    EXACT: "exact phrase",
+    SUBSTRING: "substring",
+    ALL_WORDS: "all words",
+    ANY_WORD: "any word",
+}
+_DISTANCE = "__vd"
+
+
+@dataclass(frozen=True)
+class Hit:
+    key: str
+    score: float | None  # BM25STD for keyword retrievers, cosine similarity for the vector one
+
+
+@dataclass
+class Target:
+    """One collection's index and what to send it."""
+
+    collection_id: int
+    index_name: str
+    parsed: ParsedQuery
+    vector: Sequence[float] | None
+    lists: dict[str, list[Hit]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def _keyword(index: str, clause: str, language: str, depth: int) -> list:
+    # NOCONTENT: fusion needs keys and ranks only; the few winners' fields are fetched afterwards.
+    return ["FT.SEARCH", index, clause, "NOCONTENT", "WITHSCORES", "SCORER", "BM25STD",
+            "LANGUAGE", language, "LIMIT", 0, depth, "DIALECT", 2]  # fmt: skip
+
+
+def _knn(index: str, vector: Sequence[float], depth: int) -> list:
+    blob = np.asarray(vector, dtype=np.float32).tobytes()
+    return ["FT.SEARCH", index, f"*=>[KNN $k @embedding $vec AS {_DISTANCE}]", "PARAMS", 4, "k", depth,
+            "vec", blob, "RETURN", 1, _DISTANCE, "SORTBY", _DISTANCE, "LIMIT", 0, depth, "DIALECT", 2]  # fmt: skip
+
+
+def _literal_scan(index: str, literal: str, depth: int) -> list:
+    """Exact match for stop-word-only queries ("to be or not to be"): the index has no entries
+    for stop words, so scan the stored text. Linear in the collection, but such queries are rare."""
+    safe = literal.replace("\\", " ").replace("'", " ").replace('"', " ")
+    return ["FT.AGGREGATE", index, "*", "LOAD", 2, "@__key", "@text",
+            "FILTER", f"contains(lower(@text), '{safe}')", "LIMIT", 0, depth, "DIALECT", 2]  # fmt: skip
+
+
+def commands_for(target: Target, depth: int, enabled: Sequence[str] = RETRIEVERS) -> dict[str, list]:
+    """The commands to run for a target; retrievers with nothing to search for are left out."""
+    p, name, lang = target.parsed, target.index_name, target.parsed.language
+    clauses = {EXACT: p.exact(), SUBSTRING: p.substring(), ALL_WORDS: p.all_words(), ANY_WORD: p.any_word()}
+    commands: dict[str, list] = {}
+    if VECTOR in enabled and target.vector is not None:
+        commands[VECTOR] = _knn(name, target.vector, depth)
+    for retriever, clause in clauses.items():
+        if retriever in enabled and clause:
+            commands[retriever] = _keyword(name, clause, lang, depth)
+    # With a single content word, "all words" and "any word" are the same search: count it once.
+    if len(p.content) == 1:
+        commands.pop(ALL_WORDS, None)
+    if EXACT in enabled and p.stopwords_only:
+        commands[EXACT] = _literal_scan(name, p.literal(), depth)
+    return commands
+
+
+def run(client: redis.Redis, targets: Sequence[Target], depth: int, enabled: Sequence[str] = RETRIEVERS) -> None:
+    """Fill each target's `lists` (retriever -> ranked hits) and `errors`, in one round trip."""
+    plan: list[tuple[Target, str]] = []
+    pipe = client.pipeline(transaction=False)
+    for target in targets:
+        for retriever, command in commands_for(target, depth, enabled).items():
+            pipe.execute_command(*command)
+            plan.append((target, retriever))
+    if not plan:
+        return
+    replies = pipe.execute(raise_on_error=False)
+    for (target, retriever), reply in zip(plan, replies, strict=True):
+        if isinstance(reply, Exception):
+            if not _is_missing_index(reply):  # a collection without files has no index yet
+                target.errors[retriever] = str(reply)
+            target.lists[retriever] = []
+            continue
+        target.lists[retriever] = parse_reply(reply, retriever)
+
+
+def _is_missing_index(error: Exception) -> bool:
+    text = str(error).lower()
+    return "no such index" in text or "unknown index name" in text
+
+
+def _s(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def parse_reply(reply, retriever: str) -> list[Hit]:
+    """Ranked hits from an FT.SEARCH/FT.AGGREGATE reply, in RESP3 (maps) or RESP2 (flat lists)."""
+    if isinstance(reply, dict):
+        rows = reply.get(b"results", reply.get("results", []))
+        return [_hit_resp3(row, retriever) for row in rows]
+    if len(reply) > 1 and isinstance(reply[1], list) and retriever != VECTOR:  # FT.AGGREGATE rows
+        return [Hit(_s(dict(zip(row[::2], row[1::2], strict=False))[b"__key"]), None) for row in reply[1:]]
+    hits, items, i = [], reply[1:], 0
+    while i < len(items):
+        key = _s(items[i])
+        if retriever == VECTOR:
+            fields = dict(zip(items[i + 1][::2], items[i + 1][1::2], strict=False))
+            hits.append(Hit(key, 1.0 - float(fields[_DISTANCE.encode()])))
+        else:
+            hits.append(Hit(key, float(items[i + 1])))
+        i += 2
+    return hits
+
+
+def _hit_resp3(row: dict, retriever: str) -> Hit:
+    attrs = {_s(k): v for k, v in (row.get(b"extra_attributes") or {}).items()}
+    if b"id" not in row:  # FT.AGGREGATE row
+        return Hit(_s(attrs["__key"]), None)
+    if retriever == VECTOR:
+        return Hit(_s(row[b"id"]), 1.0 - float(attrs[_DISTANCE]))
+    score = row.get(b"score")
+    return Hit(_s(row[b"id"]), float(score) if score is not None else None)

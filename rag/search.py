@@ -1,0 +1,225 @@
+"""Hybrid search over one or more collections: five retrievers, weighted RRF, LLM curation.
+
+    search_collections(collections, query) -> SearchOutcome
+
+Stages (each timed in `timings_ms`):
+1. embed: the query once per embedding model in scope (with the model's query prefix);
+2. retrieve: vector KNN, exact phrase, substring, all words, any word, for every collection, in
+   one pipelined Redis round trip (rag/retrievers.py);
+3. fuse: weighted RRF per collection; the result budget is split between collections in
+   proportion to their fused relevance (Hamilton apportionment), then the winners of all
+   collections are ordered by fused score;
+4. fetch: the winners' fields, in one more round trip;
+5. curate (optional): one LLM verdict per passage, concurrently (rag/curation.py).
+
+"Nothing relevant" is an explicit status: curation excluded everything, or (without curation) no
+keyword retriever matched and no chunk was similar enough to the query.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+
+import redis
+from django.conf import settings
+
+from currechat.errors import CurreChatError
+from currechat.redis_client import get_redis
+from rag import curation, retrievers
+from rag.curation import CurationRun
+from rag.fusion import Fused, budgets, weighted_rrf
+from rag.index import RETURN_FIELDS, CollectionIndex
+from rag.query import parse
+from rag.results import Passage, SearchOutcome
+
+MAX_QUERY_CHARS = 2000
+
+
+class EmptyQuery(CurreChatError):
+    status_code = 400
+
+
+class _Clock:
+    def __init__(self):
+        self.timings: dict[str, float] = {}
+        self.started = time.perf_counter()
+
+    @contextmanager
+    def stage(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = round(self.timings.get(name, 0.0) + (time.perf_counter() - start) * 1000, 2)
+
+    def finish(self) -> dict[str, float]:
+        self.timings["total"] = round((time.perf_counter() - self.started) * 1000, 2)
+        return self.timings
+
+
+def search_collections(
+    collections: Sequence,
+    query: str,
+    *,
+    limit: int = 15,
+    curate: bool = True,
+    curation_model: str | None = None,
+    weights: Mapping[str, float] | None = None,
+    rrf_k: float | None = None,
+    depth: int | None = None,
+    client: redis.Redis | None = None,
+) -> SearchOutcome:
+    """Search `collections` (Collection objects the caller has already checked access to).
+
+    `weights`, `rrf_k` and `depth` default to the SEARCH_* settings; benchmarks pass their own.
+    Raises EmptyQuery for a blank query and redis.RedisError when the index is unreachable; a
+    failing retriever or curation call only adds a note.
+    """
+    query = (query or "").strip()[:MAX_QUERY_CHARS]
+    if not query:
+        raise EmptyQuery("Type something to search for.")
+    clock, client, notes = _Clock(), client or get_redis(), []
+    with clock.stage("embed"):
+        targets = build_targets(collections, query, notes)
+    with clock.stage("retrieve"):
+        retrievers.run(client, targets, depth or settings.SEARCH_RETRIEVER_DEPTH)
+    with clock.stage("fuse"):
+        k = settings.SEARCH_RRF_K if rrf_k is None else rrf_k
+        chosen = select(targets, limit, weights or settings.SEARCH_WEIGHTS, k)
+    with clock.stage("fetch"):
+        passages = fetch(client, chosen)
+    notes += [f"The {retrievers.LABELS[r]} search failed: {e}" for t in targets for r, e in t.errors.items()]
+    if not passages:
+        notes.append("No passage matched.")
+        return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
+    if not curate and _too_weak(targets):
+        note = "Nothing in the material matches the query's words or is close to its meaning."
+        dropped = [replace(p, included=False, curation_reason="below the similarity threshold") for p in passages]
+        return SearchOutcome(query, "nothing_relevant", [], dropped, clock.finish(), notes + [note])
+    if not curate:
+        return SearchOutcome(query, "ok", passages, timings_ms=clock.finish(), notes=notes)
+    with clock.stage("curate"):
+        run = curate_passages(query, passages, curation_model or settings.CURATION_MODEL)
+        kept, dropped = apply_verdicts(passages, run)
+    notes += curation_notes(run)
+    status = "ok" if kept else "nothing_relevant"
+    return SearchOutcome(query, status, kept, dropped, clock.finish(), notes)
+
+
+def build_targets(collections: Sequence, query: str, notes: list[str] | None = None) -> list[retrievers.Target]:
+    """One target per collection, with the query embedded once per embedding model.
+
+    When the embedding model cannot be reached the keyword retrievers still run (the app stays
+    usable without a model server); `notes` says so.
+    """
+    from rag.providers import get_embedding_model
+
+    vectors: dict[str, list[float] | None] = {}
+    targets = []
+    for collection in collections:
+        model = collection.embedding_model
+        if model not in vectors:  # one embedding per model, however many collections share it
+            try:
+                vectors[model] = get_embedding_model(model).embed_query(query)
+            except CurreChatError as exc:  # ProviderError, UnknownModel
+                vectors[model] = None
+                if notes is not None:
+                    notes.append(f"The meaning (vector) search is unavailable: {exc}")
+        index = CollectionIndex.index_name(collection.id)
+        targets.append(retrievers.Target(collection.id, index, parse(query, collection.language), vectors[model]))
+    return targets
+
+
+def select(
+    targets: Sequence[retrievers.Target], limit: int, weights: Mapping[str, float], k: float
+) -> list[tuple[int, Fused]]:
+    """Fuse each collection's lists, split `limit` between collections, order the winners."""
+    fused = {t.collection_id: weighted_rrf(_keys(t), weights, k) for t in targets}
+    # A collection's share is the fused relevance of the best `limit` candidates it has: where
+    # several retrievers agree on many chunks, that collection gets more of the budget.
+    shares = {cid: sum(f.score for f in items[:limit]) for cid, items in fused.items()}
+    granted = budgets(shares, {cid: len(items) for cid, items in fused.items()}, limit)
+    winners = [(cid, f) for cid, items in fused.items() for f in items[: granted[cid]]]
+    return sorted(winners, key=lambda pair: -pair[1].score)
+
+
+def _keys(target: retrievers.Target) -> dict[str, list[str]]:
+    return {retriever: [hit.key for hit in hits] for retriever, hits in target.lists.items()}
+
+
+def _too_weak(targets: Sequence[retrievers.Target]) -> bool:
+    keyword_hits = any(hits for t in targets for r, hits in t.lists.items() if r != retrievers.VECTOR)
+    similarities = [h.score for t in targets for h in t.lists.get(retrievers.VECTOR, []) if h.score is not None]
+    return not keyword_hits and max(similarities, default=-1.0) < settings.SEARCH_MIN_SIMILARITY
+
+
+def fetch(client: redis.Redis, chosen: Sequence[tuple[int, Fused]]) -> list[Passage]:
+    pipe = client.pipeline(transaction=False)
+    for _, fused in chosen:
+        pipe.hmget(fused.key, RETURN_FIELDS)
+    rows = pipe.execute() if chosen else []
+    passages = []
+    for (collection_id, fused), row in zip(chosen, rows, strict=True):
+        if row[0] is None:  # the chunk was replaced between retrieval and fetch (re-ingestion)
+            continue
+        passages.append(_passage(collection_id, fused, dict(zip(RETURN_FIELDS, row, strict=True))))
+    return passages
+
+
+def _passage(collection_id: int, fused: Fused, fields: dict) -> Passage:
+    text = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in fields.items()}
+    page = int(text["page_start"] or -1)
+    page_end = int(text["page_end"] or -1)
+    return Passage(
+        chunk_id=fused.key,
+        collection_id=collection_id,
+        file_id=int(text["file_id"]),
+        file_name=text["file_name"] or "",
+        page=page if page >= 0 else None,
+        page_end=page_end if page_end >= 0 else None,
+        section=text["heading_path"] or "",
+        text=text["text"] or "",
+        score=round(fused.score, 6),
+        sources=dict(fused.ranks),
+    )
+
+
+def curate_passages(query: str, passages: Sequence[Passage], model: str) -> CurationRun:
+    return curation.curate(query, passages, model_name=model)
+
+
+def apply_verdicts(passages: Sequence[Passage], run: CurationRun) -> tuple[list[Passage], list[Passage]]:
+    """Drop excluded passages; order the rest by curation score. A passage without a verdict keeps
+    its fused position: the curated ones are re-ordered among the positions they held."""
+    minimum = settings.SEARCH_CURATION_MIN_SCORE
+    kept_slots: list[int] = []
+    curated: list[Passage] = []
+    dropped: list[Passage] = []
+    final: list[Passage | None] = []
+    for passage, verdict in zip(passages, run.verdicts, strict=True):
+        if verdict is None:
+            final.append(passage)
+            continue
+        judged = replace(passage, curation_score=verdict.score, curation_reason=verdict.reason)
+        if not verdict.include or verdict.score < minimum:
+            dropped.append(replace(judged, included=False))
+            continue
+        kept_slots.append(len(final))
+        final.append(None)
+        curated.append(judged)
+    curated.sort(key=lambda p: -(p.curation_score or 0.0))  # stable: ties keep their fused order
+    for slot, passage in zip(kept_slots, curated, strict=True):
+        final[slot] = passage
+    return [p for p in final if p is not None], dropped
+
+
+def curation_notes(run: CurationRun) -> list[str]:
+    notes = []
+    if run.failed:
+        notes.append(f"Curation failed for {run.failed} passage(s); they keep their search rank.")
+    if run.timed_out:
+        notes.append(f"Curation timed out for {run.timed_out} passage(s); they keep their search rank.")
+    return notes
