@@ -12,8 +12,8 @@ from accounts.permissions import get_collection_for_edit, get_file_for_edit, req
 from collections_app import files
 from collections_app.forms import CollectionForm
 from collections_app.models import FileStatus, PdfMode
-from currechat.rendering import render_markdown
 from currechat.errors import CurreChatError
+from currechat.rendering import render_markdown
 from rag.ingest.chunking import decompose
 
 
