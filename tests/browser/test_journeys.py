@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-import fitz
+import pymupdf as fitz
 import pytest
 from playwright.sync_api import expect
 
