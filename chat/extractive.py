@@ -9,6 +9,8 @@ from chat.grounding import passage_heading
 from chat.tools import ToolOutcome
 
 LABEL = "**Answer without a language model.**"
+# Quoting every passage of a search (up to 15) buries the best ones: quote the top few, list the rest.
+QUOTED_PASSAGES = 3
 
 
 def _quote(text: str) -> str:
@@ -33,7 +35,10 @@ def extractive_answer(outcome: ToolOutcome | None, *, offered: bool) -> str:
         f"{LABEL} No language model is connected right now, so this answer quotes the passages of the course "
         "material that best match your question. Read them to find your answer:"
     ]
-    for p in outcome.passages:
+    for p in outcome.passages[:QUOTED_PASSAGES]:
         heading = passage_heading(p["n"], p["file_name"], p["page"], p["page_end"], p["section"])
         parts.append(f"**{heading}**\n\n{_quote(p['text'])}")
+    more = len(outcome.passages) - QUOTED_PASSAGES
+    if more > 0:
+        parts.append(f"The search found {more} more passage{'s' if more != 1 else ''}; open them in its results above.")
     return "\n\n".join(parts)

@@ -7,6 +7,7 @@ import pytest
 from chat.agent import run_turn, start_turn
 from chat.budget import MessageTooLong
 from chat.events import ListSink
+from chat.extractive import QUOTED_PASSAGES
 from chat.limits import RateLimited
 from chat.models import Message, MessageStatus
 from chat.serializers import message_dict
@@ -148,7 +149,10 @@ def test_without_a_model_the_answer_quotes_the_passages_labelled_as_such(session
     assert reply.content.startswith("**Answer without a language model.**")
     assert "Selection bias arises when the sample is not representative." in reply.content
     assert "[1] lecture-3.pdf, p. 4, Sampling > Bias" in reply.content
-    assert [c["n"] for c in reply.citations] == [p["n"] for p in passages]
+    # The best few are quoted and cited; the rest stay in the search results, named by count.
+    assert [c["n"] for c in reply.citations] == [p["n"] for p in passages][:QUOTED_PASSAGES]
+    if len(passages) > QUOTED_PASSAGES:
+        assert f"found {len(passages) - QUOTED_PASSAGES} more passage" in reply.content
 
 
 def test_without_a_model_server_the_chat_still_answers(session, ollama, settings):

@@ -39,7 +39,9 @@ class MiniLMEmbedder:
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        vectors = self._model().encode(list(texts), batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+        vectors = self._model().encode(
+            list(texts), batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         return vectors.tolist()
 
     def embed_query(self, text: str) -> list[float]:
