@@ -79,6 +79,9 @@ def main() -> int:
             )
         )
         print(f"\nCurreChat is running at http://{host}:{port}/  (Ctrl-C stops the web server, worker and Redis)\n")
+        # Ctrl-C and SIGTERM both mean "stop everything"; set SIGINT explicitly because a process
+        # started in the background of a shell inherits it ignored.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         while all(child.poll() is None for child in children):
             time.sleep(0.5)
