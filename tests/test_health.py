@@ -88,3 +88,18 @@ def test_badge_says_whether_a_background_worker_is_running(client_for, owner, db
         assert client_for(owner).get("/api/v1/health").json()["workers"]["ok"] is True
     finally:
         worker.register_death()
+
+
+def test_pages_and_api_that_need_redis_explain_when_it_is_down(client_for, owner, collection, settings, tmp_path):
+    server = RedisStackServer(port=free_port(), data_dir=tmp_path / "r", persistent=False)
+    server.start()
+    settings.REDIS_URL = server.url
+    server.stop()
+    client = client_for(owner)
+    page = client.get(f"/collections/{collection.id}/search/?q=mean")
+    assert page.status_code == 503
+    assert "cannot be reached right now" in page.content.decode()
+    api = client.post(f"/api/v1/collections/{collection.id}/search", {"query": "mean"}, content_type="application/json")
+    assert api.status_code == 503
+    assert "try again" in api.json()["detail"]
+    assert client.get(f"/collections/{collection.id}/").status_code in (200, 503)  # never a 500
