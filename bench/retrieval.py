@@ -4,14 +4,16 @@
     .venv/bin/python bench/retrieval.py --sets scifact  # one set
     .venv/bin/python bench/retrieval.py --tune          # tune RRF k and weights on SciFact *train*
 
-Each set is chunked by the ingestion pipeline's chunker (rag/ingest/chunking.py, 1000/200),
-embedded with the local all-MiniLM-L6-v2 (cached under var/bench-cache/) and written into a
-private Redis Stack through CollectionIndex, as ingestion does. Then, per query, in the same run:
+Each document is ingested as a Markdown upload would be (bench/datasets.py: the pipeline's
+normaliser, chunker at 1000/200 and embedding input), embedded with the local all-MiniLM-L6-v2
+(cached under var/bench-cache/) and written into a private Redis Stack through CollectionIndex.
+Then, per query, in the same run:
 - CurreChat: the real `search_collections` (curation off);
 - vector only: the same index's KNN; BM25 only: RediSearch BM25STD over the stemmed OR of the
   query words without stop words (the "any word" retriever alone);
-- Open-WebUI-style: rank_bm25 over whitespace tokens (langchain's BM25Retriever default) plus the
-  same vectors, fused by RRF with weights 0.5/0.5 and c=60 (langchain's EnsembleRetriever).
+- Open-WebUI-style: rank_bm25 over whitespace tokens (langchain's BM25Retriever default) of each
+  chunk's heading path + text, plus the same vectors, fused by RRF with weights 0.5/0.5 and c=60
+  (langchain's EnsembleRetriever).
 Every method's chunk ranking becomes a document ranking by each document's best chunk.
 """
 

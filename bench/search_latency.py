@@ -137,6 +137,23 @@ def measure(collection, index, texts, queries: list[str], bm25_queries: int) -> 
     return samples
 
 
+def per_retriever(collection, index, queries: list[str]) -> dict[str, list[float]]:
+    """Each retriever's FT.SEARCH alone (not pipelined), to show where a search's time goes."""
+    from rag import retrievers
+    from rag.providers import get_embedding_model
+    from rag.query import parse
+
+    embedder = get_embedding_model(collection.embedding_model)
+    times: dict[str, list[float]] = {}
+    for q in queries:
+        target = retrievers.Target(1, index.name, parse(q, "english"), embedder.embed_query(q))
+        for name, command in retrievers.commands_for(target, 50).items():
+            start = time.perf_counter()
+            index.client.execute_command(*command)
+            times.setdefault(f"  {name} alone", []).append((time.perf_counter() - start) * 1000)
+    return times
+
+
 def report(samples: dict[str, list[float]], n_chunks: int) -> None:
     knn50, knn95 = pct(samples["raw KNN"], 50), pct(samples["raw KNN"], 95)
     print(
@@ -161,7 +178,9 @@ def main() -> int:
     server = start_services("benchl")
     try:
         collection, index, texts = build(args.chunks)
-        samples = measure(collection, index, texts, questions(args.queries + 10), args.bm25_queries)
+        queries = questions(args.queries + 10)
+        samples = measure(collection, index, texts, queries, args.bm25_queries)
+        samples.update(per_retriever(collection, index, queries[10:]))
         report(samples, args.chunks)
     finally:
         stop_services(server)

@@ -203,7 +203,7 @@ CHAT_WORKER_THREADS = env_int("CHAT_WORKER_THREADS", 256, minimum=1)
 # A small k lets the top of each list decide (k=2 beat k=60 by 0.02 nDCG@10 on training queries).
 SEARCH_RRF_K = env_float("SEARCH_RRF_K", 2.0, minimum=0)
 SEARCH_WEIGHTS = {
-    "vector": env_float("SEARCH_WEIGHT_VECTOR", 1.0, minimum=0),
+    "vector": env_float("SEARCH_WEIGHT_VECTOR", 1.25, minimum=0),
     "exact": env_float("SEARCH_WEIGHT_EXACT", 3.0, minimum=0),
     "substring": env_float("SEARCH_WEIGHT_SUBSTRING", 0.5, minimum=0),
     "all_words": env_float("SEARCH_WEIGHT_ALL_WORDS", 1.0, minimum=0),

@@ -18,6 +18,7 @@ keyword retriever matched and no chunk was similar enough to the query.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
@@ -34,6 +35,8 @@ from rag.fusion import Fused, budgets, weighted_rrf
 from rag.index import RETURN_FIELDS, CollectionIndex
 from rag.query import parse
 from rag.results import Passage, SearchOutcome
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2000
 
@@ -91,7 +94,7 @@ def search_collections(
         chosen = select(targets, limit, weights or settings.SEARCH_WEIGHTS, k)
     with clock.stage("fetch"):
         passages = fetch(client, chosen)
-    notes += [f"The {retrievers.LABELS[r]} search failed: {e}" for t in targets for r, e in t.errors.items()]
+    notes += retriever_notes(targets, query)
     if not passages:
         notes.append("No passage matched.")
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
@@ -107,6 +110,16 @@ def search_collections(
     notes += curation_notes(run)
     status = "ok" if kept else "nothing_relevant"
     return SearchOutcome(query, status, kept, dropped, clock.finish(), notes)
+
+
+def retriever_notes(targets: Sequence[retrievers.Target], query: str) -> list[str]:
+    """A sentence per failed retriever for the user; the detail goes to the log."""
+    notes = []
+    for target in targets:
+        for retriever, error in target.errors.items():
+            log.warning("%s search failed in collection %s for %r: %s", retriever, target.collection_id, query, error)
+            notes.append(f"The {retrievers.LABELS[retriever]} search failed; the other searches still ran.")
+    return notes
 
 
 def build_targets(collections: Sequence, query: str, notes: list[str] | None = None) -> list[retrievers.Target]:

@@ -188,3 +188,16 @@ def test_random_punctuation_soup_never_makes_a_retriever_fail(notes):
             continue
         outcome = search(collection, query)
         assert not [n for n in outcome.notes if "failed" in n], query
+
+
+def test_replies_read_the_same_over_resp2_and_resp3(notes):
+    import redis
+    from django.conf import settings
+
+    collection, _ = notes
+    resp2 = redis.Redis.from_url(settings.REDIS_URL, protocol=2)
+    for query in ("standard deviation", "to be or not to be", "relation"):
+        over3 = search(collection, query)
+        over2 = search(collection, query, client=resp2)
+        assert [(p.chunk_id, p.sources) for p in over2.results] == [(p.chunk_id, p.sources) for p in over3.results]
+        assert over2.results, query
