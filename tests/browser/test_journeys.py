@@ -68,7 +68,12 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     expect(page).to_have_title(re.compile("Log in"))
     journey.check_a11y(page)
     journey.shot(page, "login")
-    log_in(page, live_app, "tiina", TEACHER_PASSWORD)
+    # By keyboard only: the username field has focus, Tab moves to the password, Enter submits.
+    expect(page.get_by_label("Username")).to_be_focused()
+    page.keyboard.type("tiina")
+    page.keyboard.press("Tab")
+    page.keyboard.type(TEACHER_PASSWORD)
+    page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Your teaching material")).to_be_visible()
     expect(page.get_by_test_id("status-badge")).to_contain_text("Search index: connected")
     expect(page.get_by_test_id("status-badge")).to_contain_text("qwen3:8b")
@@ -150,7 +155,9 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
 
     # Ask; the search shows while it runs, then its results, then the streamed answer with [1].
     student.get_by_label("Your question").fill("Miten keskiarvo lasketaan?")
-    student.get_by_role("button", name="Send").click()
+    student.keyboard.press("Tab")  # by keyboard: the next stop after the question is Send
+    expect(student.get_by_role("button", name="Send")).to_be_focused()
+    student.keyboard.press("Enter")
     conversation = student.get_by_test_id("conversation")
     expect(conversation.get_by_text("Searching: keskiarvo")).to_be_visible()
     expect(conversation.get_by_text("Searched: keskiarvo")).to_be_visible()
