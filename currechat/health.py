@@ -133,10 +133,3 @@ def get_health(*, fresh: bool = False) -> Health:
     with _lock:
         _cached = (time.monotonic(), key, health)
     return health
-
-
-def check_search_module_or_exit() -> None:
-    """Start-up check used by `make run`: say clearly what to install instead of failing later."""
-    state = check_redis()
-    if not state.ok:
-        raise SystemExit(f"CurreChat cannot start: {state.detail}")
