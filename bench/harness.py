@@ -16,11 +16,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def start_services(prefix: str = "bench"):
-    """Start a throw-away Redis Stack server and configure Django to use it. Returns the server."""
+def start_services(prefix: str = "bench", *, data_dir: Path | None = None, extra_env: dict | None = None):
+    """Start a throw-away Redis Stack server and configure Django to use it (plus `extra_env`).
+
+    Returns the server; `stop_services` stops it and removes its data directory."""
     from scripts.redis_stack import RedisStackServer, free_port
 
-    data_dir = Path(tempfile.mkdtemp(prefix=f"currechat-{prefix}-"))
+    data_dir = data_dir or Path(tempfile.mkdtemp(prefix=f"currechat-{prefix}-"))
     server = RedisStackServer(port=free_port(), data_dir=data_dir, persistent=False)
     server.start()
     # A benchmark killed with SIGTERM still runs its `finally:` and stops its Redis server.
@@ -34,6 +36,7 @@ def start_services(prefix: str = "bench"):
             "CURRECHAT_VAR_DIR": str(data_dir / "var"),
             "LOG_LEVEL": "WARNING",
             "HF_HUB_OFFLINE": "1",
+            **(extra_env or {}),
         }
     )
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "currechat.settings")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.redis_stack import RedisStackServer, free_port  # noqa: E402
+from bench.harness import start_services, stop_services  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" if (ROOT.parent / "shared" / "data").exists() else Path("/work/shared/data")
 NOTES_EN = DATA / "pdfs" / "en" / "ingold-tools4scicomp.pdf"
@@ -43,27 +42,17 @@ def setup(tmp: Path):
     """A throw-away Redis Stack, SQLite database and test model server; Django configured for them."""
     from tests.fake_ollama import FakeOllama
 
-    redis_server = RedisStackServer(port=free_port(), data_dir=tmp / "redis", persistent=False)
-    redis_server.start()
     fake = FakeOllama().start()
-    os.environ.update(
-        {
-            "REDIS_URL": redis_server.url,
-            "REDIS_INDEX_PREFIX": "benchingest",
+    redis_server = start_services(
+        "benchingest",
+        data_dir=tmp,
+        extra_env={
             "OLLAMA_HOST": fake.url,
             "DATABASE_URL": f"sqlite:///{tmp / 'bench.sqlite3'}",
             "MEDIA_ROOT": str(tmp / "media"),
-            "CURRECHAT_VAR_DIR": str(tmp / "var"),
-            "SECRET_KEY": "bench-only",
-            "DEBUG": "0",
-            "LOG_LEVEL": "WARNING",
             "HEALTH_CACHE_SECONDS": "0",
-            "DJANGO_SETTINGS_MODULE": "currechat.settings",
-        }
+        },
     )
-    import django
-
-    django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
@@ -237,8 +226,7 @@ def main() -> int:
         fast_vlm = vlm_concurrency(user, args.page_seconds / 4, args.concurrency)
     finally:
         fake.stop()
-        redis_server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_services(redis_server)
     text = table(report_rows(args, fast, cost, vlm, fast_vlm))
     print(text)
     if not args.no_write:

@@ -16,7 +16,7 @@ from collections_app import files
 from collections_app.models import Collection, SourceFile
 from currechat.errors import CurreChatError
 from rag.languages import LANGUAGES
-from rag.providers.registry import UnknownModel, get_embedding_model
+from rag.providers.registry import get_embedding_model
 
 router = Router(tags=["collections"])
 
@@ -71,12 +71,8 @@ def _check_language(language: str) -> None:
 
 
 def _check_embedding_model(name: str) -> None:
-    try:
-        get_embedding_model(name)
-    except UnknownModel:
-        raise
-    except CurreChatError as exc:  # a known provider but an unreachable server is fine to save
-        raise CurreChatError(str(exc)) from exc
+    # Raises UnknownModel (a 400) for a name no provider knows; it never contacts a model server.
+    get_embedding_model(name)
 
 
 def _teachers(usernames: list[str], owner) -> list:

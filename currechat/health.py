@@ -38,7 +38,7 @@ class Health:
     @property
     def llm_available(self) -> bool:
         """The configured chat model is on a reachable server."""
-        return self.model_server.ok and _has_model(self.available_models, self.models["chat"])
+        return self.has_model(self.models["chat"])
 
     def has_model(self, name: str) -> bool:
         """The model `name` (e.g. a prompt's own chat model) is on the reachable model server."""
@@ -46,7 +46,7 @@ class Health:
 
     @property
     def vlm_available(self) -> bool:
-        return self.model_server.ok and _has_model(self.available_models, self.models["vlm"])
+        return self.has_model(self.models["vlm"])
 
     def as_dict(self) -> dict:
         data = asdict(self)
