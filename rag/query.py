@@ -18,6 +18,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 
+from rag.ingest.normalize import fold_quotes
 from rag.languages import stopwords
 
 # The characters RediSearch 2.10 splits documents on (its documented list, plus `/|?` and the
@@ -26,6 +27,7 @@ _SEPARATORS = ",.<>{}[]\"':;!@#$%^&*()-+=~/|?`"
 _SPLIT = re.compile(r"[\s" + re.escape(_SEPARATORS) + r"]+")
 # Characters that still carry meaning in the query language after the split above.
 _SPECIAL = re.compile(r"([^\w])", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32  # a pasted paragraph must not turn into a query with hundreds of clauses
 MIN_INFIX = 4  # shorter fragments match nearly every term in the suffix trie
 MAX_INFIX = 6
@@ -55,17 +57,33 @@ class ParsedQuery:
         Each fragment expands to every indexed term containing it, so the cost grows with the
         number of fragments and falls with their length: the longest MAX_INFIX stems are used
         (for long queries; on SciFact's training claims this lost nothing against using all)."""
-        stems = sorted({s for s in self.stems if len(s) >= MIN_INFIX}, key=lambda s: (-len(s), s))
+        # Only plain words: an escaped character inside `*...*` is a syntax error in RediSearch.
+        plain = {s for s in self.stems if len(s) >= MIN_INFIX and _WORD.fullmatch(s)}
+        stems = sorted(plain, key=lambda s: (-len(s), s))
         fragments = stems[:MAX_INFIX]
         if not fragments:
             return None
         return "(" + "|".join(f"*{escape(s)}*" for s in fragments) + ")"
 
     def all_words(self) -> str | None:
-        return " ".join(escape(t) for t in self.content) if self.content else None
+        """Every content word, in any inflection (run with VERBATIM, see `word_forms`)."""
+        return " ".join(self.word_forms()) if self.content else None
 
     def any_word(self) -> str | None:
-        return "(" + "|".join(escape(t) for t in self.content) + ")" if self.content else None
+        """At least one content word, in any inflection (run with VERBATIM, see `word_forms`)."""
+        return "(" + "|".join(self.word_forms()) + ")" if self.content else None
+
+    def word_forms(self) -> list[str]:
+        """One clause per content word that matches each of its inflections exactly once.
+
+        RediSearch indexes a word as itself and, when its stem differs, also as `+stem`. Its own
+        query expansion turns `running` into `running | +run | run`, so a chunk with "running"
+        matches two branches and BM25 counts the word twice (three times with "run" as well):
+        one frequent query word then outranks chunks that match several different words. On
+        SciFact's training claims that cost 0.05 nDCG@10 against a plain stemmed BM25. With
+        VERBATIM and `(\\+stem|stem)` every inflection matches exactly one branch."""
+        seen = dict.fromkeys(self.stems)
+        return [f"(\\+{escape(s)}|{escape(s)})" for s in seen]
 
     def literal(self) -> str:
         """The query as plain lower-case words, for the substring scan of stop-word-only queries."""
@@ -79,7 +97,7 @@ def _ordered_content(parsed: ParsedQuery) -> list[str]:
 
 def normalise(text: str) -> str:
     """NFC, no soft hyphens, no control characters: what the index sees after ingestion."""
-    text = unicodedata.normalize("NFC", text.replace("\u00ad", ""))
+    text = fold_quotes(unicodedata.normalize("NFC", text.replace("\u00ad", "")))
     return "".join(ch if ch.isprintable() else " " for ch in text).strip()
 
 

@@ -10,12 +10,12 @@ named `BM25` in RediSearch 2.10 ranks badly, see ENVIRONMENT.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import redis
 
-from rag.query import ParsedQuery
+from rag.query import ParsedQuery, escape
 
 VECTOR, EXACT, SUBSTRING, ALL_WORDS, ANY_WORD = "vector", "exact", "substring", "all_words", "any_word"
 RETRIEVERS = (VECTOR, EXACT, SUBSTRING, ALL_WORDS, ANY_WORD)
@@ -47,10 +47,11 @@ class Target:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def _keyword(index: str, clause: str, language: str, depth: int) -> list:
+def _keyword(index: str, clause: str, language: str, depth: int, verbatim: bool = False) -> list:
     # NOCONTENT: fusion needs keys and ranks only; the few winners' fields are fetched afterwards.
+    # VERBATIM for clauses that spell out each word's forms themselves (ParsedQuery.word_forms).
     return ["FT.SEARCH", index, clause, "NOCONTENT", "WITHSCORES", "SCORER", "BM25STD",
-            "LANGUAGE", language, "LIMIT", 0, depth, "DIALECT", 2]  # fmt: skip
+            *(["VERBATIM"] if verbatim else []), "LANGUAGE", language, "LIMIT", 0, depth, "DIALECT", 2]  # fmt: skip
 
 
 def _knn(index: str, vector: Sequence[float], depth: int) -> list:
@@ -76,7 +77,7 @@ def commands_for(target: Target, depth: int, enabled: Sequence[str] = RETRIEVERS
         commands[VECTOR] = _knn(name, target.vector, depth)
     for retriever, clause in clauses.items():
         if retriever in enabled and clause:
-            commands[retriever] = _keyword(name, clause, lang, depth)
+            commands[retriever] = _keyword(name, clause, lang, depth, verbatim=retriever in (ALL_WORDS, ANY_WORD))
     # With a single content word, "all words" and "any word" are the same search: count it once.
     if len(p.content) == 1:
         commands.pop(ALL_WORDS, None)
@@ -85,8 +86,59 @@ def commands_for(target: Target, depth: int, enabled: Sequence[str] = RETRIEVERS
     return commands
 
 
+# (language, word) -> the stem RediSearch indexes the word's inflections under.
+_server_stems: dict[tuple[str, str], str] = {}
+_MAX_CACHED_STEMS = 100_000
+_EXPANDED = "(expanded)"
+
+
+def use_server_stems(client: redis.Redis, targets: Sequence[Target]) -> None:
+    """Build the word clauses on RediSearch's own stems, not on ours.
+
+    The word clauses name each word's stem (ParsedQuery.word_forms), and that stem must be the
+    one the index holds. Python's snowballstemmer and the Snowball release built into RediSearch
+    disagree on about 1 word in 400 ("organizations": `organiz` here, `organ` there), and a
+    clause on the wrong stem would miss the word in every form. FT.EXPLAIN shows how the server
+    expands a word; the answers are cached per language and word, so this round trip is only
+    paid for words not seen before. If it fails, our own stems are kept."""
+    asks: dict[tuple[str, str], str] = {}  # (language, word) -> an index of that language
+    for target in targets:
+        for word in target.parsed.content:
+            if (target.parsed.language, word) not in _server_stems:
+                asks.setdefault((target.parsed.language, word), target.index_name)
+    if asks:
+        pipe = client.pipeline(transaction=False)
+        for (language, word), index in asks.items():
+            pipe.execute_command("FT.EXPLAIN", index, escape(word), "LANGUAGE", language, "DIALECT", 2)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except redis.RedisError:
+            return  # the searches that follow report the outage
+        if len(_server_stems) + len(asks) > _MAX_CACHED_STEMS:
+            _server_stems.clear()
+        for key, reply in zip(asks, replies, strict=True):
+            if not isinstance(reply, Exception):
+                _server_stems[key] = _expanded_stem(_s(reply)) or key[1]
+    for target in targets:
+        p = target.parsed
+        stems = tuple(_server_stems.get((p.language, w), s) for w, s in zip(p.content, p.stems, strict=True))
+        target.parsed = replace(p, stems=stems)
+
+
+def _expanded_stem(explain: str) -> str | None:
+    """`+run` from FT.EXPLAIN's `UNION { running +run(expanded) run(expanded) }`; None when the
+    server does not stem the word (its stem is the word itself)."""
+    for line in explain.splitlines():
+        line = line.strip()
+        if line.startswith("+") and line.endswith(_EXPANDED):
+            return line[1 : -len(_EXPANDED)]
+    return None
+
+
 def run(client: redis.Redis, targets: Sequence[Target], depth: int, enabled: Sequence[str] = RETRIEVERS) -> None:
-    """Fill each target's `lists` (retriever -> ranked hits) and `errors`, in one round trip."""
+    """Fill each target's `lists` (retriever -> ranked hits) and `errors`, in one round trip
+    (plus one for words whose server stem is not known yet)."""
+    use_server_stems(client, targets)
     plan: list[tuple[Target, str]] = []
     pipe = client.pipeline(transaction=False)
     for target in targets:

@@ -28,6 +28,7 @@ import redis
 from django.conf import settings
 
 from currechat.errors import CurreChatError
+from currechat.health import get_health
 from currechat.redis_client import get_redis
 from rag import curation, retrievers
 from rag.curation import CurationRun
@@ -98,6 +99,13 @@ def search_collections(
     if not passages:
         notes.append("No passage matched.")
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
+    model = curation_model or settings.CURATION_MODEL
+    if curate and not get_health().has_model(model):
+        # Asking a missing model would fail once per passage, after the client's timeouts.
+        notes.append(
+            f"Curation was skipped: the model {model} is not on the model server. Results keep their search order."
+        )
+        curate = False
     if not curate and _too_weak(targets):
         note = "Nothing in the material matches the query's words or is close to its meaning."
         dropped = [replace(p, included=False, curation_reason="below the similarity threshold") for p in passages]
@@ -105,7 +113,7 @@ def search_collections(
     if not curate:
         return SearchOutcome(query, "ok", passages, timings_ms=clock.finish(), notes=notes)
     with clock.stage("curate"):
-        run = curate_passages(query, passages, curation_model or settings.CURATION_MODEL)
+        run = curate_passages(query, passages, model)
         kept, dropped = apply_verdicts(passages, run)
     notes += curation_notes(run)
     status = "ok" if kept else "nothing_relevant"

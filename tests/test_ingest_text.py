@@ -100,6 +100,12 @@ def test_headings_inside_code_blocks_do_not_start_sections():
     assert chunk.heading_path == "Loops"
 
 
+def test_words_in_typographic_quotes_are_searchable(fast_collection, ingest_upload):
+    # The index does not split words at “ ” ‘ ’: unfolded, `“random` would be one term.
+    ingest_upload(fast_collection, "A \u201crandom survey\u201d of the \u2018microprocessor\u2019 era.".encode(), "q.md")
+    assert indexed(fast_collection, "random") and indexed(fast_collection, "microprocessor")
+
+
 def test_words_at_line_starts_are_searchable(fast_collection, ingest_upload):
     ingest_upload(fast_collection, b"First line about refraction\nsecond line about diffraction\n", "waves.txt")
     assert indexed(fast_collection, "refraction") and indexed(fast_collection, "second line")

@@ -147,7 +147,8 @@ def test_a_missing_curation_model_leaves_the_search_results_uncurated(texts, oll
     curated = search_collections([texts], "variance average", curate=True, curation_model="not-pulled:1b")
     assert curated.status == "ok"
     assert [p.chunk_id for p in curated.results] == [p.chunk_id for p in outcome.results]
-    assert any("failed for 3 passage" in n for n in curated.notes)
+    assert any("the model not-pulled:1b is not on the model server" in n for n in curated.notes)
+    assert ollama.chat_requests() == []  # nothing was asked of a model that is not there
 
 
 def test_curation_off_asks_no_model(texts, ollama):

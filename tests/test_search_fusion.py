@@ -49,8 +49,9 @@ def test_budgets_pass_seats_a_collection_cannot_fill_to_the_others():
 
 def test_clauses_never_use_a_literal_and_word():
     parsed = parse("mean AND median OR mode", "german")  # not stop words in German
-    assert parsed.all_words() == "mean and median or mode"  # space is RediSearch's intersection
-    assert parsed.any_word() == "(mean|and|median|or|mode)"
+    # Space is RediSearch's intersection, `|` its union.
+    assert parsed.all_words() == r"(\+mean|mean) (\+and|and) (\+median|median) (\+or|or) (\+mod|mod)"
+    assert parsed.any_word() == r"((\+mean|mean)|(\+and|and)|(\+median|median)|(\+or|or)|(\+mod|mod))"
     assert " AND " not in (parsed.exact() or "")
 
 

@@ -24,8 +24,9 @@ def test_stop_words_are_removed_in_the_collections_language():
 def test_clauses_for_each_keyword_retriever():
     parsed = parse("The standard deviations of samples", "english")
     assert parsed.exact() == '"standard deviations samples"'
-    assert parsed.all_words() == "standard deviations samples"
-    assert parsed.any_word() == "(standard|deviations|samples)"
+    # Each word as its stem: `+stem` holds the indexed inflections, `stem` the word as written.
+    assert parsed.all_words() == r"(\+standard|standard) (\+deviat|deviat) (\+sampl|sampl)"
+    assert parsed.any_word() == r"((\+standard|standard)|(\+deviat|deviat)|(\+sampl|sampl))"
     assert parsed.substring() == "(*standard*|*deviat*|*sampl*)"
 
 

@@ -53,6 +53,39 @@ def test_words_match_in_other_inflections_through_stemming(notes):
     assert set(found) == {2}
 
 
+def test_a_word_in_several_inflections_counts_once_against_two_different_words(search_collection):
+    # RediSearch's own expansion scores "sampling" in a chunk twice (as `sampling` and `+sampl`),
+    # which put the chunk that only repeats that word above the one that has both query words.
+    index_texts(
+        search_collection,
+        [
+            "Sampling theory: sampling from a population needs sampling frames.",  # 0: one query word
+            "A sample of the voter rolls was drawn before the election.",  # 1: both query words
+            "Sample means vary from sample to sample.",  # 2: one query word
+            "Election results are counted by hand.",  # 3
+        ],
+    )
+    found = ranks(search(search_collection, "sampling voters"), "any_word")
+    assert found[1] == 1
+
+
+def test_words_are_matched_on_the_stems_the_index_holds(search_collection):
+    # Python's Snowball stems "organizations" as `organiz`, RediSearch's as `organ`: a clause built
+    # on our stem would miss the word even where it is written exactly so.
+    index_texts(search_collection, ["Many organizations joined the study.", "Nothing to see here."])
+    outcome = search(search_collection, "organizations")
+    assert ranks(outcome, "any_word") == {0: 1}
+    assert not outcome.notes
+
+
+def test_typographic_quotes_in_a_query_break_no_retriever(notes):
+    collection, _ = notes
+    outcome = search(collection, "\u2018plausible\u2019 \u201cconfidence interval\u201d")
+    assert not outcome.notes  # every retriever ran: no "search failed" note
+    assert ranks(outcome, "all_words") == {1: 1}
+    assert ranks(outcome, "substring")[1] == 1
+
+
 def test_substring_finds_words_containing_the_query_stem(notes):
     collection, _ = notes
     outcome = search(collection, "relation")  # stem "relat" is inside "relationship"

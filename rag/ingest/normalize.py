@@ -38,6 +38,11 @@ _LIGATURES = {
     "\ufb05": "st",
     "\ufb06": "st",
 }
+# Typographic quotes -> ASCII. RediSearch splits words on `"` and `'` but not on these, so
+# `“random survey”` would be indexed as the terms `“random` and `survey”`, which no query for
+# "random" or "survey" matches. Queries are folded the same way (rag/query.py).
+_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
+                         "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'"})  # fmt: skip
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"), None)  # soft hyphen, zero widths, BOM
 # C0 controls other than tab and newline (form feed becomes a paragraph break first).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
@@ -60,10 +65,16 @@ def _join_hyphenated(text: str) -> str:
     return _HYPHEN_BREAK.sub(join, text)
 
 
+def fold_quotes(text: str) -> str:
+    """Typographic quotes as ASCII quotes, which the index treats as word separators."""
+    return text.translate(_QUOTES)
+
+
 def normalize_text(text: str) -> str:
-    """NFC text with accents recombined, ligatures split, hyphenated line breaks joined."""
+    """NFC text with accents recombined, ligatures split, hyphenated line breaks joined, quotes
+    folded to ASCII."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n\n")
-    text = text.translate(_INVISIBLE)
+    text = fold_quotes(text.translate(_INVISIBLE))
     text = _CONTROL.sub("", text)
     text = text.replace("\u00a0", " ")
     for ligature, letters in _LIGATURES.items():
