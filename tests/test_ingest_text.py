@@ -102,7 +102,8 @@ def test_headings_inside_code_blocks_do_not_start_sections():
 
 def test_words_in_typographic_quotes_are_searchable(fast_collection, ingest_upload):
     # The index does not split words at “ ” ‘ ’: unfolded, `“random` would be one term.
-    ingest_upload(fast_collection, "A \u201crandom survey\u201d of the \u2018microprocessor\u2019 era.".encode(), "q.md")
+    text = "A \u201crandom survey\u201d of the \u2018microprocessor\u2019 era."
+    ingest_upload(fast_collection, text.encode(), "q.md")
     assert indexed(fast_collection, "random") and indexed(fast_collection, "microprocessor")
 
 
