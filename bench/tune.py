@@ -32,23 +32,23 @@ GRID = {
 START = {"k": 60, "vector": 1.0, "exact": 3.0, "substring": 0.5, "all_words": 1.0, "any_word": 1.0}
 
 
-def _score(corpus, lists: dict, params: dict) -> dict[str, float]:
+def _runs(corpus, lists: dict, params: dict) -> dict[str, list[str]]:
+    """Each training query's fused document ranking under `params`."""
     weights = {r: w for r, w in params.items() if r != "k"}
-    runs = {
-        qid: corpus.docs(f.key for f in weighted_rrf(per_query, weights, params["k"]))
-        for qid, per_query in lists.items()
-    }
-    return evaluate(runs, corpus.ds.qrels)
+    return {qid: corpus.docs(f.key for f in weighted_rrf(per, weights, params["k"])) for qid, per in lists.items()}
+
+
+def _score(corpus, lists: dict, params: dict) -> dict[str, float]:
+    return evaluate(_runs(corpus, lists, params), corpus.ds.qrels)
 
 
 def _per_query(corpus, lists: dict, params: dict) -> list[float]:
     """Each training query's objective: the mean of its nDCG@10 and R@15."""
-    weights = {r: w for r, w in params.items() if r != "k"}
-    out = []
-    for qid, relevant in corpus.ds.qrels.items():
-        ranked = corpus.docs(f.key for f in weighted_rrf(lists.get(qid, {}), weights, params["k"]))
-        out.append((ndcg_at(ranked, relevant) + recall_at(ranked, relevant)) / 2)
-    return out
+    runs = _runs(corpus, lists, params)
+    return [
+        (ndcg_at(runs.get(qid, []), rel) + recall_at(runs.get(qid, []), rel)) / 2
+        for qid, rel in corpus.ds.qrels.items()
+    ]
 
 
 def _clear_gain(trial: list[float], best: list[float]) -> bool:
