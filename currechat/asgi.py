@@ -12,6 +12,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from currechat.routing import websocket_urlpatterns  # noqa: E402
+from currechat.warmup import start_warm_up  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -19,3 +20,5 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+start_warm_up()

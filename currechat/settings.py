@@ -178,6 +178,8 @@ VLM_MODEL = env_str("VLM_MODEL", "qwen3-vl:8b")
 CURATION_MODEL = env_str("CURATION_MODEL", "qwen3:8b")
 # Model names are `<provider>:<name>`; `local:` models run in-process without any server.
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "local:all-MiniLM-L6-v2")
+# Load a `local:` embedder when a web process starts, not on the first search (currechat/warmup.py).
+EMBEDDING_WARMUP = env_bool("EMBEDDING_WARMUP", True)
 HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0, minimum=0)
 
 # --- Chat ----------------------------------------------------------------------------------------

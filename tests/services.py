@@ -36,6 +36,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
             "DEBUG": "0",
             "SECURE_COOKIES": "0",
             "HEALTH_CACHE_SECONDS": "0",
+            "EMBEDDING_WARMUP": "0",  # tests that import the ASGI app must not load MiniLM each time
             "REDIS_INDEX_PREFIX": f"cctest{redis_server.port}",
             "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
         }

@@ -26,7 +26,12 @@ def _get(url: str) -> tuple[int, str]:
 def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
     web_port, redis_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG")}
-    env.update(PORT=str(web_port), EMBEDDED_REDIS_PORT=str(redis_port), CURRECHAT_VAR_DIR=str(tmp_path / "var"))
+    env.update(
+        EMBEDDING_WARMUP="1",
+        PORT=str(web_port),
+        EMBEDDED_REDIS_PORT=str(redis_port),
+        CURRECHAT_VAR_DIR=str(tmp_path / "var"),
+    )
     log = open(tmp_path / "run.log", "w+")  # noqa: SIM115 — read after the process ends
     process = subprocess.Popen(
         [sys.executable, "scripts/run.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
@@ -45,6 +50,12 @@ def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
         assert "Log in" in body and "Search index: connected" in body
         assert "demo-teacher / " in output and "demo-student / " in output
         assert (tmp_path / "var" / "redis" / "appendonlydir").exists()  # persistence is on
+        # The web process loads the embedder at start, not when the first student searches.
+        while time.monotonic() < deadline + 60 and "Embedding model local:all-MiniLM-L6-v2 loaded" not in output:
+            time.sleep(0.5)
+            log.seek(0)
+            output = log.read()
+        assert "Embedding model local:all-MiniLM-L6-v2 loaded in" in output, output
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)

@@ -64,3 +64,17 @@ def get_embedding_model(name: str | None = None) -> EmbeddingModel:
                 query_prefix=QUERY_PREFIXES.get(base, ""),
             )
     return _embedders[key]
+
+
+def warm_up_local_embedder(name: str | None = None) -> float | None:
+    """Load an in-process embedder now and embed one word, so the first student's search does
+    not wait for it (about 4 s on our machines). Returns the seconds it took; None for models
+    that run on a server, which loads them itself."""
+    import time
+
+    name = name or settings.EMBEDDING_MODEL
+    if split_name(name)[0] != "local":
+        return None
+    started = time.perf_counter()
+    get_embedding_model(name).embed_query("warm-up")
+    return time.perf_counter() - started
