@@ -134,8 +134,9 @@ def update_collection(request, collection_id: int, data: CollectionPatch):
             if request.user != collection.owner and not request.user.is_superuser:
                 raise CurreChatError("Only the collection's owner can change its co-owners.")
             collection.co_owners.set(_teachers(changes["co_owners"], collection.owner))
-    if {"language", "embedding_model"} & {k for k, v in changes.items() if v is not None and v != before.get(k)}:
-        files.reindex_collection(collection)  # stemming and vectors are fixed per index: build a new one
+    changed = {k for k, v in changes.items() if v is not None and v != before.get(k)}
+    if {"language", "embedding_model"} & changed:  # stemming and vectors are fixed per index
+        files.reindex_collection(collection, new_model="embedding_model" in changed)
     return collection_out(collection)
 
 

@@ -160,11 +160,15 @@ def retry_file(source: SourceFile) -> SourceFile:
     return requeue(source, re_extract=True)
 
 
-def reindex_collection(collection: Collection, *, re_extract: bool = False, enqueue: bool = True) -> list[SourceFile]:
+def reindex_collection(
+    collection: Collection, *, re_extract: bool = False, enqueue: bool = True, new_model: bool = False
+) -> list[SourceFile]:
     """Rebuild a collection's index from its files: after a change of language or embedding model
-    (a new index is needed), or after Redis lost its data. Stored Markdown is re-chunked unless
-    `re_extract`; the files are queued for the workers unless `enqueue` is False (the caller runs them)."""
-    _index(collection.pk).drop()
+    (`new_model`), or after Redis lost its data. The chunks already indexed stay searchable until
+    their file's new chunks replace them (CollectionIndex.rebuild). Stored Markdown is re-chunked
+    unless `re_extract`; the files are queued for the workers unless `enqueue` is False (the
+    caller runs them)."""
+    CollectionIndex(collection.pk, collection.language, 1).rebuild(keep_vectors=not new_model)
     sources = collection.files.exclude(status=FileStatus.CANCELLED).order_by("pk")
     return [requeue(source, re_extract=re_extract, enqueue=enqueue) for source in sources]
 

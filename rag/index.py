@@ -182,6 +182,33 @@ class CollectionIndex:
     def file_chunk_count(self, file_id: int) -> int:
         return self.client.scard(self.file_set(file_id))
 
+    def rebuild(self, *, keep_vectors: bool) -> None:
+        """Recreate the index definition over the chunks already stored (a new language or model).
+
+        The chunks stay: RediSearch indexes them again under the new language, so search keeps
+        working while the files are re-ingested one by one (each swaps its own chunks in one
+        transaction), and a file whose re-ingestion fails keeps its passages. With a new embedding
+        model (`keep_vectors=False`) the old vectors are removed first, so a KNN search never
+        compares vectors of two models: until its file is re-ingested an old chunk is found by its
+        words only. Nothing to do when the index is gone (Redis lost it): the files recreate it."""
+        if not self.exists():
+            return
+        dims = self._indexed_dims(self.client.ft(self.name).info()) or self.dims
+        if not keep_vectors:
+            self._drop_vectors()
+        self.client.ft(self.name).dropindex(delete_documents=False)
+        # The vector size of the old index: correct for the same model, and harmless for a new
+        # one (no chunk has a vector now; the first re-ingested file resizes it, see `ensure`).
+        CollectionIndex(self.collection_id, self.language, dims, client=self.client).ensure()
+
+    def _drop_vectors(self, batch: int = 1000) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for count, key in enumerate(self.client.scan_iter(match=f"{self.key_prefix}:*", count=batch), 1):
+            pipe.hdel(key, "embedding")
+            if count % batch == 0:
+                pipe.execute()
+        pipe.execute()
+
     def drop(self) -> None:
         """Remove the index and every chunk of the collection."""
         if self.exists():

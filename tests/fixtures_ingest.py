@@ -70,6 +70,16 @@ def ingest_upload(client_for, owner, run_worker):
     return do
 
 
+def scanned(collection, timeout: float = 10.0) -> None:
+    """Wait until RediSearch has indexed the chunks already stored when an index was (re)created:
+    it scans them in the background."""
+    deadline = time.monotonic() + timeout
+    name = CollectionIndex.index_name(collection.pk)
+    while float(get_redis().ft(name).info()["percent_indexed"]) < 1.0:
+        assert time.monotonic() < deadline, "the index never finished scanning the stored chunks"
+        time.sleep(0.02)
+
+
 def indexed(collection, phrase: str) -> list[dict]:
     """Chunks of the collection whose text contains `phrase` (a RediSearch phrase query)."""
     index = CollectionIndex(collection.pk, collection.language, 1)

@@ -16,7 +16,7 @@ from collections_app import files
 from collections_app.models import Collection, FileStatus, SourceFile
 from currechat.redis_client import get_redis
 from rag.index import CollectionIndex
-from tests.fixtures_ingest import FAST_EMBEDDER, PDFS, chunk_keys, indexed, text_pdf, upload
+from tests.fixtures_ingest import FAST_EMBEDDER, PDFS, chunk_keys, indexed, scanned, text_pdf, upload
 
 INLG = PDFS / "inlg-W17-3505.pdf"
 NOTES = "# Optics\n\n" + "".join(f"Lens number {i} focuses light onto the retina in its own way. " for i in range(40))
@@ -211,11 +211,40 @@ def test_changing_the_embedding_model_through_the_api_reindexes_the_files(
     assert response.status_code == 200
     source.refresh_from_db()
     assert source.status == FileStatus.QUEUED
+    # Until the worker has re-read the file, its passages are found by their words; the old
+    # model's vectors are gone, so no search compares them with the new model's.
+    scanned(fast_collection)
+    assert len(indexed(fast_collection, "retina")) == source.chunk_count > 0
+    assert {get_redis().hget(k, "embedding") for k in chunk_keys(fast_collection)} == {None}
     run_worker()
     source.refresh_from_db()
     assert source.status == FileStatus.READY
     assert {len(get_redis().hget(k, "embedding")) for k in chunk_keys(fast_collection)} == {48 * 4}
     assert indexed(fast_collection, "retina")
+
+
+def test_a_file_that_fails_to_reindex_keeps_its_passages_searchable(
+    fast_collection, ingest_upload, client_for, owner, ollama, run_worker
+):
+    from rag.search import search_collections
+
+    source = ingest_upload(fast_collection, NOTES.encode(), "optics.md")
+    ollama.models.append("nomic-embed-text:latest")
+    response = client_for(owner).patch(
+        f"/api/v1/collections/{fast_collection.pk}",
+        {"embedding_model": "ollama:nomic-embed-text"},
+        content_type="application/json",
+    )
+    assert response.status_code == 200
+    ollama.fail_embed = True  # the model server breaks before the worker gets to the file
+    run_worker()
+    source.refresh_from_db()
+    assert source.status == FileStatus.FAILED and source.error
+    fast_collection.refresh_from_db()
+    outcome = search_collections([fast_collection], "retina lens", curate=False)
+    assert outcome.status == "ok" and outcome.results
+    assert {p.file_id for p in outcome.results} == {source.pk}
+    assert all("retina" in p.text for p in outcome.results)
 
 
 def test_changing_the_language_on_the_page_reindexes_with_the_new_stemming(
@@ -230,5 +259,8 @@ def test_changing_the_language_on_the_page_reindexes_with_the_new_stemming(
     form["embedding_model"] = fast_collection.embedding_model
     response = client_for(owner).post(f"/collections/{fast_collection.pk}/", form, follow=True)
     assert "Re-indexing 1 file" in response.content.decode()
+    # Before any worker runs, the index already stems the stored passage the Finnish way.
+    scanned(fast_collection)
+    assert stemmed_hits("talo") == 1
     run_worker()
     assert stemmed_hits("talo") == 1, "Finnish stemming finds the inflected word"
