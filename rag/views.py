@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.permissions import get_collection_for_search
+from currechat.rendering import render_markdown
 from rag.retrievers import LABELS
 from rag.search import MAX_QUERY_CHARS, search_collections
 
@@ -36,6 +37,9 @@ def _rows(passages) -> list[dict]:
     return [
         {
             "passage": p,
+            # Passages are Markdown (ingestion turns every format into it): shown as the file page
+            # shows them, sanitised.
+            "html": render_markdown(p.text),
             "sources": [(LABELS.get(name, name), rank) for name, rank in sorted(p.sources.items(), key=lambda s: s[1])],
         }
         for p in passages

@@ -130,7 +130,13 @@ def test_search_page_shows_retrievers_and_curation_decisions(indexed, owner, cli
     page = client_for(owner).get(f"/collections/{indexed.id}/search/?q=mean&curate=1").content.decode()
     assert "exact phrase #1" in page and "meaning (vector)" in page
     assert "Left out (1)" in page and "Not about averages." in page
-    assert "<script>alert" not in page and "&lt;script&gt;" in page  # passage text is escaped
+    assert "<script>" not in page and "Outliers pull the mean" in page  # passage HTML is sanitised
+
+
+def test_search_page_renders_passages_as_markdown(search_collection, owner, client_for):
+    index_texts(search_collection, ["The **median** resists outliers:\n\n| x | y |\n|---|---|\n| 1 | 2 |"])
+    page = client_for(owner).get(f"/collections/{search_collection.id}/search/?q=median").content.decode()
+    assert "<strong>median</strong>" in page and "<table>" in page and "**median**" not in page
 
 
 def test_search_page_without_a_query_shows_only_the_form(indexed, owner, client_for, ollama):
