@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import threading
 import time
 from collections import deque
@@ -56,6 +57,16 @@ def hashed_embedding(text: str, dims: int) -> list[float]:
     return [v / norm for v in vec]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # Clients that hang up (a cancelled chat, a timed-out curation call) are part of the tests;
+        # only real errors are printed.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeOllama:
     def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self.models: list[str] = list(DEFAULT_MODELS)
@@ -67,8 +78,7 @@ class FakeOllama:
         self.responder: Responder | None = None
         self._script: deque[Reply | Responder] = deque()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
     @property
