@@ -169,6 +169,8 @@ TASKS = {
     }
 }
 RQ_QUEUES = {name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 6 * 3600} for name in TASK_QUEUES}
+# Imports the embedding libraries once, not in every job's forked process (currechat/worker.py).
+RQ = {"WORKER_CLASS": "currechat.worker.PreloadingWorker"}
 
 # --- Models (Ollama protocol) ----------------------------------------------------------------
 OLLAMA_HOST = env_url("OLLAMA_HOST", "http://127.0.0.1:11434", schemes=("http", "https"))
