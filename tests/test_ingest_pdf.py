@@ -76,6 +76,36 @@ def test_lecture_notes_fast_path_finds_phrases_on_their_pages_and_sections(fast_
     assert len(indexed(fast_collection, "Tools for Scientific Computing Release")) < 5
 
 
+def test_fast_path_finds_a_papers_sections_by_their_fonts_when_it_has_no_outline(
+    fast_collection, ingest_upload, ollama
+):
+    assert pymupdf.open(INLG).get_toc() == []
+    source = ingest_upload(fast_collection, INLG.read_bytes(), "paper.pdf", "fast")
+
+    assert source.status == FileStatus.READY, source.error
+    title = "Improving the Naturalness and Expressivity of Language Generation for Spanish"
+    assert f"# {title}\n" in source.markdown  # set over two lines, one heading
+    assert "\n## 1 Introduction\n" in source.markdown and "\n### 3.1 Vocabulary Selection\n" in source.markdown
+    intro = chunks_containing(source, "systems are usually applied to")
+    assert intro and all(c["heading_path"] == f"{title} > 1 Introduction" for c in intro)
+    vocabulary = chunks_containing(source, "The vocabulary selection module chooses")
+    assert {c["heading_path"] for c in vocabulary} == {f"{title} > 3 Surface Realisation Approach"}
+    # Running text is never taken for a heading.
+    assert all(len(line) < 90 for line in source.markdown.splitlines() if line.startswith("#"))
+
+
+def test_fast_path_marks_no_headings_in_a_pdf_set_all_in_bold():
+    from rag.ingest.pdf import headings_by_page
+
+    doc = pymupdf.open()
+    for n in range(3):
+        page = doc.new_page()
+        page.insert_text((72, 72), f"Poster panel {n}", fontname="hebo", fontsize=20)
+        for row in range(10):
+            page.insert_text((72, 110 + 14 * row), f"Bold statement {row} about the work.", fontname="hebo")
+    assert headings_by_page(doc) == ({}, False)
+
+
 def test_auto_mode_without_a_vision_model_reads_the_text_layer(fast_collection, ingest_upload, ollama):
     ollama.models = [m for m in ollama.models if not m.startswith("qwen3-vl")]
     source = ingest_upload(fast_collection, text_pdf(["Entropy measures uncertainty."]), "entropy.pdf")

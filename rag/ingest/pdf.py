@@ -119,6 +119,68 @@ def _toc_by_page(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]]:
     return headings
 
 
+_NUMBERED = re.compile(r"^\d+(\.\d+)+\.?\s+\S")  # "3.1 Vocabulary selection"
+_BOLD = 16  # PyMuPDF span flag
+
+
+def _inferred_headings(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]]:
+    """Headings of a PDF without an outline (papers, handouts), from its fonts.
+
+    A heading is a short block (at most 3 lines, 80 characters) set entirely in bold and larger
+    than the body text (the size that carries the most characters), or in bold at body size when
+    it starts with a section number such as "3.1". Larger means higher: each distinct (size,
+    numbering) pair gets a level. Blocks repeated on several pages (running headers) are not
+    headings, and a document that is nearly all bold (a poster) gets none: a wrong heading path
+    on every passage would be worse than none."""
+    from collections import Counter
+
+    sizes: Counter = Counter()
+    blocks: list[tuple[int, int, float, str]] = []
+    seen: Counter = Counter()
+    for number, page in enumerate(doc, start=1):
+        # The same flags as page_blocks' text, so the titles found here match its blocks.
+        for position, block in enumerate(page.get_text("dict", flags=pymupdf.TEXTFLAGS_BLOCKS)["blocks"]):
+            spans = [s for line in block.get("lines", []) for s in line["spans"] if s["text"].strip()]
+            if not spans:
+                continue
+            for span in spans:
+                sizes[round(span["size"], 1)] += len(span["text"])
+            text = " ".join(" ".join(s["text"] for s in spans).split())
+            bold = all(s["flags"] & _BOLD or "bold" in s["font"].lower() for s in spans)
+            if bold and len(block["lines"]) <= 3 and 2 <= len(text) <= 80 and any(c.isalpha() for c in text):
+                blocks.append((number, position, max(round(s["size"], 1) for s in spans), text))
+                seen[re.sub(r"\d+", "0", text)] += 1
+    if not sizes:
+        return {}
+    body = sizes.most_common(1)[0][0]
+    found = [
+        (page, position, size, text)
+        for page, position, size, text in blocks
+        if (size > body * 1.05 or (size >= body and _NUMBERED.match(text))) and seen[re.sub(r"\d+", "0", text)] < 3
+    ]
+    if sum(len(text) for *_, text in found) > 0.2 * sum(sizes.values()):
+        return {}
+    # A title set over several lines can come as one block per line: the next block on the page,
+    # in the same size and not numbered, continues the heading.
+    merged: list[tuple[int, int, float, str]] = []
+    for page, position, size, text in found:
+        last = merged[-1] if merged else None
+        if last and (last[0], last[1] + 1, last[2]) == (page, position, size) and not text[0].isdigit():
+            merged[-1] = (page, position, size, last[3] + " " + text)
+        else:
+            merged.append((page, position, size, text))
+
+    def rank(size: float, text: str) -> tuple[float, int]:
+        match = _NUMBERED.match(text)
+        return (-size, text.split()[0].rstrip(".").count(".") if match else 0)
+
+    levels = {key: i + 1 for i, key in enumerate(sorted({rank(size, text) for _, _, size, text in merged}))}
+    headings: dict[int, list[tuple[int, str]]] = {}
+    for page, _, size, text in merged:
+        headings.setdefault(page, []).append((min(levels[rank(size, text)], 6), text))
+    return headings
+
+
 def _block_text(lines: list[str]) -> str:
     # Prose lines fill the column and are joined into one paragraph; short lines (code, lists) stay.
     lines = [line.rstrip() for line in lines if line.strip()]
@@ -135,8 +197,22 @@ def _block_text(lines: list[str]) -> str:
     return joined
 
 
-def page_blocks(page: pymupdf.Page, headings: list[tuple[int, str]]) -> list[str]:
-    """A page's text layer as Markdown paragraphs, with the outline's headings marked as headings."""
+def headings_by_page(doc: pymupdf.Document) -> tuple[dict[int, list[tuple[int, str]]], bool]:
+    """The document's headings per page, and whether they come from its outline (else its fonts)."""
+    outline = _toc_by_page(doc)
+    return (outline, True) if outline else (_inferred_headings(doc), False)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def page_blocks(page: pymupdf.Page, headings: list[tuple[int, str]], outline: bool = True) -> list[str]:
+    """A page's text layer as Markdown paragraphs, with its headings marked as headings.
+
+    An outline's heading that no block shows is added at the top of its page (the outline says it
+    starts there); a heading inferred from the fonts always comes from the page's own blocks, one
+    or a few consecutive ones (a title over several lines), which become the heading."""
     blocks = []
     for block in page.get_text("blocks", sort=False):
         if block[6] != 0:  # image block
@@ -149,17 +225,33 @@ def page_blocks(page: pymupdf.Page, headings: list[tuple[int, str]]) -> list[str
         marker = "#" * level + " "
         for i, block in enumerate(blocks):
             flat = " ".join(block.split())
-            if flat.casefold().endswith(title.casefold()) and len(flat) <= len(title) + 12:
+            if outline and flat.casefold().endswith(title.casefold()) and len(flat) <= len(title) + 12:
                 # Keep the numbering the page shows ("2.4 Setting up ..."), else the outline's wording.
                 blocks[i] = marker + (flat if flat.endswith(title) else title)
                 break
+            if not outline and (end := _spans_title(blocks, i, title)):
+                blocks[i:end] = [marker + title]
+                break
         else:
-            blocks.insert(0, marker + title)
+            if outline:
+                blocks.insert(0, marker + title)
     return blocks
 
 
-def page_text(page: pymupdf.Page, headings: list[tuple[int, str]]) -> str:
-    return "\n\n".join(page_blocks(page, headings))
+def _spans_title(blocks: list[str], start: int, title: str) -> int | None:
+    """The end of the run of blocks from `start` whose text together is `title`, if there is one."""
+    wanted, joined = _flat(title), ""
+    for end in range(start, min(start + 4, len(blocks))):
+        joined = f"{joined} {_flat(blocks[end])}".strip()
+        if joined == wanted:
+            return end + 1
+        if not wanted.startswith(joined):
+            return None
+    return None
+
+
+def page_text(page: pymupdf.Page, headings: list[tuple[int, str]], outline: bool = True) -> str:
+    return "\n\n".join(page_blocks(page, headings, outline))
 
 
 def _drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
@@ -183,12 +275,12 @@ def _drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
 
 
 def fast_pages(doc: pymupdf.Document, progress: ProgressFn, cancelled: CancelledFn) -> list[PageText]:
-    headings = _toc_by_page(doc)
+    headings, outline = headings_by_page(doc)
     pages = []
     for index, page in enumerate(doc):
         if index % 10 == 0 and cancelled():
             raise IngestCancelled
-        pages.append(page_blocks(page, headings.get(index + 1, [])))
+        pages.append(page_blocks(page, headings.get(index + 1, []), outline))
         progress(index + 1)
     return [PageText(i + 1, "\n\n".join(blocks)) for i, blocks in enumerate(_drop_running_lines(pages))]
 
@@ -251,7 +343,7 @@ def vlm_pages(
     """Pages read by the VLM, several in flight; also the pages that fell back to the text layer."""
     model = get_chat_model(model_name)
     concurrency, retries, dpi = settings.INGEST_VLM_CONCURRENCY, settings.INGEST_VLM_RETRIES, settings.INGEST_VLM_DPI
-    headings, total = _toc_by_page(doc), doc.page_count
+    (headings, outline), total = headings_by_page(doc), doc.page_count
     results: dict[int, str] = {}
     fallbacks: list[int] = []
     model_unusable = False
@@ -275,11 +367,11 @@ def vlm_pages(
                     except ProviderError as exc:
                         log.warning("VLM failed on page %s: %s", index + 1, exc)
                         model_unusable = model_unusable or not exc.retryable
-                        results[index] = page_text(doc[index], headings.get(index + 1, []))
+                        results[index] = page_text(doc[index], headings.get(index + 1, []), outline)
                         fallbacks.append(index + 1)
                 if model_unusable and not pending:
                     for index in range(next_index, total):  # the model is gone: read the rest fast
-                        results[index] = page_text(doc[index], headings.get(index + 1, []))
+                        results[index] = page_text(doc[index], headings.get(index + 1, []), outline)
                         fallbacks.append(index + 1)
                     next_index = total
                 progress(len(results))
