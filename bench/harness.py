@@ -51,6 +51,26 @@ def stop_services(server) -> None:
     shutil.rmtree(server.data_dir, ignore_errors=True)
 
 
+def write_section(text: str, *, after: str | None = None) -> None:
+    """Replace the section of docs/BENCHMARKS.md headed like `text` (its "## Name" before any
+    parenthesis); a section not there yet goes after the section headed `after` (or at the end)."""
+    import re
+
+    path = ROOT / "docs" / "BENCHMARKS.md"
+    content = path.read_text()
+    heading = text.split("(")[0].strip()
+    block = text.rstrip() + "\n\n"
+    found = re.search(rf"^{re.escape(heading)}\b", content, re.MULTILINE)
+    if found:
+        start = found.start()
+        end = content.find("\n## ", start + 1)
+        end = len(content) if end == -1 else end + 1
+    else:
+        anchor = content.find(after) if after else -1
+        start = end = len(content) if anchor == -1 else (content.find("\n## ", anchor + 1) + 1 or len(content))
+    path.write_text(content[:start] + block + content[end:])
+
+
 def dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import start_services, stop_services  # noqa: E402
+from bench.harness import start_services, stop_services, write_section  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" if (ROOT.parent / "shared" / "data").exists() else Path("/work/shared/data")
 NOTES_EN = DATA / "pdfs" / "en" / "ingold-tools4scicomp.pdf"
@@ -194,15 +194,6 @@ def table(rows: list[tuple[str, str, str]]) -> str:
     lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in rows]
     lines.insert(1, "-|-".join("-" * w for w in widths))
     return "\n".join(f"| {line} |" for line in lines)
-
-
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "BENCHMARKS.md"
-    content = path.read_text()
-    start = content.index("## Ingestion")
-    end = content.find("\n## ", start + 1)
-    end = len(content) if end == -1 else end + 1
-    path.write_text(content[:start] + text.rstrip() + "\n\n" + content[end:])
 
 
 def main() -> int:

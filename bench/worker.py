@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import start_services, stop_services  # noqa: E402
+from bench.harness import start_services, stop_services, write_section  # noqa: E402
 from bench.ingest import clear_embedding_cache, table  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -71,22 +71,6 @@ def one_run(collection, worker_class: str | None) -> float:
     statuses = set(collection.files.values_list("status", flat=True))
     assert statuses == {FileStatus.READY}, f"not every file was ingested: {statuses}"
     return seconds
-
-
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "BENCHMARKS.md"
-    content = path.read_text()
-    marker = "## Background worker"
-    if marker in content:
-        start = content.index(marker)
-        end = content.find("\n## ", start + 1)
-        end = len(content) if end == -1 else end + 1
-        content = content[:start] + text.rstrip() + "\n\n" + content[end:]
-    else:  # after the ingestion section
-        start = content.index("## Ingestion")
-        end = content.find("\n## ", start + 1)
-        content = content[: end + 1] + text.rstrip() + "\n\n" + content[end + 1 :]
-    path.write_text(content)
 
 
 def main() -> int:
@@ -144,7 +128,8 @@ def main() -> int:
             "--burst` over the same queued small Markdown files (SciFact abstracts, one or two passages each), "
             "each worker class in turn, alternating, embedding cache emptied before every run; times include "
             "the worker's own start. rq forks a process per job; CurreChat's worker imports torch and "
-            "sentence-transformers once before it forks instead of once per file.\n\n" + text
+            "sentence-transformers once before it forks instead of once per file.\n\n" + text,
+            after="## Ingestion",
         )
     return 0
 
