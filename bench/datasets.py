@@ -28,7 +28,8 @@ DATASETS: dict[str, tuple[Path, str, int | None]] = {
     "openstax-physics": (DATA / "beir" / "openstax-university-physics-volume-1", "english", None),
     "tydiqa-fi": (DATA / "beir" / "tydiqa-goldp-dev-fi", "finnish", None),
     "tydiqa-en": (DATA / "beir" / "tydiqa-goldp-dev-en", "english", None),
-    # 10,570 questions; a fixed random 1,500 keep a full run under 20 minutes.
+    # 10,570 questions; a fixed random 1,500 keep a full run under 20 minutes. Its "train" split
+    # (for tuning) is another fixed random 1,500 of the remaining questions.
     "squad": (DATA / "beir" / "squad-v1.1-dev", "english", 1500),
 }
 
@@ -84,10 +85,13 @@ def load(name: str, split: str = "test") -> Dataset:
     folder, language, max_queries = DATASETS[name]
     docs = {d["_id"]: d for d in _read_jsonl(folder / "corpus.jsonl")}
     all_queries = {q["_id"]: q["text"] for q in _read_jsonl(folder / "queries.jsonl")}
-    qrels = read_qrels(folder / "qrels" / f"{split}.tsv")
+    sampled = split == "train" and max_queries and not (folder / "qrels" / "train.tsv").exists()
+    qrels = read_qrels(folder / "qrels" / ("test.tsv" if sampled else f"{split}.tsv"))
     qrels = {q: rel for q, rel in qrels.items() if q in all_queries}
     if max_queries and len(qrels) > max_queries:
-        keep = sorted(random.Random(7).sample(sorted(qrels), max_queries))
+        keep = sorted(random.Random(7).sample(sorted(qrels), max_queries))  # the test sample
+        if sampled:  # no training split of its own: other questions than the test sample's (SQuAD)
+            keep = sorted(random.Random(8).sample(sorted(set(qrels) - set(keep)), max_queries))
         qrels = {q: qrels[q] for q in keep}
     split_text = _splitter()
     chunks = []
@@ -100,6 +104,25 @@ def load(name: str, split: str = "test") -> Dataset:
         for position, (piece, heading, embed_text) in enumerate(split_text(text)):
             chunks.append(Chunk(doc_id, position, piece, heading, embed_text))
     return Dataset(name, language, docs, {q: all_queries[q] for q in qrels}, qrels, chunks)
+
+
+def keyword_queries(ds: Dataset, words: int = 4) -> dict[str, str]:
+    """Each query as the short keyword search a chat model writes: its `words` rarest content
+    words (stop words removed, rarity = fewest chunks containing the word), in their order.
+    "What is the capital city of Finland?" becomes "capital city finland"."""
+    from collections import Counter
+
+    from rag.languages import stopwords
+    from rag.query import normalise, tokenize
+
+    stop = stopwords(ds.language)
+    df = Counter(t for c in ds.chunks for t in set(tokenize(normalise(c.text))))
+    out = {}
+    for qid, text in ds.queries.items():
+        content = list(dict.fromkeys(t for t in tokenize(normalise(text)) if t not in stop))
+        keep = set(sorted(content, key=lambda t: (df.get(t, 0), content.index(t)))[:words])
+        out[qid] = " ".join(t for t in content if t in keep) or text
+    return out
 
 
 class EmbeddingCache:

@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/retrieval.py                 # all sets, prints Markdown tables
     .venv/bin/python bench/retrieval.py --sets scifact  # one set
-    .venv/bin/python bench/retrieval.py --tune          # tune RRF k and weights on SciFact *train*
+    .venv/bin/python bench/retrieval.py --tune          # tune RRF k and weights on training queries
+    .venv/bin/python bench/retrieval.py --keywords      # short keyword queries (as a chat model writes)
 
 Each document is ingested as a Markdown upload would be (bench/datasets.py: the pipeline's
 normaliser, chunker at 1000/200 and embedding input), embedded with the local all-MiniLM-L6-v2
@@ -36,14 +37,16 @@ RESULT_CHUNKS = 60  # chunks asked from each method; their documents, deduplicat
 class Corpus:
     """One data set indexed in Redis, plus what the in-memory baselines need."""
 
-    def __init__(self, name: str, collection_id: int, split: str = "test"):
+    def __init__(self, name: str, collection_id: int, split: str = "test", keywords: bool = False):
         import numpy as np
 
-        from bench.datasets import EmbeddingCache, load, minilm_embed_batch
+        from bench.datasets import EmbeddingCache, keyword_queries, load, minilm_embed_batch
         from collections_app.models import Collection
         from rag.index import CollectionIndex, IndexedChunk
 
         self.ds = load(name, split)
+        if keywords:
+            self.ds.queries = keyword_queries(self.ds)
         cache = EmbeddingCache(name)
         embed = minilm_embed_batch()
         self.vectors = cache.embed([c.embed_text for c in self.ds.chunks], embed, label=f"{name} chunks")
@@ -102,14 +105,14 @@ def open_webui_ranking(corpus: Corpus, bm25, query: str, qid: str) -> list[str]:
     return corpus.docs(f.key for f in fused)
 
 
-def run_set(name: str, collection_id: int) -> dict[str, dict[str, float]]:
+def run_set(name: str, collection_id: int, keywords: bool = False) -> dict[str, dict[str, float]]:
     from rank_bm25 import BM25Okapi
 
     from rag.retrievers import ANY_WORD, VECTOR
     from rag.search import search_collections
 
     started = time.monotonic()
-    corpus = Corpus(name, collection_id)
+    corpus = Corpus(name, collection_id, keywords=keywords)
     bm25 = BM25Okapi([c.embed_text.split() for c in corpus.ds.chunks])  # heading + text: generous
     runs: dict[str, dict[str, list[str]]] = {m: {} for m in ("CurreChat", "vector", "BM25", "open-webui")}
     for qid, query in corpus.ds.queries.items():
@@ -145,18 +148,23 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(DATASETS), help="comma-separated: " + ", ".join(DATASETS))
-    parser.add_argument("--tune", action="store_true", help="tune k and weights on SciFact training queries")
+    parser.add_argument("--tune", action="store_true", help="tune k and weights on SciFact and SQuAD training queries")
+    parser.add_argument(
+        "--keywords",
+        action="store_true",
+        help="search with each query's 4 rarest content words (the short searches a chat model writes)",
+    )
     args = parser.parse_args()
     server = start_services("benchq")
     try:
         if args.tune:
             from bench.tune import tune
 
-            tune(Corpus("scifact", 1, split="train"))
+            tune([Corpus("scifact", 1, split="train"), Corpus("squad", 2, split="train")])
             return 0
         results = {}
         for i, name in enumerate(args.sets.split(","), start=1):
-            results[name] = run_set(name, i)
+            results[name] = run_set(name, i, args.keywords)
         print_table(results)
     finally:
         stop_services(server)
