@@ -109,6 +109,9 @@ def render_markdown(text: str, cite: Callable[[int], str | None] | None = None) 
         attributes=_ATTRIBUTES,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
+        # Tables align their cells with `style`; any other property would let a file, or an
+        # answer steered by one, lay an overlay over the page or load outside images.
+        filter_style_properties={"text-align"},
     )
 
 

@@ -175,6 +175,15 @@ def test_answers_render_markdown_tables_and_math_but_no_script():
     assert "<script" not in html and "onerror" not in html and "javascript:" not in html
 
 
+def test_rendered_tables_keep_their_alignment_but_no_other_style():
+    html = render_markdown(
+        "| a |\n|:-:|\n| 1 |\n\n"
+        '<table><tr><td style="position:fixed;inset:0;background:url(https://evil.example/x.png)">x</td></tr></table>'
+    )
+    assert 'style="text-align:center"' in html
+    assert "position" not in html and "evil.example" not in html
+
+
 def test_retrieved_text_cannot_close_the_passage_fence(session, ollama):
     from chat.grounding import format_passages
 
