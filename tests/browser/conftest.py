@@ -60,6 +60,37 @@ def _wait_for(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
     raise RuntimeError(f"{url} did not answer within {timeout}s")
 
 
+def _wait_for_worker(log: Path, process: subprocess.Popen, timeout: float = 120) -> None:
+    """The worker imports the embedding libraries before it takes jobs (currechat/worker.py): on a
+    busy machine that can take longer than a test waits for a file to be ready."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the worker exited: {log.read_text()[-2000:]}")
+        if "*** Listening on" in log.read_text():  # rq's line (daphne's says "Listening on TCP")
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the worker did not start within {timeout}s")
+
+
+def record_texts(page, test_id: str) -> None:
+    """Record every text the element shows from now on, however briefly: a fast search's
+    "Searching: ..." line can come and go between two of Playwright's looks."""
+    page.evaluate(
+        """(id) => {
+            const root = document.querySelector(`[data-testid="${id}"]`);
+            window.__seen = [];
+            new MutationObserver(() => window.__seen.push(root.innerText))
+                .observe(root, {childList: true, subtree: true, characterData: true});
+        }""",
+        test_id,
+    )
+
+
+def seen_texts(page) -> list[str]:
+    return page.evaluate("() => window.__seen || []")
+
+
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory):
     if not Path(CHROMIUM).exists():
@@ -99,6 +130,7 @@ def live_app(tmp_path_factory):
     )
     try:
         _wait_for(app.url + "/login/", web)
+        _wait_for_worker(tmp / "processes.log", worker)
         yield app
     finally:
         for process in (web, worker):
