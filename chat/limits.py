@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import time
+import uuid
 
 from django.conf import settings
 
@@ -25,24 +27,34 @@ def _key(*parts: object) -> str:
     return ":".join([settings.REDIS_INDEX_PREFIX, "chat", *map(str, parts)])
 
 
-def check_rate(user_id: int) -> None:
-    """Count one message for the user in the current window; raise RateLimited past the limit.
+# Sliding window, atomically: drop the timestamps that left the window, then either refuse (and
+# say when the oldest message leaves it) or record this one.
+_RATE_SCRIPT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] - ARGV[2])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  return redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
+end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 1)
+return false
+"""
 
-    A fixed window (INCR + EXPIRE) is enough here: the limit is a guard against runaway use, not
-    billing, and it costs one round trip.
-    """
+
+def check_rate(user_id: int) -> None:
+    """Count one message for the user; raise RateLimited when the last window already holds the
+    limit. The window slides (a sorted set of send times), so the refusal's "in the last N
+    seconds" is true at every moment, unlike a fixed window, which lets twice the limit through
+    around its boundary. A refused message is not counted. One round trip."""
     limit = settings.CHAT_RATE_LIMIT
     if limit <= 0:
         return
     window = settings.CHAT_RATE_WINDOW_SECONDS
-    slot = int(time.time()) // window
-    key = _key("rate", user_id, slot)
-    pipe = get_redis().pipeline()
-    pipe.incr(key)
-    pipe.expire(key, window + 1)
-    count, _ = pipe.execute()
-    if count > limit:
-        retry_after = window - int(time.time()) % window
+    now = time.time()
+    oldest = get_redis().eval(
+        _RATE_SCRIPT, 1, _key("rate", user_id), repr(now), window, limit, f"{time.time_ns()}:{uuid.uuid4().hex}"
+    )
+    if oldest is not None:
+        retry_after = max(1, math.ceil(float(oldest) + window - now))
         raise RateLimited(
             f"You have sent {limit} messages in the last {window} seconds, the most allowed. "
             f"Try again in {retry_after} seconds.",

@@ -185,7 +185,7 @@ EMBEDDING_WARMUP = env_bool("EMBEDDING_WARMUP", True)
 HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0, minimum=0)
 
 # --- Chat ----------------------------------------------------------------------------------------
-# Per-user message rate limit (a Redis counter per window, shared by all web processes); 0 turns it off.
+# Per-user message rate limit over a sliding window (kept in Redis, shared by all web processes); 0 turns it off.
 CHAT_RATE_LIMIT = env_int("CHAT_RATE_LIMIT", 20, minimum=0)
 CHAT_RATE_WINDOW_SECONDS = env_int("CHAT_RATE_WINDOW_SECONDS", 60, minimum=1)
 CHAT_MAX_MESSAGE_CHARS = env_int("CHAT_MAX_MESSAGE_CHARS", 8000, minimum=1)

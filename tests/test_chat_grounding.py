@@ -124,6 +124,22 @@ def test_the_rate_limit_refuses_messages_past_the_limit(session, ollama, setting
     assert session.messages.filter(role="user").count() == 2
 
 
+def test_the_rate_limit_window_slides_and_refusals_do_not_count(session, ollama, settings):
+    import time
+
+    settings.CHAT_RATE_LIMIT, settings.CHAT_RATE_WINDOW_SECONDS = 1, 2
+    ollama.responder = lambda body: Reply(content="ok")
+    ask(session, "one")
+    sent = time.monotonic()
+    for _ in range(3):  # refused, and the refusals do not push the next allowed message back
+        with pytest.raises(RateLimited) as refused:
+            start_turn(session, "again")
+        assert refused.value.retry_after in (1, 2)
+    time.sleep(max(0.0, 2.1 - (time.monotonic() - sent)))
+    ask(session, "two")  # the first message has left the last 2 seconds
+    assert session.messages.filter(role="user").count() == 2
+
+
 def test_one_turn_at_a_time_per_chat(session, ollama):
     turn = start_turn(session, "first")
     with pytest.raises(Conflict):
