@@ -74,6 +74,7 @@ class FakeOllama:
         self.embed_dims = 64
         self.embed_delay = 0.0
         self.fail_embed = False
+        self.releases: dict[str, int] = {}  # model -> times pulled again (new weights, new digest)
         self.requests: list[tuple[str, dict]] = []
         self.responder: Responder | None = None
         self._script: deque[Reply | Responder] = deque()
@@ -102,9 +103,19 @@ class FakeOllama:
             self.embed_dims = 64
             self.embed_delay = 0.0
             self.fail_embed = False
+            self.releases = {}
             self.requests.clear()
             self.responder = None
             self._script.clear()
+
+    def pull(self, model: str) -> None:
+        """As `ollama pull` of a newer version under the same name: new digest, other vectors."""
+        name = model.removesuffix(":latest")
+        self.releases[name] = self.releases.get(name, 0) + 1
+
+    def digest(self, model: str) -> str:
+        name = model.removesuffix(":latest")
+        return "sha256:" + hashlib.sha256(f"{name}#{self.releases.get(name, 0)}".encode()).hexdigest()
 
     def script(self, *replies: Reply | Responder) -> None:
         """Queue replies for the next /api/chat calls, in order."""
@@ -146,7 +157,8 @@ class FakeOllama:
             def do_GET(self):
                 fake.requests.append((self.path, {}))
                 if self.path == "/api/tags":
-                    self._json(200, {"models": [{"name": m, "model": m, "size": 1} for m in fake.models]})
+                    models = [{"name": m, "model": m, "size": 1, "digest": fake.digest(m)} for m in fake.models]
+                    self._json(200, {"models": models})
                 elif self.path == "/api/version":
                     self._json(200, {"version": "0.12.0-fake"})
                 else:
@@ -201,7 +213,9 @@ class FakeOllama:
                 texts = [texts] if isinstance(texts, str) else texts
                 if fake.embed_delay:
                     time.sleep(fake.embed_delay * len(texts))
-                vectors = [hashed_embedding(t, fake.embed_dims) for t in texts]
+                release = fake.releases.get(name.removesuffix(":latest"), 0)
+                salt = f"#{release}" if release else ""
+                vectors = [hashed_embedding(t + salt, fake.embed_dims) for t in texts]
                 self._json(200, {"model": name, "embeddings": vectors, "prompt_eval_count": len(texts)})
 
             def _line(self, payload: dict) -> None:

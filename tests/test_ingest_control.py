@@ -125,6 +125,26 @@ def test_unchanged_file_is_neither_read_nor_embedded_twice(fast_collection, inge
     assert second.markdown == first.markdown
 
 
+def test_a_model_pulled_again_under_the_same_name_is_not_served_from_the_cache(
+    fast_collection, ingest_upload, ollama, monkeypatch
+):
+    source = ingest_upload(fast_collection, NOTES.encode(), "optics.md")
+    key = chunk_keys(fast_collection)[0]
+    before, embeds = get_redis().hget(key, "embedding"), api_calls(ollama, "/api/embed")
+    call_command("reindex", collection=[fast_collection.pk], stdout=io.StringIO())
+    assert api_calls(ollama, "/api/embed") == embeds, "same model, same text: from the cache"
+
+    ollama.pull("snowflake-arctic-embed2")  # the administrator updates the model
+    from rag.providers import registry
+
+    monkeypatch.setattr(registry, "_embedders", {})  # as in a worker's next job: a fresh process
+    call_command("reindex", collection=[fast_collection.pk], stdout=io.StringIO())
+    source.refresh_from_db()
+    assert source.status == FileStatus.READY
+    assert api_calls(ollama, "/api/embed") > embeds, "the new weights embed every passage again"
+    assert get_redis().hget(key, "embedding") != before
+
+
 def test_deleting_a_collection_removes_its_index_and_stored_files(
     fast_collection, ingest_upload, client_for, owner, co_owner
 ):

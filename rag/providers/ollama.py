@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from currechat.errors import ProviderError
 from rag.providers.base import ChatEvent, ChatMessage, Done, ModelInfo, TextDelta, ToolCall, ToolCallEvent, ToolSpec
 
 log = logging.getLogger(__name__)
+VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
 
 
 @functools.cache
@@ -141,6 +143,15 @@ class OllamaEmbeddingModel:
         self.query_prefix = query_prefix
         self._client = make_client(host, timeout)
         self._dimensions: int | None = None
+        self._version: tuple[float, str] | None = None  # (looked up at, digest)
+
+    @property
+    def version(self) -> str:
+        """The model's digest on the server (looked up at most once a minute); "" if unknown."""
+        now = time.monotonic()
+        if self._version is None or now - self._version[0] > VERSION_SECONDS:
+            self._version = (now, model_digest(self._client, self.name))
+        return self._version[1]
 
     @property
     def dimensions(self) -> int:
@@ -161,6 +172,18 @@ class OllamaEmbeddingModel:
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_batch([self.query_prefix + text])[0]
+
+
+def model_digest(client: ollama.Client, name: str) -> str:
+    """The digest the server lists for a model ("" when it cannot say)."""
+    wanted = {name, f"{name}:latest"}
+    try:
+        for model in client.list().models:
+            if model.model in wanted:
+                return model.digest or ""
+    except Exception:  # noqa: BLE001 — a missing version only means a coarser cache key
+        log.warning("Could not read the digest of %s", name, exc_info=True)
+    return ""
 
 
 def list_models(host: str, timeout: float = 2.0) -> list[str]:
