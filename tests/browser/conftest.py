@@ -110,6 +110,7 @@ def live_app(tmp_path_factory):
         "DEBUG": "0",
         "SECURE_COOKIES": "0",
         "HEALTH_CACHE_SECONDS": "1",
+        "EMBEDDING_WARMUP": "1",  # as in production: the web process loads MiniLM at start
     }
     app = LiveApp(url=f"http://127.0.0.1:{port}", env=env)
     app.manage("migrate", "--noinput")
