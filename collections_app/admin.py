@@ -24,8 +24,8 @@ class CollectionAdmin(admin.ModelAdmin):
     # A new language or embedding model needs a new index, as on the pages and in the API.
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        if change and {"language", "embedding_model"} & set(form.changed_data):
-            requeued = files.reindex_collection(obj, new_model="embedding_model" in form.changed_data)
+        requeued = files.reindex_for_changes(obj, set(form.changed_data)) if change else []
+        if requeued:
             self.message_user(request, f"Re-indexing {len(requeued)} file(s) for the new settings.")
 
     # Deleting here must also remove the index and the stored files, as the pages and the API do.

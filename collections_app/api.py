@@ -134,9 +134,7 @@ def update_collection(request, collection_id: int, data: CollectionPatch):
             if request.user != collection.owner and not request.user.is_superuser:
                 raise CurreChatError("Only the collection's owner can change its co-owners.")
             collection.co_owners.set(_teachers(changes["co_owners"], collection.owner))
-    changed = {k for k, v in changes.items() if v is not None and v != before.get(k)}
-    if {"language", "embedding_model"} & changed:  # stemming and vectors are fixed per index
-        files.reindex_collection(collection, new_model="embedding_model" in changed)
+    files.reindex_for_changes(collection, {k for k, v in changes.items() if v is not None and v != before.get(k)})
     return collection_out(collection)
 
 

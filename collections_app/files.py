@@ -173,6 +173,17 @@ def reindex_collection(
     return [requeue(source, re_extract=re_extract, enqueue=enqueue) for source in sources]
 
 
+INDEX_SETTINGS = {"language", "embedding_model"}  # fixed per index: changing one needs a new index
+
+
+def reindex_for_changes(collection: Collection, changed: set[str]) -> list[SourceFile]:
+    """After a collection's settings were saved (page, API or admin): re-index its files if a
+    setting its index depends on changed; the files queued, none if nothing needed it."""
+    if not INDEX_SETTINGS & changed:
+        return []
+    return reindex_collection(collection, new_model="embedding_model" in changed)
+
+
 def delete_file(source: SourceFile) -> None:
     """Remove a file everywhere: its chunks, its stored bytes and its record."""
     SourceFile.objects.filter(pk=source.pk).update(status=FileStatus.CANCELLED)  # a running worker stops

@@ -40,15 +40,13 @@ def collection_detail(request, pk: int):
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, "Settings saved.")
-        if {"language", "embedding_model"} & set(form.changed_data):
-            # A new index for the new language or model; the old passages stay findable meanwhile.
-            requeued = files.reindex_collection(collection, new_model="embedding_model" in form.changed_data)
-            if requeued:
-                messages.info(
-                    request,
-                    f"Re-indexing {len(requeued)} file(s) for the new settings. "
-                    "Search keeps finding their current passages until each file is done.",
-                )
+        requeued = files.reindex_for_changes(collection, set(form.changed_data))
+        if requeued:
+            messages.info(
+                request,
+                f"Re-indexing {len(requeued)} file(s) for the new settings. "
+                "Search keeps finding their current passages until each file is done.",
+            )
         return redirect("collection_detail", pk=collection.pk)
     context = {
         "collection": collection,

@@ -9,6 +9,7 @@ model calls run concurrently.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import struct
@@ -120,6 +121,13 @@ def _toc_by_page(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]]:
 
 
 _NUMBERED = re.compile(r"^\d+(\.\d+)+\.?\s+\S")  # "3.1 Vocabulary selection"
+
+
+def _repeat_key(text: str) -> str:
+    """What a line repeated on many pages keeps from page to page: its words, digits aside."""
+    return re.sub(r"\d+", "0", " ".join(text.split()))
+
+
 _BOLD = 16  # PyMuPDF span flag
 
 
@@ -149,14 +157,14 @@ def _inferred_headings(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]
             bold = all(s["flags"] & _BOLD or "bold" in s["font"].lower() for s in spans)
             if bold and len(block["lines"]) <= 3 and 2 <= len(text) <= 80 and any(c.isalpha() for c in text):
                 blocks.append((number, position, max(round(s["size"], 1) for s in spans), text))
-                seen[re.sub(r"\d+", "0", text)] += 1
+                seen[_repeat_key(text)] += 1
     if not sizes:
         return {}
     body = sizes.most_common(1)[0][0]
     found = [
         (page, position, size, text)
         for page, position, size, text in blocks
-        if (size > body * 1.05 or (size >= body and _NUMBERED.match(text))) and seen[re.sub(r"\d+", "0", text)] < 3
+        if (size > body * 1.05 or (size >= body and _NUMBERED.match(text))) and seen[_repeat_key(text)] < 3
     ]
     if sum(len(text) for *_, text in found) > 0.2 * sum(sizes.values()):
         return {}
@@ -259,18 +267,15 @@ def _drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
     if len(pages) < 4:
         return pages
 
-    def key(block: str) -> str:
-        return re.sub(r"\d+", "0", " ".join(block.split()))
-
     counts: dict[str, int] = {}
     for blocks in pages:
         for block in set(blocks[:2] + blocks[-2:]):
-            counts[key(block)] = counts.get(key(block), 0) + 1
+            counts[_repeat_key(block)] = counts.get(_repeat_key(block), 0) + 1
     running = {k for k, n in counts.items() if n >= max(3, len(pages) // 2) and not k.startswith("#")}
     cleaned = []
     for blocks in pages:
         edge = set(range(min(2, len(blocks)))) | set(range(max(len(blocks) - 2, 0), len(blocks)))
-        cleaned.append([b for i, b in enumerate(blocks) if i not in edge or key(b) not in running])
+        cleaned.append([b for i, b in enumerate(blocks) if i not in edge or _repeat_key(b) not in running])
     return cleaned
 
 
@@ -343,7 +348,14 @@ def vlm_pages(
     """Pages read by the VLM, several in flight; also the pages that fell back to the text layer."""
     model = get_chat_model(model_name)
     concurrency, retries, dpi = settings.INGEST_VLM_CONCURRENCY, settings.INGEST_VLM_RETRIES, settings.INGEST_VLM_DPI
-    (headings, outline), total = headings_by_page(doc), doc.page_count
+    total = doc.page_count
+    # Only pages that fall back to their text layer need headings: read the fonts only then.
+    headings_once = functools.cache(lambda: headings_by_page(doc))
+
+    def fallback_text(index: int) -> str:
+        headings, outline = headings_once()
+        return page_text(doc[index], headings.get(index + 1, []), outline)
+
     results: dict[int, str] = {}
     fallbacks: list[int] = []
     model_unusable = False
@@ -367,11 +379,11 @@ def vlm_pages(
                     except ProviderError as exc:
                         log.warning("VLM failed on page %s: %s", index + 1, exc)
                         model_unusable = model_unusable or not exc.retryable
-                        results[index] = page_text(doc[index], headings.get(index + 1, []), outline)
+                        results[index] = fallback_text(index)
                         fallbacks.append(index + 1)
                 if model_unusable and not pending:
                     for index in range(next_index, total):  # the model is gone: read the rest fast
-                        results[index] = page_text(doc[index], headings.get(index + 1, []), outline)
+                        results[index] = fallback_text(index)
                         fallbacks.append(index + 1)
                     next_index = total
                 progress(len(results))
