@@ -26,9 +26,10 @@ class User(AbstractUser):
         # Superusers run the instance and may do everything a teacher does.
         return self.role == Role.TEACHER or self.is_superuser
 
-    @property
-    def is_student(self) -> bool:
-        return self.role == Role.STUDENT and not self.is_superuser
+
+def active_teachers() -> models.QuerySet[User]:
+    """Users who may own and co-own collections and prompts: active teachers and superusers."""
+    return User.objects.filter(models.Q(role=Role.TEACHER) | models.Q(is_superuser=True), is_active=True)
 
 
 def _hash_token(raw: str) -> str:

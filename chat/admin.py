@@ -1,16 +1,64 @@
+from django import forms
 from django.contrib import admin
 
+from accounts.permissions import Forbidden
+from chat import writes
+from chat.enrollment import check_enrollment
 from chat.models import ChatSession, Enrollment, Message, Prompt
+from currechat.errors import InvalidInput
+
+
+class EnrollmentForm(forms.ModelForm):
+    """Enrollments made in the admin obey the rule of joining (chat.enrollment)."""
+
+    class Meta:
+        model = Enrollment
+        fields = ["student", "prompt"]
+
+    def clean(self):
+        cleaned = super().clean()
+        prompt = cleaned.get("prompt") or getattr(self.instance, "prompt", None)
+        if not self.errors and prompt is not None and cleaned.get("student") is not None:
+            try:
+                check_enrollment(prompt, cleaned["student"])
+            except (InvalidInput, Forbidden) as exc:
+                self.add_error("student", str(exc))
+        return cleaned
 
 
 class EnrollmentInline(admin.TabularInline):
     model = Enrollment
+    form = EnrollmentForm
     extra = 0
     raw_id_fields = ("student",)
 
 
+class PromptAdminForm(forms.ModelForm):
+    """The admin's form obeys the rules of the pages and the API (chat.writes)."""
+
+    class Meta:
+        model = Prompt
+        fields = [
+            "name", "description", "system_prompt", "chat_model", "collections", "curation_enabled", "active", "owner",
+        ]  # fmt: skip
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors:
+            try:
+                writes.check_prompt(self.request.user, self.instance if self.instance.pk else None, _changes(self))
+            except (InvalidInput, Forbidden) as exc:
+                self.add_error(getattr(exc, "field", None), str(exc))
+        return cleaned
+
+
+def _changes(form: forms.ModelForm) -> dict:
+    return {name: form.cleaned_data[name] for name in writes.FIELDS if name in form.cleaned_data}
+
+
 @admin.register(Prompt)
 class PromptAdmin(admin.ModelAdmin):
+    form = PromptAdminForm
     list_display = ("name", "owner", "chat_model", "curation_enabled", "active", "join_code", "created")
     list_filter = ("active", "curation_enabled", "chat_model")
     search_fields = ("name", "description", "owner__username", "join_code")
@@ -18,9 +66,27 @@ class PromptAdmin(admin.ModelAdmin):
     filter_horizontal = ("collections",)
     inlines = [EnrollmentInline]
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        form.request = request  # the acting user for the write rules
+        return form
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            writes.update_prompt(request.user, obj, _changes(form))
+        else:
+            obj.pk = writes.create_prompt(request.user, _changes(form)).pk
+            obj.refresh_from_db()  # the admin goes on with `obj` (its inlines, the log, the redirect)
+
+    def save_related(self, request, form, formsets, change):
+        # Collections were set by the write functions; only the inlines are left to save.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
+
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin):
+    form = EnrollmentForm
     list_display = ("student", "prompt", "created")
     search_fields = ("student__username", "prompt__name")
     raw_id_fields = ("student", "prompt")

@@ -5,25 +5,25 @@ from __future__ import annotations
 from datetime import datetime
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
 from django.http import StreamingHttpResponse
 from ninja import Field, Router, Schema, Status
 
 from accounts.permissions import get_prompt_for_edit, get_session_for_read, require_login, require_teacher
+from chat import writes
 from chat.agent import fail_orphaned_replies, new_session
 from chat.enrollment import join_prompt
 from chat.events import ListSink, sse_frame
 from chat.models import ChatSession, Prompt
 from chat.runner import run_turn_async, start_turn_for, stream_turn
 from chat.serializers import message_dict, session_dict
-from collections_app.models import Collection
-from currechat.errors import CurreChatError
 
 router = Router(tags=["prompts"])
 
 
+# Lengths, models and collections are checked by chat.writes (as for the pages and the admin), so
+# every channel refuses a bad value with the same sentence.
 class PromptIn(Schema):
-    name: str = Field(min_length=1, max_length=200)
+    name: str
     description: str = ""
     system_prompt: str = ""
     model: str | None = None
@@ -33,7 +33,7 @@ class PromptIn(Schema):
 
 
 class PromptPatch(Schema):
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: str | None = None
     description: str | None = None
     system_prompt: str | None = None
     model: str | None = None
@@ -47,7 +47,7 @@ class PromptOut(Schema):
     name: str
     description: str
     system_prompt: str
-    model: str
+    model: str = Field(alias="chat_model")
     collection_ids: list[int]
     curation_enabled: bool
     active: bool
@@ -55,6 +55,18 @@ class PromptOut(Schema):
     join_url: str
     student_count: int
     created: datetime
+
+    @staticmethod
+    def resolve_collection_ids(prompt: Prompt) -> list[int]:
+        return sorted(c.id for c in prompt.collections.all())
+
+    @staticmethod
+    def resolve_join_url(prompt: Prompt, context) -> str:
+        return context["request"].build_absolute_uri(f"/join/{prompt.join_code}/")
+
+    @staticmethod
+    def resolve_student_count(prompt: Prompt) -> int:
+        return prompt.enrollments.count()
 
 
 class JoinIn(Schema):
@@ -67,79 +79,37 @@ class JoinedOut(Schema):
     description: str
 
 
-def prompt_out(request, prompt: Prompt) -> dict:
-    return {
-        "id": prompt.id,
-        "name": prompt.name,
-        "description": prompt.description,
-        "system_prompt": prompt.system_prompt,
-        "model": prompt.chat_model,
-        "collection_ids": sorted(c.id for c in prompt.collections.all()),
-        "curation_enabled": prompt.curation_enabled,
-        "active": prompt.active,
-        "join_code": prompt.join_code,
-        "join_url": request.build_absolute_uri(f"/join/{prompt.join_code}/"),
-        "student_count": prompt.enrollments.count(),
-        "created": prompt.created,
-    }
+# API property -> model field, for the write functions.
+_RENAMED = {"model": "chat_model", "collection_ids": "collections"}
 
 
-def _own_collections(user, ids: list[int]) -> list[Collection]:
-    found = list(Collection.objects.editable_by(user).filter(pk__in=ids))
-    missing = sorted(set(ids) - {c.pk for c in found})
-    if missing:
-        raise CurreChatError(f"You cannot connect collection(s) {missing}: they don't exist or aren't yours.")
-    return found
+def _changes(data: Schema, *, partial: bool) -> dict:
+    sent = data.dict(exclude_unset=partial)
+    # A property sent as null is left as it is, like one not sent at all.
+    return {_RENAMED.get(name, name): value for name, value in sent.items() if value is not None or not partial}
 
 
 @router.get("/prompts", response=list[PromptOut])
 def list_prompts(request):
     require_teacher(request.user)
-    return [prompt_out(request, p) for p in Prompt.objects.editable_by(request.user).prefetch_related("collections")]
+    return Prompt.objects.editable_by(request.user).prefetch_related("collections")
 
 
 @router.post("/prompts", response={201: PromptOut})
 def create_prompt(request, data: PromptIn):
     require_teacher(request.user)
-    collections = _own_collections(request.user, data.collection_ids)
-    with transaction.atomic():
-        prompt = Prompt.objects.create(
-            owner=request.user,
-            name=data.name.strip(),
-            description=data.description,
-            system_prompt=data.system_prompt,
-            chat_model=data.model or Prompt._meta.get_field("chat_model").get_default(),
-            curation_enabled=data.curation_enabled,
-            active=data.active,
-        )
-        prompt.collections.set(collections)
-    return 201, prompt_out(request, prompt)
+    return Status(201, writes.create_prompt(request.user, _changes(data, partial=False)))
 
 
 @router.get("/prompts/{int:prompt_id}", response=PromptOut)
 def get_prompt(request, prompt_id: int):
-    return prompt_out(request, get_prompt_for_edit(request.user, prompt_id))
+    return get_prompt_for_edit(request.user, prompt_id)
 
 
 @router.patch("/prompts/{int:prompt_id}", response=PromptOut)
 def update_prompt(request, prompt_id: int, data: PromptPatch):
     prompt = get_prompt_for_edit(request.user, prompt_id)
-    changes = data.dict(exclude_unset=True)
-    with transaction.atomic():
-        for field, attr in [
-            ("name", "name"),
-            ("description", "description"),
-            ("system_prompt", "system_prompt"),
-            ("model", "chat_model"),
-            ("curation_enabled", "curation_enabled"),
-            ("active", "active"),
-        ]:
-            if changes.get(field) is not None:
-                setattr(prompt, attr, changes[field])
-        prompt.save()
-        if changes.get("collection_ids") is not None:
-            prompt.collections.set(_own_collections(request.user, changes["collection_ids"]))
-    return prompt_out(request, prompt)
+    return writes.update_prompt(request.user, prompt, _changes(data, partial=True))
 
 
 @router.delete("/prompts/{int:prompt_id}", response={204: None})

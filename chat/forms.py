@@ -1,11 +1,16 @@
 from django import forms
 
+from accounts.permissions import Forbidden
 from chat.models import Prompt
+from chat.writes import attachable_collections, check_prompt
 from collections_app.models import Collection
+from currechat.errors import InvalidInput
 from currechat.health import get_health
 
 
 class PromptForm(forms.ModelForm):
+    """The prompt form of the pages. Its rules are `chat.writes`' (as in the API and the admin)."""
+
     collections = forms.ModelMultipleChoiceField(
         queryset=Collection.objects.none(),
         required=False,
@@ -25,9 +30,10 @@ class PromptForm(forms.ModelForm):
         labels = {"chat_model": "Chat model"}
         help_texts = {"system_prompt": "How the assistant should behave, e.g. its role, tone and what to focus on."}
 
-    def __init__(self, *args, user, **kwargs):
+    def __init__(self, *args, actor, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["collections"].queryset = Collection.objects.editable_by(user)
+        self.actor = actor
+        self.fields["collections"].queryset = attachable_collections(actor, self.instance)
         health = get_health()
         if health.model_server.ok:
             names = ", ".join(health.available_models) or "none"
@@ -37,11 +43,15 @@ class PromptForm(forms.ModelForm):
                 "chat_model"
             ].help_text = "No model server is connected; until one is, students get answers quoted from the material."
 
-    def clean_chat_model(self):
-        name = self.cleaned_data["chat_model"].strip()
-        health = get_health()
-        if health.model_server.ok and not health.has_model(name):
-            raise forms.ValidationError(
-                f"The model server has no model “{name}”. Choose one of: {', '.join(health.available_models)}."
-            )
-        return name
+    def changes(self) -> dict:
+        """The submitted settings, in the shape the write functions take."""
+        return {name: self.cleaned_data[name] for name in self.fields if name in self.cleaned_data}
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors:
+            try:
+                check_prompt(self.actor, self.instance if self.instance.pk else None, self.changes())
+            except (InvalidInput, Forbidden) as exc:
+                self.add_error(getattr(exc, "field", None), str(exc))
+        return cleaned

@@ -64,12 +64,6 @@ class Prompt(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def is_editable_by(self, user) -> bool:
-        return user.is_authenticated and (user.is_superuser or self.owner_id == user.id)
-
-    def is_joined_by(self, user) -> bool:
-        return user.is_authenticated and self.active and self.enrollments.filter(student=user).exists()
-
 
 class Enrollment(models.Model):
     student = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")

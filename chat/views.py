@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.permissions import get_prompt_for_chat, get_prompt_for_edit, get_session_for_read, require_teacher
+from chat import writes
 from chat.agent import fail_orphaned_replies, new_session
 from chat.forms import PromptForm
 from chat.models import ChatSession
@@ -20,12 +21,9 @@ from currechat.health import get_health
 @require_http_methods(["GET", "POST"])
 def prompt_create(request):
     require_teacher(request.user)
-    form = PromptForm(request.POST or None, user=request.user)
+    form = PromptForm(request.POST or None, actor=request.user)
     if request.method == "POST" and form.is_valid():
-        prompt = form.save(commit=False)
-        prompt.owner = request.user
-        prompt.save()
-        form.save_m2m()
+        prompt = writes.create_prompt(request.user, form.changes())
         messages.success(request, f"Prompt “{prompt.name}” created. Share its join link with your students.")
         return redirect("prompt_detail", pk=prompt.pk)
     return render(request, "prompts/form.html", {"form": form})
@@ -35,9 +33,9 @@ def prompt_create(request):
 @require_http_methods(["GET", "POST"])
 def prompt_detail(request, pk: int):
     prompt = get_prompt_for_edit(request.user, pk)
-    form = PromptForm(request.POST or None, instance=prompt, user=request.user)
+    form = PromptForm(request.POST or None, instance=prompt, actor=request.user)
     if request.method == "POST" and form.is_valid():
-        form.save()
+        writes.update_prompt(request.user, prompt, form.changes())
         messages.success(request, "Prompt saved.")
         return redirect("prompt_detail", pk=prompt.pk)
     join_url = request.build_absolute_uri(f"/join/{prompt.join_code}/")

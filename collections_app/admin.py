@@ -1,7 +1,10 @@
+from django import forms
 from django.contrib import admin
 
-from collections_app import files
+from accounts.permissions import Forbidden
+from collections_app import files, writes
 from collections_app.models import Collection, SourceFile
+from currechat.errors import InvalidInput
 
 
 class SourceFileInline(admin.TabularInline):
@@ -13,20 +16,55 @@ class SourceFileInline(admin.TabularInline):
     show_change_link = True
 
 
+class CollectionAdminForm(forms.ModelForm):
+    """The admin's form obeys the rules of the pages and the API (collections_app.writes)."""
+
+    class Meta:
+        model = Collection
+        fields = ["name", "description", "language", "embedding_model", "owner", "co_owners"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors:
+            try:
+                writes.check_collection(self.request.user, self.instance if self.instance.pk else None, _changes(self))
+            except (InvalidInput, Forbidden) as exc:
+                self.add_error(getattr(exc, "field", None), str(exc))
+        return cleaned
+
+
+def _changes(form: forms.ModelForm) -> dict:
+    return {name: form.cleaned_data[name] for name in writes.FIELDS if name in form.cleaned_data}
+
+
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
+    form = CollectionAdminForm
     list_display = ("name", "language", "embedding_model", "owner", "created")
     list_filter = ("language", "embedding_model")
     search_fields = ("name", "description", "owner__username")
     autocomplete_fields = ("owner", "co_owners")
     inlines = [SourceFileInline]
 
-    # A new language or embedding model needs a new index, as on the pages and in the API.
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        form.request = request  # the acting user for the write rules
+        return form
+
+    # Saved through the one write path: a new language or embedding model re-indexes, as on the pages.
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        requeued = files.reindex_for_changes(obj, set(form.changed_data)) if change else []
+        if not change:
+            obj.pk = writes.create_collection(request.user, _changes(form)).pk
+            obj.refresh_from_db()  # the admin goes on with `obj` (its inlines, the log, the redirect)
+            return
+        requeued = writes.update_collection(request.user, obj, _changes(form)).requeued
         if requeued:
             self.message_user(request, f"Re-indexing {len(requeued)} file(s) for the new settings.")
+
+    def save_related(self, request, form, formsets, change):
+        # Co-owners were set by the write functions; only the inlines are left to save.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
 
     # Deleting here must also remove the index and the stored files, as the pages and the API do.
     def delete_model(self, request, obj):

@@ -5,24 +5,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from django.db import transaction
 from django.urls import reverse
 from ninja import Field, File, Form, Router, Schema, Status
 from ninja.files import UploadedFile
 
-from accounts.models import User
 from accounts.permissions import get_collection_for_edit, get_file_for_edit, require_teacher
-from collections_app import files
+from collections_app import files, writes
 from collections_app.models import Collection, SourceFile
-from currechat.errors import CurreChatError
-from rag.languages import LANGUAGES
-from rag.providers.registry import get_embedding_model
 
 router = Router(tags=["collections"])
 
 
+# Lengths and values are checked by collections_app.writes (as for the pages and the admin), so
+# every channel refuses a bad value with the same sentence.
 class CollectionIn(Schema):
-    name: str = Field(min_length=1, max_length=200)
+    name: str
     description: str = ""
     language: str = "english"
     embedding_model: str | None = None
@@ -30,7 +27,7 @@ class CollectionIn(Schema):
 
 
 class CollectionPatch(Schema):
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: str | None = None
     description: str | None = None
     language: str | None = None
     embedding_model: str | None = None
@@ -43,99 +40,44 @@ class CollectionOut(Schema):
     description: str
     language: str
     embedding_model: str
-    owner: str
+    owner: str = Field(alias="owner.username")
     co_owners: list[str]
     file_count: int
     created: datetime
     updated: datetime
 
+    @staticmethod
+    def resolve_co_owners(collection: Collection) -> list[str]:
+        return [u.username for u in collection.co_owners.all()]
 
-def collection_out(collection: Collection) -> dict:
-    return {
-        "id": collection.id,
-        "name": collection.name,
-        "description": collection.description,
-        "language": collection.language,
-        "embedding_model": collection.embedding_model,
-        "owner": collection.owner.username,
-        "co_owners": [u.username for u in collection.co_owners.all()],
-        "file_count": collection.files.count(),
-        "created": collection.created,
-        "updated": collection.updated,
-    }
-
-
-def _check_language(language: str) -> None:
-    if language not in LANGUAGES:
-        raise CurreChatError(f"'{language}' is not a supported language; choose one of: {', '.join(LANGUAGES)}.")
-
-
-def _check_embedding_model(name: str) -> None:
-    # Raises UnknownModel (a 400) for a name no provider knows; it never contacts a model server.
-    get_embedding_model(name)
-
-
-def _teachers(usernames: list[str], owner) -> list:
-    users = list(User.objects.filter(username__in=usernames))
-    missing = sorted(set(usernames) - {u.username for u in users})
-    if missing:
-        raise CurreChatError(f"No such user: {', '.join(missing)}.")
-    not_teachers = [u.username for u in users if not u.is_teacher]
-    if not_teachers:
-        raise CurreChatError(f"Only teachers can co-own a collection: {', '.join(not_teachers)} is not a teacher.")
-    return [u for u in users if u.pk != owner.pk]
+    @staticmethod
+    def resolve_file_count(collection: Collection) -> int:
+        return collection.files.count()
 
 
 @router.get("/collections", response=list[CollectionOut])
 def list_collections(request):
     require_teacher(request.user)
-    collections = Collection.objects.editable_by(request.user).select_related("owner").prefetch_related("co_owners")
-    return [collection_out(c) for c in collections]
+    return Collection.objects.editable_by(request.user).select_related("owner").prefetch_related("co_owners")
 
 
 @router.post("/collections", response={201: CollectionOut})
 def create_collection(request, data: CollectionIn):
     require_teacher(request.user)
-    _check_language(data.language)
-    embedding = data.embedding_model or Collection._meta.get_field("embedding_model").get_default()
-    _check_embedding_model(embedding)
-    with transaction.atomic():
-        collection = Collection.objects.create(
-            name=data.name.strip(),
-            description=data.description,
-            language=data.language,
-            embedding_model=embedding,
-            owner=request.user,
-        )
-        collection.co_owners.set(_teachers(data.co_owners, request.user))
-    return Status(201, collection_out(collection))
+    return Status(201, writes.create_collection(request.user, data.dict()))
 
 
 @router.get("/collections/{int:collection_id}", response=CollectionOut)
 def get_collection(request, collection_id: int):
-    return collection_out(get_collection_for_edit(request.user, collection_id))
+    return get_collection_for_edit(request.user, collection_id)
 
 
 @router.patch("/collections/{int:collection_id}", response=CollectionOut)
 def update_collection(request, collection_id: int, data: CollectionPatch):
     collection = get_collection_for_edit(request.user, collection_id)
-    changes = data.dict(exclude_unset=True)
-    before = {"language": collection.language, "embedding_model": collection.embedding_model}
-    if "language" in changes:
-        _check_language(changes["language"])
-    if "embedding_model" in changes:
-        _check_embedding_model(changes["embedding_model"])
-    with transaction.atomic():
-        for field in ("name", "description", "language", "embedding_model"):
-            if changes.get(field) is not None:
-                setattr(collection, field, changes[field])
-        collection.save()
-        if changes.get("co_owners") is not None:
-            if request.user != collection.owner and not request.user.is_superuser:
-                raise CurreChatError("Only the collection's owner can change its co-owners.")
-            collection.co_owners.set(_teachers(changes["co_owners"], collection.owner))
-    files.reindex_for_changes(collection, {k for k, v in changes.items() if v is not None and v != before.get(k)})
-    return collection_out(collection)
+    # A property sent as null is left as it is, like one not sent at all.
+    changes = {name: value for name, value in data.dict(exclude_unset=True).items() if value is not None}
+    return writes.update_collection(request.user, collection, changes).collection
 
 
 @router.delete("/collections/{int:collection_id}", response={204: None})
@@ -151,7 +93,7 @@ def delete_collection(request, collection_id: int):
 class FileOut(Schema):
     id: int
     collection_id: int
-    name: str
+    name: str = Field(alias="original_name")
     file_type: str
     size: int
     sha256: str
@@ -168,6 +110,10 @@ class FileOut(Schema):
     created: datetime
     updated: datetime
 
+    @staticmethod
+    def resolve_url(source: SourceFile) -> str:
+        return reverse("file_detail", args=[source.id])
+
 
 class ChunkOut(Schema):
     position: int
@@ -175,29 +121,6 @@ class ChunkOut(Schema):
     page_start: int | None
     page_end: int | None
     heading_path: str
-
-
-def file_out(source: SourceFile) -> dict:
-    return {
-        "id": source.id,
-        "collection_id": source.collection_id,
-        "name": source.original_name,
-        "file_type": source.file_type,
-        "size": source.size,
-        "sha256": source.sha256,
-        "status": source.status,
-        "progress": source.progress,
-        "progress_detail": source.progress_detail,
-        "error": source.error,
-        "notes": source.notes,
-        "pdf_mode": source.pdf_mode,
-        "extractor": source.extractor,
-        "pages": source.pages,
-        "chunk_count": source.chunk_count,
-        "url": reverse("file_detail", args=[source.id]),
-        "created": source.created,
-        "updated": source.updated,
-    }
 
 
 @router.post("/collections/{collection_id}/files", response={201: FileOut})
@@ -213,18 +136,18 @@ def upload_file(
     413 (over the size or page limit) or 415 (not text and not a PDF).
     """
     collection = get_collection_for_edit(request.user, collection_id)
-    return Status(201, file_out(files.add_file(collection, file, request.user, pdf_mode)))
+    return Status(201, files.add_file(collection, file, request.user, pdf_mode))
 
 
 @router.get("/collections/{collection_id}/files", response=list[FileOut])
 def list_files(request, collection_id: int):
     collection = get_collection_for_edit(request.user, collection_id)
-    return [file_out(f) for f in collection.files.all()]
+    return collection.files.all()
 
 
 @router.get("/files/{file_id}", response=FileOut)
 def get_file(request, file_id: int):
-    return file_out(get_file_for_edit(request.user, file_id))
+    return get_file_for_edit(request.user, file_id)
 
 
 @router.get("/files/{file_id}/chunks", response=list[ChunkOut])
@@ -242,10 +165,10 @@ def delete_file(request, file_id: int):
 @router.post("/files/{file_id}/cancel", response=FileOut)
 def cancel_file(request, file_id: int):
     """Stop a queued or running file; its passages leave the index. 409 if it is not running."""
-    return file_out(files.cancel_file(get_file_for_edit(request.user, file_id)))
+    return files.cancel_file(get_file_for_edit(request.user, file_id))
 
 
 @router.post("/files/{file_id}/retry", response=FileOut)
 def retry_file(request, file_id: int):
     """Ingest a failed or cancelled file again. 409 for other files."""
-    return file_out(files.retry_file(get_file_for_edit(request.user, file_id)))
+    return files.retry_file(get_file_for_edit(request.user, file_id))

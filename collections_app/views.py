@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.permissions import get_collection_for_edit, get_file_for_edit, require_teacher
-from collections_app import files
+from collections_app import files, writes
 from collections_app.forms import CollectionForm
 from collections_app.models import FileStatus, PdfMode
 from currechat.errors import CurreChatError
@@ -21,12 +21,9 @@ from rag.ingest.chunking import decompose
 @require_http_methods(["GET", "POST"])
 def collection_create(request):
     require_teacher(request.user)
-    form = CollectionForm(request.POST or None, owner=request.user)
+    form = CollectionForm(request.POST or None, actor=request.user)
     if request.method == "POST" and form.is_valid():
-        collection = form.save(commit=False)
-        collection.owner = request.user
-        collection.save()
-        form.save_m2m()
+        collection = writes.create_collection(request.user, form.changes())
         messages.success(request, f"Collection “{collection.name}” created. Upload files to it next.")
         return redirect("collection_detail", pk=collection.pk)
     return render(request, "collections/form.html", {"form": form})
@@ -36,11 +33,10 @@ def collection_create(request):
 @require_http_methods(["GET", "POST"])
 def collection_detail(request, pk: int):
     collection = get_collection_for_edit(request.user, pk)
-    form = CollectionForm(request.POST or None, instance=collection, owner=collection.owner)
+    form = CollectionForm(request.POST or None, instance=collection, actor=request.user)
     if request.method == "POST" and form.is_valid():
-        form.save()
+        requeued = writes.update_collection(request.user, collection, form.changes()).requeued
         messages.success(request, "Settings saved.")
-        requeued = files.reindex_for_changes(collection, set(form.changed_data))
         if requeued:
             messages.info(
                 request,

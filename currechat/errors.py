@@ -31,3 +31,13 @@ class ProviderError(CurreChatError):
     def __init__(self, message: str, *, retryable: bool = True):
         super().__init__(message)
         self.retryable = retryable
+
+
+class InvalidInput(CurreChatError):
+    """A value a user gave breaks a rule. `field` names the form field or API property it came from."""
+
+    status_code = 400
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.field = field

@@ -1,0 +1,160 @@
+"""The one write path of a collection's settings: create and update with every rule they obey.
+
+The collection form, the REST API and the Django admin all call `create_collection` /
+`update_collection` (or `check_collection` from a form's `clean`), so a change refused in one of
+them is refused in the others with the same sentence.
+
+Rules:
+- a name of 1-200 characters; a supported language; an embedding model some provider knows;
+- co-owners are active teachers, and only the owner (or a superuser) changes who they are;
+- a new language or embedding model re-indexes the collection's files (`files.reindex_for_changes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from accounts.models import User
+from accounts.permissions import Forbidden
+from collections_app.models import Collection
+from currechat.errors import InvalidInput
+from rag.languages import LANGUAGES
+from rag.providers.registry import UnknownModel, get_embedding_model
+
+# The fields a write may set; anything else in a change set is a programming error.
+FIELDS = ("name", "description", "language", "embedding_model", "co_owners", "owner")
+
+
+@dataclass
+class CollectionWrite:
+    """What a write did: the collection, and the files queued again for a new language or model."""
+
+    collection: Collection
+    changed: set[str] = field(default_factory=set)
+    requeued: list = field(default_factory=list)
+
+
+def check_collection(actor: User, collection: Collection | None, changes: dict[str, Any]) -> dict[str, Any]:
+    """Validate `changes` (field -> new value) made by `actor`; the cleaned values.
+
+    Raises InvalidInput (naming the field) or Forbidden with a sentence the user can act on.
+    `co_owners` is a list of User objects or usernames; `owner` may only be set by a superuser.
+    """
+    unknown = set(changes) - set(FIELDS)
+    if unknown:
+        raise ValueError(f"Not a collection setting: {sorted(unknown)}")
+    if collection is None:  # a new collection: the defaults for what was left out
+        defaults = {"language": "english", "embedding_model": settings.EMBEDDING_MODEL}
+        changes = {**defaults, **{k: v for k, v in changes.items() if v not in (None, "") or k not in defaults}}
+    cleaned: dict[str, Any] = {}
+    if "name" in changes or collection is None:
+        cleaned["name"] = _clean_name(changes.get("name", ""))
+    if "description" in changes:
+        cleaned["description"] = (changes["description"] or "").strip()
+    if "language" in changes:
+        cleaned["language"] = _clean_language(changes["language"])
+    if "embedding_model" in changes:
+        cleaned["embedding_model"] = _clean_embedding_model(changes["embedding_model"])
+    owner = collection.owner if collection is not None else actor
+    if "owner" in changes and changes["owner"] is not None and changes["owner"] != owner:
+        if not actor.is_superuser:
+            raise Forbidden("Only an administrator can give a collection to another teacher.")
+        owner = cleaned["owner"] = _clean_teachers([changes["owner"]], field_name="owner")[0]
+    if "co_owners" in changes and changes["co_owners"] is not None:
+        co_owners = [u for u in _clean_teachers(changes["co_owners"], field_name="co_owners") if u.pk != owner.pk]
+        current = set(collection.co_owners.values_list("pk", flat=True)) if collection is not None else set()
+        if {u.pk for u in co_owners} != current and not _may_change_co_owners(actor, collection):
+            raise Forbidden("Only the collection's owner can change its co-owners.")
+        cleaned["co_owners"] = co_owners
+    return cleaned
+
+
+def create_collection(actor: User, changes: dict[str, Any]) -> Collection:
+    """A new collection owned by `actor` (a teacher), after `check_collection`."""
+    cleaned = check_collection(actor, None, changes)
+    co_owners = cleaned.pop("co_owners", [])
+    cleaned.setdefault("owner", actor)
+    with transaction.atomic():
+        collection = Collection.objects.create(**cleaned)
+        collection.co_owners.set(co_owners)
+    return collection
+
+
+def update_collection(actor: User, collection: Collection, changes: dict[str, Any]) -> CollectionWrite:
+    """Apply `changes` after `check_collection`; re-index the files when the index settings changed."""
+    from collections_app import files
+
+    cleaned = check_collection(actor, collection, changes)
+    co_owners = cleaned.pop("co_owners", None)
+    # Compared with the stored row: a ModelForm (page, admin) has already copied its values onto
+    # `collection` by the time it is valid.
+    stored = Collection.objects.filter(pk=collection.pk).values(*cleaned).first() or {}
+    changed = {name for name, value in cleaned.items() if stored.get(name) != _pk(value)}
+    with transaction.atomic():
+        for name, value in cleaned.items():
+            setattr(collection, name, value)
+        collection.save()
+        if co_owners is not None:
+            before = set(collection.co_owners.values_list("pk", flat=True))
+            if before != {u.pk for u in co_owners}:
+                changed.add("co_owners")
+                collection.co_owners.set(co_owners)
+    requeued = files.reindex_for_changes(collection, changed)
+    return CollectionWrite(collection, changed, requeued)
+
+
+def _pk(value: Any) -> Any:
+    return value.pk if isinstance(value, User) else value
+
+
+def _may_change_co_owners(actor: User, collection: Collection | None) -> bool:
+    return collection is None or actor.is_superuser or collection.owner_id == actor.pk
+
+
+def _clean_name(value: str) -> str:
+    name = (value or "").strip()
+    if not name:
+        raise InvalidInput("Give the collection a name.", field="name")
+    if len(name) > 200:
+        raise InvalidInput(f"The name is {len(name)} characters long; keep it to 200.", field="name")
+    return name
+
+
+def _clean_language(value: str) -> str:
+    language = (value or "").strip().lower()
+    if language not in LANGUAGES:
+        raise InvalidInput(
+            f"'{value}' is not a supported language; choose one of: {', '.join(LANGUAGES)}.", field="language"
+        )
+    return language
+
+
+def _clean_embedding_model(value: str) -> str:
+    name = (value or "").strip()
+    if not name:
+        raise InvalidInput("Choose an embedding model.", field="embedding_model")
+    try:
+        get_embedding_model(name)  # raises for a name no provider knows; contacts no model server
+    except UnknownModel as exc:
+        raise InvalidInput(str(exc), field="embedding_model") from exc
+    return name
+
+
+def _clean_teachers(values: list, *, field_name: str) -> list[User]:
+    """Active teachers, from User objects or usernames; refuses unknown names and non-teachers."""
+    names = [v.username if isinstance(v, User) else str(v).strip() for v in values]
+    users = list(User.objects.filter(username__in=names))
+    missing = sorted(set(names) - {u.username for u in users})
+    if missing:
+        raise InvalidInput(f"No such user: {', '.join(missing)}.", field=field_name)
+    not_teachers = sorted(u.username for u in users if not (u.is_teacher and u.is_active))
+    if not_teachers:
+        raise InvalidInput(
+            f"Only active teachers can own or co-own a collection: {', '.join(not_teachers)} is not one.",
+            field=field_name,
+        )
+    return users
