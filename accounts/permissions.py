@@ -3,9 +3,17 @@
 Each `get_*` returns the object when the user may act on it, raises `NotFound` when the user may
 not know it exists (outsiders, anonymous visitors), and `Forbidden` when they can see it but may
 not do this with it (a student opening a collection's settings).
+
+Every check reads the current state from the database — the user's active flag and role, the
+enrollment, co-ownership and co-teaching — at the moment of the action: taking access away
+(removing a student, ending co-ownership, demoting or deactivating a user) takes effect on the
+next action, open websockets included (they call `get_session_for_write` for every message).
 """
 
 from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.utils import formats, timezone
 
 from currechat.errors import CurreChatError, NotFound
 
@@ -18,8 +26,22 @@ class NotAuthenticated(CurreChatError):
     status_code = 401
 
 
-def require_login(user) -> None:
+def current(user):
+    """The user as the database has them now (a websocket's scope holds the user of its handshake)."""
+    from accounts.models import User
+
     if not user.is_authenticated:
+        return user
+    fresh = User.objects.filter(pk=user.pk).first()
+    if fresh is None or not fresh.is_active:
+        from django.contrib.auth.models import AnonymousUser
+
+        return AnonymousUser()
+    return fresh
+
+
+def require_login(user) -> None:
+    if not user.is_authenticated or not user.is_active:
         raise NotAuthenticated("Log in first.")
 
 
@@ -29,23 +51,37 @@ def require_teacher(user) -> None:
         raise Forbidden("Only teachers can do this.")
 
 
+def searchable_collections(user) -> QuerySet:
+    """Collections a user may search: those they edit, and, for a student, those of the open
+    prompts they are enrolled in that one of the prompt's teachers may still use."""
+    from chat.models import Prompt, enrolled_q, open_now_q
+    from collections_app.models import Collection
+
+    if not (user.is_authenticated and user.is_active):
+        return Collection.objects.none()
+    if user.is_superuser:
+        return Collection.objects.all()
+    usable = set(Collection.objects.editable_by(user).values_list("pk", flat=True))
+    for prompt in Prompt.objects.filter(enrolled_q(user), open_now_q()).distinct():
+        usable.update(prompt.usable_collections().values_list("pk", flat=True))
+    return Collection.objects.filter(pk__in=usable)
+
+
 def get_collection_for_edit(user, pk: int):
     from collections_app.models import Collection
 
     require_login(user)
     collection = Collection.objects.editable_by(user).filter(pk=pk).first()
     if collection is None:
-        if Collection.objects.searchable_by(user).filter(pk=pk).exists():
+        if searchable_collections(user).filter(pk=pk).exists():
             raise Forbidden("Only the collection's owners can see or change it.")
         raise NotFound("There is no such collection, or it is not shared with you.")
     return collection
 
 
 def get_collection_for_search(user, pk: int):
-    from collections_app.models import Collection
-
     require_login(user)
-    collection = Collection.objects.searchable_by(user).filter(pk=pk).first()
+    collection = searchable_collections(user).filter(pk=pk).first()
     if collection is None:
         raise NotFound("There is no such collection, or it is not shared with you.")
     return collection
@@ -63,19 +99,33 @@ def get_file_for_edit(user, pk: int):
 
 
 def get_prompt_for_edit(user, pk: int):
+    """A prompt the user teaches (owner or co-teacher)."""
     from chat.models import Prompt
 
     require_login(user)
     prompt = Prompt.objects.editable_by(user).filter(pk=pk).first()
     if prompt is None:
         if Prompt.objects.visible_to(user).filter(pk=pk).exists():
-            raise Forbidden("Only the prompt's teacher can see its settings or change it.")
+            raise Forbidden("Only the prompt's teachers can see its settings or change it.")
         raise NotFound("There is no such prompt, or you have not joined it.")
     return prompt
 
 
+def get_prompt_for_owner(user, pk: int):
+    """A prompt the user owns: deleting it and choosing its co-teachers are the owner's alone."""
+    prompt = get_prompt_for_edit(user, pk)
+    if not is_prompt_owner(user, prompt):
+        raise Forbidden("Only the prompt's owner can do this.")
+    return prompt
+
+
+def is_prompt_owner(user, prompt) -> bool:
+    return user.is_superuser or prompt.owner_id == user.pk
+
+
 def get_prompt_for_chat(user, pk: int):
-    """A prompt the user may chat with: one they joined (active), or their own."""
+    """A prompt whose chats the user may open: one they teach, or one they are enrolled in (its
+    state decides whether they may also write, see `check_may_chat`)."""
     from chat.models import Prompt
 
     require_login(user)
@@ -83,6 +133,38 @@ def get_prompt_for_chat(user, pk: int):
     if prompt is None:
         raise NotFound("There is no such prompt, or you have not joined it.")
     return prompt
+
+
+def check_may_chat(user, prompt) -> None:
+    """May the user start chats and send messages with this prompt now? Its teachers always may
+    (a preview before students can); enrolled students only while it is open."""
+    from chat.models import PromptState
+
+    if prompt.is_taught_by(user):
+        return
+    if not prompt.is_enrolled(user):
+        raise NotFound("There is no such prompt, or you have not joined it.")
+    state = prompt.state()
+    if state != PromptState.OPEN:
+        raise Forbidden(state_sentence(prompt, state))
+
+
+def state_sentence(prompt, state=None) -> str:
+    """What a student is told about a prompt that is not open, with its times in their time zone."""
+    from chat.models import PromptState
+
+    state = state or prompt.state()
+    if state == PromptState.DRAFT:
+        return f"This assistant opens on {_when(prompt.opens_at)}."
+    if state == PromptState.CLOSED:
+        return f"This assistant closed on {_when(prompt.closes_at)}; your chats stay readable."
+    if state == PromptState.OFF:
+        return "This assistant has been switched off by its teacher; your chats stay readable."
+    return "This assistant is open."
+
+
+def _when(moment) -> str:
+    return formats.date_format(timezone.localtime(moment), "j F Y \\a\\t H:i T")
 
 
 def get_session_for_read(user, pk: int):
@@ -96,9 +178,9 @@ def get_session_for_read(user, pk: int):
 
 
 def get_session_for_write(user, pk: int):
+    """A chat the user may write in now: their own, on a prompt they may chat with now."""
     session = get_session_for_read(user, pk)
-    if session.user_id != user.id:
+    if session.user_id != user.pk:
         raise Forbidden("You can read this chat but only its student can write in it.")
-    if not session.prompt.active:
-        raise Forbidden("This assistant has been switched off by its teacher.")
+    check_may_chat(user, session.prompt)
     return session

@@ -87,7 +87,7 @@ def prepare_data(n: int) -> list[tuple[int, str]]:
     students = User.objects.bulk_create(
         [User(username=f"bench-student-{i}", role=Role.STUDENT, password="!") for i in range(n + 1)]
     )
-    Enrollment.objects.bulk_create([Enrollment(student=s, prompt=prompt) for s in students])
+    Enrollment.objects.bulk_create([Enrollment(student=s, prompt=prompt, number=n) for n, s in enumerate(students, 1)])
     chats = []
     for student in students:
         chat = ChatSession.objects.create(prompt=prompt, user=student)

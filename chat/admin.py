@@ -13,7 +13,11 @@ class EnrollmentForm(forms.ModelForm):
 
     class Meta:
         model = Enrollment
-        fields = ["student", "prompt"]
+        fields = ["student", "prompt", "status"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["status"].required = False  # left out: enrolled
 
     def clean(self):
         cleaned = super().clean()
@@ -38,9 +42,7 @@ class PromptAdminForm(forms.ModelForm):
 
     class Meta:
         model = Prompt
-        fields = [
-            "name", "description", "system_prompt", "chat_model", "collections", "curation_enabled", "active", "owner",
-        ]  # fmt: skip
+        fields = list(writes.FIELDS)
 
     def clean(self):
         cleaned = super().clean()
@@ -63,7 +65,7 @@ class PromptAdmin(admin.ModelAdmin):
     list_filter = ("active", "curation_enabled", "chat_model")
     search_fields = ("name", "description", "owner__username", "join_code")
     autocomplete_fields = ("owner",)
-    filter_horizontal = ("collections",)
+    filter_horizontal = ("collections", "co_teachers")
     inlines = [EnrollmentInline]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
@@ -87,7 +89,8 @@ class PromptAdmin(admin.ModelAdmin):
 @admin.register(Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin):
     form = EnrollmentForm
-    list_display = ("student", "prompt", "created")
+    list_display = ("student", "prompt", "number", "status", "created", "last_active")
+    list_filter = ("status",)
     search_fields = ("student__username", "prompt__name")
     raw_id_fields = ("student", "prompt")
 

@@ -27,7 +27,7 @@ from chat.citations import map_citations
 from chat.events import EventSink, PassageView
 from chat.extractive import extractive_answer
 from chat.limits import TurnLock, check_rate
-from chat.models import AnswerMode, ChatSession, Message, MessageRole, MessageStatus
+from chat.models import AnswerMode, ChatSession, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
 from chat.tools import SearchTool, ToolOutcome, parse_query
 from currechat.errors import CurreChatError, ProviderError
@@ -71,12 +71,11 @@ class _Progress:
 
 def new_session(user, prompt_id: int) -> ChatSession:
     """A new chat with a prompt the user may chat with."""
-    from accounts.permissions import Forbidden, get_prompt_for_chat
+    from accounts.permissions import check_may_chat, get_prompt_for_chat
 
     prompt = get_prompt_for_chat(user, prompt_id)
-    if not prompt.active:
-        raise Forbidden("This assistant has been switched off by its teacher.")
-    return ChatSession.objects.create(prompt=prompt, user=user)
+    check_may_chat(user, prompt)
+    return ChatSession.objects.create(prompt=prompt, user=user, visibility=prompt.chat_visibility)
 
 
 def start_turn(session: ChatSession, content: str | None, *, retry: bool = False) -> Turn:
@@ -146,7 +145,9 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
     reply, progress = turn.reply, _Progress()
     try:
         prompt = turn.session.prompt
-        tool = SearchTool(list(prompt.collections.all()), curate=prompt.curation_enabled, results_budget=0)
+        # Only the collections a teacher of the prompt may still use (co-ownership can end).
+        searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
+        tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0)
         health = get_health()
         if health.has_model(prompt.chat_model):
             _answer_with_model(turn, tool, progress, sink)

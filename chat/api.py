@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 from ninja import Field, Router, Schema, Status
 
-from accounts.permissions import get_prompt_for_edit, get_session_for_read, require_login, require_teacher
-from chat import writes
+from accounts.models import User
+from accounts.permissions import (
+    get_prompt_for_edit,
+    get_prompt_for_owner,
+    get_session_for_read,
+    require_login,
+    require_teacher,
+)
+from chat import enrollment, roster, writes
 from chat.agent import fail_orphaned_replies, new_session
-from chat.enrollment import join_prompt
 from chat.events import ListSink, sse_frame
-from chat.models import ChatSession, Prompt
+from chat.models import ChatSession, EnrollmentStatus, Prompt
 from chat.runner import run_turn_async, start_turn_for, stream_turn
 from chat.serializers import message_dict, session_dict
 
@@ -27,19 +34,42 @@ class PromptIn(Schema):
     description: str = ""
     system_prompt: str = ""
     model: str | None = None
+    temperature: float | None = None
     collection_ids: list[int] = Field(default_factory=list)
+    co_teacher_ids: list[int] = Field(default_factory=list, description="User ids of teachers who co-teach it.")
     curation_enabled: bool = True
     active: bool = True
+    opens_at: datetime | None = None
+    closes_at: datetime | None = None
+    source_policy: Literal["material_only", "material_first", "no_search"] = "material_first"
+    student_instructions: str = ""
+    example_questions: list[str] = Field(default_factory=list)
+    chat_visibility: Literal["none", "pseudonymous", "named"] = "pseudonymous"
+    retention_days: int | None = None
+    weekly_token_budget: int | None = None
 
 
 class PromptPatch(Schema):
+    """Properties left out are unchanged; `opens_at`, `closes_at`, `temperature`, `retention_days`
+    and `weekly_token_budget` may be set to null to clear them."""
+
     name: str | None = None
     description: str | None = None
     system_prompt: str | None = None
     model: str | None = None
+    temperature: float | None = None
     collection_ids: list[int] | None = None
+    co_teacher_ids: list[int] | None = None
     curation_enabled: bool | None = None
     active: bool | None = None
+    opens_at: datetime | None = None
+    closes_at: datetime | None = None
+    source_policy: Literal["material_only", "material_first", "no_search"] | None = None
+    student_instructions: str | None = None
+    example_questions: list[str] | None = None
+    chat_visibility: Literal["none", "pseudonymous", "named"] | None = None
+    retention_days: int | None = None
+    weekly_token_budget: int | None = None
 
 
 class PromptOut(Schema):
@@ -48,9 +78,24 @@ class PromptOut(Schema):
     description: str
     system_prompt: str
     model: str = Field(alias="chat_model")
+    temperature: float | None
     collection_ids: list[int]
+    unavailable_collection_ids: list[int] = Field(
+        description="Connected collections none of the prompt's teachers may use any more: not searched."
+    )
+    owner: str = Field(alias="owner.username")
+    co_teacher_ids: list[int]
     curation_enabled: bool
     active: bool
+    opens_at: datetime | None
+    closes_at: datetime | None
+    state: Literal["draft", "open", "closed", "off"]
+    source_policy: str
+    student_instructions: str
+    example_questions: list[str]
+    chat_visibility: str
+    retention_days: int | None
+    weekly_token_budget: int | None
     join_code: str
     join_url: str
     student_count: int
@@ -61,12 +106,42 @@ class PromptOut(Schema):
         return sorted(c.id for c in prompt.collections.all())
 
     @staticmethod
+    def resolve_unavailable_collection_ids(prompt: Prompt) -> list[int]:
+        return sorted(prompt.unavailable_collections().values_list("pk", flat=True))
+
+    @staticmethod
+    def resolve_co_teacher_ids(prompt: Prompt) -> list[int]:
+        return sorted(u.pk for u in prompt.co_teachers.all())
+
+    @staticmethod
+    def resolve_state(prompt: Prompt) -> str:
+        return prompt.state()
+
+    @staticmethod
     def resolve_join_url(prompt: Prompt, context) -> str:
         return context["request"].build_absolute_uri(f"/join/{prompt.join_code}/")
 
     @staticmethod
     def resolve_student_count(prompt: Prompt) -> int:
-        return prompt.enrollments.count()
+        return prompt.enrollments.filter(status=EnrollmentStatus.ENROLLED).count()
+
+
+class StudentOut(Schema):
+    id: int = Field(description="The student's number within the prompt ('Student N'); not a user id.")
+    label: str
+    status: Literal["enrolled", "removed", "blocked"]
+    joined: datetime
+    last_active: datetime | None
+    chats: int
+    messages: int
+    tokens_this_week: int
+    budget: int | None
+    blocked: bool
+
+
+class JoinCodeOut(Schema):
+    join_code: str
+    join_url: str
 
 
 class JoinIn(Schema):
@@ -80,19 +155,28 @@ class JoinedOut(Schema):
 
 
 # API property -> model field, for the write functions.
-_RENAMED = {"model": "chat_model", "collection_ids": "collections"}
+_RENAMED = {"model": "chat_model", "collection_ids": "collections", "co_teacher_ids": "co_teachers"}
+# Properties whose null means "clear it" in a PATCH (for the others, null means "leave it").
+_NULLABLE = {"opens_at", "closes_at", "temperature", "retention_days", "weekly_token_budget"}
 
 
 def _changes(data: Schema, *, partial: bool) -> dict:
     sent = data.dict(exclude_unset=partial)
-    # A property sent as null is left as it is, like one not sent at all.
-    return {_RENAMED.get(name, name): value for name, value in sent.items() if value is not None or not partial}
+    changes = {
+        _RENAMED.get(name, name): value
+        for name, value in sent.items()
+        if value is not None or not partial or name in _NULLABLE
+    }
+    if changes.get("co_teachers") is not None:
+        changes["co_teachers"] = list(User.objects.filter(pk__in=changes["co_teachers"]))
+    return changes
 
 
 @router.get("/prompts", response=list[PromptOut])
 def list_prompts(request):
+    """The prompts you teach (own or co-teach)."""
     require_teacher(request.user)
-    return Prompt.objects.editable_by(request.user).prefetch_related("collections")
+    return Prompt.objects.editable_by(request.user).select_related("owner").prefetch_related("collections")
 
 
 @router.post("/prompts", response={201: PromptOut})
@@ -108,19 +192,59 @@ def get_prompt(request, prompt_id: int):
 
 @router.patch("/prompts/{int:prompt_id}", response=PromptOut)
 def update_prompt(request, prompt_id: int, data: PromptPatch):
+    """Owner and co-teachers; only the owner changes `co_teacher_ids`."""
     prompt = get_prompt_for_edit(request.user, prompt_id)
     return writes.update_prompt(request.user, prompt, _changes(data, partial=True))
 
 
 @router.delete("/prompts/{int:prompt_id}", response={204: None})
 def delete_prompt(request, prompt_id: int):
-    get_prompt_for_edit(request.user, prompt_id).delete()
-    return 204, None
+    """The owner only."""
+    get_prompt_for_owner(request.user, prompt_id).delete()
+    return Status(204, None)
+
+
+@router.post("/prompts/{int:prompt_id}/duplicate", response={201: PromptOut})
+def duplicate_prompt(request, prompt_id: int):
+    """A copy: settings and collections, a new join code, no students, owned by you."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    return Status(201, writes.duplicate_prompt(request.user, prompt))
+
+
+@router.post("/prompts/{int:prompt_id}/join-code", response=JoinCodeOut)
+def rotate_join_code(request, prompt_id: int):
+    """A new join code; the old code and link stop working at once."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    code = enrollment.rotate_join_code(prompt)
+    return {"join_code": code, "join_url": request.build_absolute_uri(f"/join/{code}/")}
+
+
+@router.get("/prompts/{int:prompt_id}/students", response=list[StudentOut])
+def list_students(request, prompt_id: int):
+    """The prompt's students (enrolled first, then removed and blocked), named only when the
+    prompt's chat visibility is `named`."""
+    return roster.roster(get_prompt_for_edit(request.user, prompt_id))
+
+
+@router.delete("/prompts/{int:prompt_id}/students/{int:student_id}", response={204: None})
+def remove_student(request, prompt_id: int, student_id: int, block: bool = False):
+    """Remove a student at once (their open chats stop too); `?block=true` keeps them from joining again."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    enrollment.remove_student(roster.enrollment_by_number(prompt, student_id), block=block)
+    return Status(204, None)
+
+
+@router.post("/prompts/{int:prompt_id}/students/{int:student_id}/readmit", response=StudentOut)
+def readmit_student(request, prompt_id: int, student_id: int):
+    """Enroll a removed or blocked student again."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    enrollment.readmit_student(roster.enrollment_by_number(prompt, student_id))
+    return next(row for row in roster.roster(prompt) if row.id == student_id)
 
 
 @router.post("/prompts/join", response=JoinedOut)
 def join(request, data: JoinIn):
-    prompt = join_prompt(request.user, data.code)
+    prompt = enrollment.join_prompt(request.user, data.code)
     return {"id": prompt.id, "name": prompt.name, "description": prompt.description}
 
 

@@ -1,33 +1,87 @@
-"""The one write path of enrollments: students join prompts by code; teachers and admins enroll."""
+"""The one write path of enrollments: students join by code, teachers remove or block them.
+
+A removed student may join again with the code (and keeps their "Student N" label); a blocked one
+may not. Removal takes effect at once everywhere, because every permission check reads the
+enrollment's current status (accounts.permissions).
+"""
 
 from __future__ import annotations
 
+from django.db import IntegrityError, transaction
+
 from accounts.models import User
 from accounts.permissions import Forbidden, require_login
-from chat.models import Enrollment, Prompt
+from chat.models import Enrollment, EnrollmentStatus, Prompt, PromptState, new_join_code
 from currechat.errors import InvalidInput, NotFound
+
+BLOCKED = (
+    "Your teacher has removed you from this assistant, and you cannot join it again. Ask them if this is a mistake."
+)
 
 
 def check_enrollment(prompt: Prompt, student: User) -> None:
-    """Who may be a prompt's student: an active user who is not its teacher."""
+    """Who may be a prompt's student: an active user who is not one of its teachers."""
     if not student.is_active:
         raise InvalidInput(f"{student.username}'s account is deactivated.", field="student")
-    if prompt.owner_id == student.pk:
+    if prompt.owner_id == student.pk or prompt.co_teachers.filter(pk=student.pk).exists():
         raise Forbidden("This is your own prompt; teachers don't need to join their own prompts.")
 
 
 def enroll(prompt: Prompt, student: User) -> Enrollment:
-    """Enroll `student` in `prompt` after `check_enrollment` (idempotent)."""
+    """Enroll `student` in `prompt` after `check_enrollment` (idempotent; a removed student is
+    enrolled again under their old label; a blocked one is refused)."""
     check_enrollment(prompt, student)
-    enrollment, _ = Enrollment.objects.get_or_create(student=student, prompt=prompt)
-    return enrollment
+    existing = Enrollment.objects.filter(prompt=prompt, student=student).first()
+    if existing is not None:
+        if existing.status == EnrollmentStatus.BLOCKED:
+            raise Forbidden(BLOCKED)
+        if existing.status != EnrollmentStatus.ENROLLED:
+            existing.status = EnrollmentStatus.ENROLLED
+            existing.save(update_fields=["status"])
+        return existing
+    for _ in range(5):  # two students joining at the same moment may draw the same number: draw again
+        try:
+            with transaction.atomic():
+                return Enrollment.objects.create(prompt=prompt, student=student)
+        except IntegrityError:
+            existing = Enrollment.objects.filter(prompt=prompt, student=student).first()
+            if existing is not None:  # the same student joined twice at once
+                return existing
+    raise Forbidden("Too many students are joining at this moment; try again.")
 
 
 def join_prompt(user, code: str) -> Prompt:
-    """Enroll a student in the active prompt with this join code (idempotent)."""
+    """Enroll a student in the prompt with this join code (idempotent)."""
     require_login(user)
     prompt = Prompt.objects.filter(join_code=code.strip().upper()).first()
-    if prompt is None or not prompt.active:
+    if prompt is None or prompt.state() == PromptState.OFF:
         raise NotFound("No active assistant has this join code. Check the code with your teacher.")
     enroll(prompt, user)
     return prompt
+
+
+def remove_student(enrollment: Enrollment, *, block: bool = False) -> Enrollment:
+    """Take a student out of the prompt (and, with `block`, keep them from joining again)."""
+    enrollment.status = EnrollmentStatus.BLOCKED if block else EnrollmentStatus.REMOVED
+    enrollment.save(update_fields=["status"])
+    return enrollment
+
+
+def readmit_student(enrollment: Enrollment) -> Enrollment:
+    """Undo a removal or block: the student is enrolled again."""
+    enrollment.status = EnrollmentStatus.ENROLLED
+    enrollment.save(update_fields=["status"])
+    return enrollment
+
+
+def rotate_join_code(prompt: Prompt) -> str:
+    """A new join code: the old code and link stop working at once."""
+    for _ in range(5):
+        prompt.join_code = new_join_code()
+        try:
+            with transaction.atomic():
+                prompt.save(update_fields=["join_code", "updated"])
+            return prompt.join_code
+        except IntegrityError:
+            continue
+    raise Forbidden("Could not draw a new join code; try again.")

@@ -1,8 +1,9 @@
 from django import forms
 
-from accounts.permissions import Forbidden
+from accounts.models import active_teachers
+from accounts.permissions import Forbidden, is_prompt_owner
 from chat.models import Prompt
-from chat.writes import attachable_collections, check_prompt
+from chat.writes import MAX_EXAMPLE_QUESTIONS, attachable_collections, check_prompt
 from collections_app.models import Collection
 from currechat.errors import InvalidInput
 from currechat.health import get_health
@@ -17,23 +18,73 @@ class PromptForm(forms.ModelForm):
         widget=forms.CheckboxSelectMultiple,
         help_text="The assistant searches these collections when it needs the course material.",
     )
+    co_teachers = forms.ModelMultipleChoiceField(
+        queryset=active_teachers(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Teachers who edit this prompt and see its students. Only you, its owner, change this.",
+    )
+    example_questions = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text=f"One per line, at most {MAX_EXAMPLE_QUESTIONS}: shown as clickable starters in an empty chat.",
+    )
+    opens_at = forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="Students can chat from then on. Empty: as soon as it is switched on.",
+    )
+    closes_at = forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="Students can no longer send messages from then on; their chats stay readable.",
+    )
 
     class Meta:
         model = Prompt
-        fields = ["name", "description", "system_prompt", "chat_model", "collections", "curation_enabled", "active"]
+        fields = [
+            "name", "description", "system_prompt", "student_instructions", "example_questions", "chat_model",
+            "temperature", "collections", "source_policy", "curation_enabled", "active", "opens_at", "closes_at",
+            "co_teachers", "chat_visibility", "retention_days", "weekly_token_budget",
+        ]  # fmt: skip
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
             "system_prompt": forms.Textarea(attrs={"rows": 8}),
+            "student_instructions": forms.Textarea(attrs={"rows": 2}),
             # Suggests the models the server has (templates/model_options.html) while allowing any name.
             "chat_model": forms.TextInput(attrs={"list": "model-options", "autocomplete": "off"}),
+            "source_policy": forms.RadioSelect,
+            "chat_visibility": forms.RadioSelect,
         }
-        labels = {"chat_model": "Chat model"}
-        help_texts = {"system_prompt": "How the assistant should behave, e.g. its role, tone and what to focus on."}
+        labels = {
+            "chat_model": "Chat model",
+            "source_policy": "How the assistant uses the material",
+            "chat_visibility": "What teachers see of students' chats",
+            "active": "Switched on",
+        }
+        help_texts = {
+            "system_prompt": "How the assistant should behave, e.g. its role, tone and what to focus on.",
+            "chat_visibility": "Students are told this when they join and above every chat. A change applies "
+            "to chats started after it.",
+            "retention_days": "Chats older than this are deleted. Empty: the site's default.",
+            "weekly_token_budget": "Tokens each student may use per week. Empty: no limit.",
+        }
 
     def __init__(self, *args, actor, **kwargs):
         super().__init__(*args, **kwargs)
         self.actor = actor
+        for name in ("source_policy", "chat_visibility"):  # left out of a post: the default
+            self.fields[name].required = False
         self.fields["collections"].queryset = attachable_collections(actor, self.instance)
+        owner = self.instance.owner if self.instance.pk else actor
+        self.fields["co_teachers"].queryset = active_teachers().exclude(pk=owner.pk)
+        if self.instance.pk:
+            self.initial["example_questions"] = "\n".join(self.instance.example_questions)
+            if not is_prompt_owner(actor, self.instance):
+                self.fields["co_teachers"].disabled = True
+                self.fields["co_teachers"].help_text = "Only the prompt's owner changes its co-teachers."
+        if not self.fields["co_teachers"].queryset.exists():
+            del self.fields["co_teachers"]  # no other teacher to choose: no empty section
         health = get_health()
         if health.model_server.ok:
             names = ", ".join(health.available_models) or "none"

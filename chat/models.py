@@ -6,7 +6,8 @@ import secrets
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Max, Q
+from django.utils import timezone
 
 # No look-alike characters (0/O, 1/I/L) so codes survive being read aloud or copied by hand.
 _JOIN_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -20,39 +21,105 @@ def _default_chat_model() -> str:
     return settings.CHAT_MODEL
 
 
+class SourcePolicy(models.TextChoices):
+    MATERIAL_ONLY = "material_only", "Answer only from the material (refuse otherwise)"
+    MATERIAL_FIRST = "material_first", "Material first; general knowledge labelled as such"
+    NO_SEARCH = "no_search", "No search (the assistant does not use the material)"
+
+
+class ChatVisibility(models.TextChoices):
+    NONE = "none", "Teachers see only statistics, no chat text"
+    PSEUDONYMOUS = "pseudonymous", "Teachers read chats labelled “Student N”"
+    NAMED = "named", "Teachers read chats under the student's name"
+
+
+class PromptState(models.TextChoices):
+    DRAFT = "draft", "Not open yet"
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+    OFF = "off", "Switched off"
+
+
+class EnrollmentStatus(models.TextChoices):
+    ENROLLED = "enrolled", "Enrolled"
+    REMOVED = "removed", "Removed"  # may join again with the code
+    BLOCKED = "blocked", "Blocked"  # may not join again
+
+
+def open_now_q(prefix: str = "", now=None) -> Q:
+    """Prompts students may use at `now`: switched on, opened, not closed."""
+    now = now or timezone.now()
+    return (
+        Q(**{f"{prefix}active": True})
+        & (Q(**{f"{prefix}opens_at__isnull": True}) | Q(**{f"{prefix}opens_at__lte": now}))
+        & (Q(**{f"{prefix}closes_at__isnull": True}) | Q(**{f"{prefix}closes_at__gt": now}))
+    )
+
+
+def teaches_q(user, prefix: str = "") -> Q:
+    """Prompts `user` teaches (owner or co-teacher) — only while they are an active teacher: a
+    teacher demoted to student or deactivated loses every teacher right at once."""
+    if not (user.is_authenticated and user.is_active and user.is_teacher):
+        return Q(pk__in=[])
+    return Q(**{f"{prefix}owner": user}) | Q(**{f"{prefix}co_teachers": user})
+
+
+def enrolled_q(user, prefix: str = "") -> Q:
+    """Prompts `user` is enrolled in now (not removed, not blocked)."""
+    if not (user.is_authenticated and user.is_active):
+        return Q(pk__in=[])
+    return Q(**{f"{prefix}enrollments__student": user, f"{prefix}enrollments__status": EnrollmentStatus.ENROLLED})
+
+
 class PromptQuerySet(models.QuerySet):
     def editable_by(self, user) -> PromptQuerySet:
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_superuser:
+        """Prompts the user teaches: owner and co-teachers (all of them for an active superuser)."""
+        if user.is_authenticated and user.is_active and user.is_superuser:
             return self.all()
-        return self.filter(owner=user)
+        return self.filter(pk__in=Prompt.objects.filter(teaches_q(user)).values("pk"))
 
     def joined_by(self, user) -> PromptQuerySet:
-        if not user.is_authenticated:
-            return self.none()
-        return self.filter(enrollments__student=user, active=True).distinct()
+        """Prompts the user is enrolled in (open or not: a closed prompt's chats stay readable)."""
+        return self.filter(pk__in=Prompt.objects.filter(enrolled_q(user)).values("pk"))
 
     def visible_to(self, user) -> PromptQuerySet:
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_superuser:
+        """Prompts whose chat pages the user may open: taught or joined."""
+        if user.is_authenticated and user.is_active and user.is_superuser:
             return self.all()
-        return self.filter(Q(owner=user) | Q(enrollments__student=user, active=True)).distinct()
+        return self.filter(pk__in=Prompt.objects.filter(teaches_q(user) | enrolled_q(user)).values("pk"))
 
 
 class Prompt(models.Model):
     """An assistant: the teacher's system prompt, a chat model and connected collections."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="prompts")
+    co_teachers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="co_taught_prompts",
+        help_text="Teachers who edit the prompt and see its students; only the owner deletes it or changes them.",
+    )
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     system_prompt = models.TextField(blank=True)
     chat_model = models.CharField(max_length=200, default=_default_chat_model)
+    temperature = models.FloatField(null=True, blank=True, help_text="0-2; empty uses the model's default.")
     collections = models.ManyToManyField("collections_app.Collection", blank=True, related_name="prompts")
     curation_enabled = models.BooleanField(default=True, help_text="Let an LLM check each search result.")
+    source_policy = models.CharField(max_length=16, choices=SourcePolicy.choices, default=SourcePolicy.MATERIAL_FIRST)
+    student_instructions = models.TextField(
+        blank=True, help_text="Shown to students above the chat, e.g. what to ask about."
+    )
+    example_questions = models.JSONField(default=list, blank=True, help_text="Up to 6 starters shown in an empty chat.")
     join_code = models.CharField(max_length=16, unique=True, default=new_join_code)
-    active = models.BooleanField(default=True, help_text="Inactive prompts accept no new students or messages.")
+    active = models.BooleanField(default=True, help_text="Switched off, students can neither join nor chat.")
+    opens_at = models.DateTimeField(null=True, blank=True, help_text="Students can chat from then on (empty: now).")
+    closes_at = models.DateTimeField(null=True, blank=True, help_text="Students can no longer chat from then on.")
+    chat_visibility = models.CharField(
+        max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS
+    )
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
+    weekly_token_budget = models.PositiveIntegerField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -64,34 +131,96 @@ class Prompt(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def state(self, now=None) -> PromptState:
+        """Where the prompt is in its schedule, for students (teachers can always chat)."""
+        now = now or timezone.now()
+        if not self.active:
+            return PromptState.OFF
+        if self.opens_at is not None and now < self.opens_at:
+            return PromptState.DRAFT
+        if self.closes_at is not None and now >= self.closes_at:
+            return PromptState.CLOSED
+        return PromptState.OPEN
+
+    def is_taught_by(self, user) -> bool:
+        """Owner or co-teacher, while an active teacher (superusers too)."""
+        if not (user.is_authenticated and user.is_active):
+            return False
+        if user.is_superuser:
+            return True
+        return Prompt.objects.filter(teaches_q(user), pk=self.pk).exists()
+
+    def is_enrolled(self, user) -> bool:
+        return Prompt.objects.filter(enrolled_q(user), pk=self.pk).exists()
+
+    def teachers(self) -> models.QuerySet:
+        """The owner and co-teachers who still teach (active teachers)."""
+        from accounts.models import active_teachers
+
+        return active_teachers().filter(Q(pk=self.owner_id) | Q(co_taught_prompts=self)).distinct()
+
+    def usable_collections(self) -> models.QuerySet:
+        """The attached collections one of the prompt's teachers may still use: a collection whose
+        access was taken from every teacher of the prompt (co-ownership ended) is searched no more."""
+        from collections_app.models import Collection
+
+        teachers = self.teachers()
+        usable = Collection.objects.filter(Q(owner__in=teachers) | Q(co_owners__in=teachers)).values("pk")
+        return self.collections.filter(pk__in=usable)
+
+    def unavailable_collections(self) -> models.QuerySet:
+        return self.collections.exclude(pk__in=self.usable_collections().values("pk"))
+
 
 class Enrollment(models.Model):
     student = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="enrollments")
+    status = models.CharField(max_length=16, choices=EnrollmentStatus.choices, default=EnrollmentStatus.ENROLLED)
+    # "Student N": stable within the prompt (kept across removal and re-joining), never reused.
+    number = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
+    last_active = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["student", "prompt"], name="unique_enrollment")]
+        constraints = [
+            models.UniqueConstraint(fields=["student", "prompt"], name="unique_enrollment"),
+            models.UniqueConstraint(fields=["prompt", "number"], name="unique_student_number"),
+        ]
         ordering = ["-created"]
 
     def __str__(self) -> str:
         return f"{self.student} → {self.prompt}"
 
+    def save(self, *args, **kwargs):
+        if not self.number:  # the next free label in the prompt (chat.enrollment.enroll retries a race)
+            taken = Enrollment.objects.filter(prompt_id=self.prompt_id).aggregate(n=Max("number"))["n"]
+            self.number = (taken or 0) + 1
+        super().save(*args, **kwargs)
+
+    @property
+    def label(self) -> str:
+        return f"Student {self.number}"
+
 
 class ChatSessionQuerySet(models.QuerySet):
     def readable_by(self, user) -> ChatSessionQuerySet:
-        """The user's own chats, and their students' chats on prompts they teach."""
-        if not user.is_authenticated:
+        """The user's own chats on prompts they still teach or are enrolled in, and their students'
+        chats on prompts they teach, unless the chat was started under "teachers see no chat text"."""
+        if not (user.is_authenticated and user.is_active):
             return self.none()
+        own = Q(user=user, prompt__in=Prompt.objects.visible_to(user).values("pk"))
         if user.is_superuser:
-            return self.all()
-        return self.filter(Q(user=user) | Q(prompt__owner=user))
+            return self.filter(own | ~Q(visibility=ChatVisibility.NONE))
+        taught = Q(prompt__in=Prompt.objects.editable_by(user).values("pk")) & ~Q(visibility=ChatVisibility.NONE)
+        return self.filter(own | taught)
 
 
 class ChatSession(models.Model):
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="sessions")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
     title = models.CharField(max_length=200, blank=True)
+    # The prompt's chat_visibility when the chat started: what its student was told teachers see.
+    visibility = models.CharField(max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -104,13 +233,7 @@ class ChatSession(models.Model):
         return self.title or f"Chat {self.pk}"
 
     def is_readable_by(self, user) -> bool:
-        """The session's owner reads and writes; the prompt's teacher reads."""
-        if not user.is_authenticated:
-            return False
-        return user.is_superuser or self.user_id == user.id or self.prompt.owner_id == user.id
-
-    def is_writable_by(self, user) -> bool:
-        return user.is_authenticated and self.user_id == user.id and self.prompt.active
+        return ChatSession.objects.readable_by(user).filter(pk=self.pk).exists()
 
 
 class MessageRole(models.TextChoices):

@@ -149,9 +149,11 @@ async def run_turn_async(turn: Turn, sink) -> Message:
 
 def start_turn_for(user, session_id: int, content: str | None, *, retry: bool = False) -> Turn:
     """Permission check and `start_turn`, for the async edges (one sync call, one DB thread hop)."""
-    from accounts.permissions import get_session_for_write
+    from accounts.permissions import current, get_session_for_write
 
-    session = get_session_for_write(user, session_id)
+    # The user as they are now: a websocket keeps the user of its handshake, who may have been
+    # deactivated or demoted since.
+    session = get_session_for_write(current(user), session_id)
     return start_turn(session, content, retry=retry)
 
 

@@ -7,13 +7,22 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.permissions import get_prompt_for_chat, get_prompt_for_edit, get_session_for_read, require_teacher
-from chat import writes
+from accounts.permissions import (
+    check_may_chat,
+    get_prompt_for_chat,
+    get_prompt_for_edit,
+    get_prompt_for_owner,
+    get_session_for_read,
+    is_prompt_owner,
+    require_teacher,
+    state_sentence,
+)
+from chat import enrollment, roster, writes
 from chat.agent import fail_orphaned_replies, new_session
 from chat.forms import PromptForm
-from chat.models import ChatSession
+from chat.models import ChatSession, ChatVisibility, PromptState
 from chat.serializers import message_dict
-from currechat.errors import NotFound
+from currechat.errors import CurreChatError, NotFound
 from currechat.health import get_health
 
 
@@ -39,21 +48,84 @@ def prompt_detail(request, pk: int):
         messages.success(request, "Prompt saved.")
         return redirect("prompt_detail", pk=prompt.pk)
     join_url = request.build_absolute_uri(f"/join/{prompt.join_code}/")
-    enrollments = prompt.enrollments.select_related("student")
-    # What students asked: their chats on this prompt, newest first (read-only for the teacher).
-    chats = prompt.sessions.exclude(user=request.user).select_related("user")[:100]
-    context = {"prompt": prompt, "form": form, "join_url": join_url, "enrollments": enrollments, "chats": chats}
+    # What students asked: their chats on this prompt, newest first, as the privacy level allows.
+    chats = (
+        ChatSession.objects.readable_by(request.user)
+        .filter(prompt=prompt)
+        .exclude(user=request.user)
+        .select_related("user")[:100]
+    )
+    labels = {row_student: row.label for row_student, row in _roster_by_user(prompt).items()}
+    context = {
+        "prompt": prompt,
+        "form": form,
+        "join_url": join_url,
+        "students": roster.roster(prompt),
+        "chats": [(chat, _chat_label(chat, labels)) for chat in chats],
+        "state": prompt.state(),
+        "state_sentence": state_sentence(prompt),
+        "is_owner": is_prompt_owner(request.user, prompt),
+        "unavailable": list(prompt.unavailable_collections()),
+    }
     return render(request, "prompts/detail.html", context)
+
+
+def _roster_by_user(prompt) -> dict:
+    by_number = {row.id: row for row in roster.roster(prompt)}
+    return {e.student_id: by_number[e.number] for e in prompt.enrollments.all() if e.number in by_number}
+
+
+def _chat_label(chat, labels: dict) -> str:
+    if chat.visibility == ChatVisibility.NAMED:
+        return chat.user.get_full_name() or chat.user.username
+    return labels.get(chat.user_id, "A teacher")
 
 
 @login_required
 @require_POST
 def prompt_delete(request, pk: int):
-    prompt = get_prompt_for_edit(request.user, pk)
+    prompt = get_prompt_for_owner(request.user, pk)
     name = prompt.name
     prompt.delete()
     messages.success(request, f"Prompt “{name}” deleted.")
     return redirect("home")
+
+
+@login_required
+@require_POST
+def prompt_duplicate(request, pk: int):
+    copy = writes.duplicate_prompt(request.user, get_prompt_for_edit(request.user, pk))
+    messages.success(request, f"“{copy.name}” created: same settings and collections, a new join code, no students.")
+    return redirect("prompt_detail", pk=copy.pk)
+
+
+@login_required
+@require_POST
+def prompt_rotate_code(request, pk: int):
+    prompt = get_prompt_for_edit(request.user, pk)
+    enrollment.rotate_join_code(prompt)
+    messages.success(request, "New join code made; the old code and link no longer work.")
+    return redirect("prompt_detail", pk=pk)
+
+
+_STUDENT_ACTIONS = {
+    "remove": (lambda e: enrollment.remove_student(e), "{label} removed; they can join again with the code."),
+    "block": (lambda e: enrollment.remove_student(e, block=True), "{label} removed and blocked from joining again."),
+    "readmit": (enrollment.readmit_student, "{label} enrolled again."),
+}
+
+
+@login_required
+@require_POST
+def student_action(request, pk: int, number: int, action: str):
+    prompt = get_prompt_for_edit(request.user, pk)
+    if action not in _STUDENT_ACTIONS:
+        raise NotFound("There is no such action.")
+    found = roster.enrollment_by_number(prompt, number)
+    act, sentence = _STUDENT_ACTIONS[action]
+    act(found)
+    messages.success(request, sentence.format(label=roster.label_for(prompt, found)))
+    return redirect("prompt_detail", pk=pk)
 
 
 # --- Chat pages ------------------------------------------------------------------------------------
@@ -72,14 +144,27 @@ def _model_status(prompt) -> dict:
     return {"connected": connected, "model": prompt.chat_model, "text": text}
 
 
+def _may_chat(user, prompt) -> tuple[bool, str]:
+    """Whether the user may write to the prompt now, and the sentence that says why not."""
+    try:
+        check_may_chat(user, prompt)
+    except CurreChatError as exc:
+        return False, str(exc)
+    return True, ""
+
+
 def _chat_page(request, prompt, session):
     owner = session.user if session else request.user
     sessions = ChatSession.objects.filter(prompt=prompt, user=owner)
+    may_chat, closed_reason = _may_chat(request.user, prompt)
+    writable = bool(session and session.user_id == request.user.id and may_chat)
+    teaching = prompt.is_taught_by(request.user)
+    state = prompt.state()
     config = {
         "session_id": session.id if session else None,
         "ws_path": f"/ws/chats/{session.id}/" if session else None,
         "api_path": f"/api/v1/chats/{session.id}" if session else None,
-        "writable": bool(session and session.is_writable_by(request.user)),
+        "writable": writable,
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
         "model_status": _model_status(prompt),
     }
@@ -88,10 +173,26 @@ def _chat_page(request, prompt, session):
         "session": session,
         "sessions": sessions,
         "read_only_owner": owner if owner.id != request.user.id else None,
-        "can_start": prompt.active and owner.id == request.user.id,
+        "read_only_label": _reader_label(prompt, session) if owner.id != request.user.id else "",
+        "can_start": may_chat and owner.id == request.user.id,
+        "closed_reason": closed_reason,
+        # Teachers chat before students can (or after): the band says students can't use it now.
+        "preview": teaching and state != PromptState.OPEN,
+        "state_sentence": state_sentence(prompt, state),
+        "example_questions": prompt.example_questions if writable else [],
         "chat_config": config,
     }
     return render(request, "chat/chat.html", context)
+
+
+def _reader_label(prompt, session) -> str:
+    """How a teacher sees the chat's student: by name only when the chat was started as "named"."""
+    if session is None:
+        return ""
+    if session.visibility == ChatVisibility.NAMED:
+        return session.user.username
+    enrollment = prompt.enrollments.filter(student_id=session.user_id).first()
+    return enrollment.label if enrollment else "a teacher"
 
 
 @login_required
@@ -102,7 +203,7 @@ def chat_home(request, pk: int):
     """
     prompt = get_prompt_for_chat(request.user, pk)
     latest = ChatSession.objects.filter(prompt=prompt, user=request.user).first()
-    if latest is None and prompt.active:
+    if latest is None and _may_chat(request.user, prompt)[0]:
         latest = new_session(request.user, pk)
     if latest is not None:
         return redirect("chat_session", pk=pk, session_id=latest.pk)

@@ -21,16 +21,25 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from accounts.models import User
-from accounts.permissions import Forbidden
-from chat.models import Prompt
+from accounts.permissions import Forbidden, is_prompt_owner
+from chat.models import ChatVisibility, Prompt, SourcePolicy
 from collections_app.models import Collection
 from currechat.errors import InvalidInput
 from currechat.health import get_health
 from rag.providers.registry import UnknownModel, get_chat_model
 
-FIELDS = ("name", "description", "system_prompt", "chat_model", "collections", "curation_enabled", "active", "owner")
-_PLAIN = ("description", "system_prompt")
+FIELDS = (
+    "name", "description", "system_prompt", "chat_model", "collections", "curation_enabled", "active", "owner",
+    "co_teachers", "opens_at", "closes_at", "source_policy", "student_instructions", "example_questions",
+    "chat_visibility", "retention_days", "weekly_token_budget", "temperature",
+)  # fmt: skip
+_PLAIN = ("description", "system_prompt", "student_instructions")
 _FLAGS = ("curation_enabled", "active")
+_CHOICES = {"source_policy": SourcePolicy, "chat_visibility": ChatVisibility}
+# Optional whole numbers: (smallest, sentence naming the field)
+_COUNTS = {"retention_days": (1, "Keep chats for at least 1 day, or leave it empty."),
+           "weekly_token_budget": (0, "A weekly token budget is 0 or more tokens, or empty for no limit.")}  # fmt: skip
+MAX_EXAMPLE_QUESTIONS = 6
 
 
 def check_prompt(actor: User, prompt: Prompt | None, changes: dict[str, Any]) -> dict[str, Any]:
@@ -62,17 +71,94 @@ def check_prompt(actor: User, prompt: Prompt | None, changes: dict[str, Any]) ->
         cleaned["owner"] = owner
     if changes.get("collections") is not None:
         cleaned["collections"] = _clean_collections(actor, prompt, changes["collections"])
+    cleaned.update(_clean_course_settings(prompt, changes))
+    if changes.get("co_teachers") is not None:
+        cleaned["co_teachers"] = _clean_co_teachers(actor, prompt, changes["co_teachers"], cleaned.get("owner"))
     return cleaned
+
+
+def _clean_course_settings(prompt: Prompt | None, changes: dict[str, Any]) -> dict[str, Any]:
+    """Schedule, policy, guidance, privacy and limits."""
+    cleaned: dict[str, Any] = {}
+    for name, choices in _CHOICES.items():
+        if changes.get(name) not in (None, ""):  # left out: the model's default
+            if changes[name] not in choices.values:
+                allowed = ", ".join(choices.values)
+                raise InvalidInput(f"'{changes[name]}' is not a valid {name}; choose one of: {allowed}.", field=name)
+            cleaned[name] = changes[name]
+    for name, (smallest, sentence) in _COUNTS.items():
+        if name in changes:
+            value = changes[name]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < smallest):
+                raise InvalidInput(sentence, field=name)
+            cleaned[name] = value
+    if "temperature" in changes:
+        value = changes["temperature"]
+        if value is not None and not (isinstance(value, int | float) and 0 <= value <= 2):
+            raise InvalidInput(
+                "The temperature is a number from 0 to 2, or empty for the model's default.", "temperature"
+            )
+        cleaned["temperature"] = None if value is None else float(value)
+    if "example_questions" in changes:
+        cleaned["example_questions"] = _clean_examples(changes["example_questions"])
+    for name in ("opens_at", "closes_at"):
+        if name in changes:
+            cleaned[name] = changes[name]
+    opens = cleaned.get("opens_at", prompt.opens_at if prompt else None)
+    closes = cleaned.get("closes_at", prompt.closes_at if prompt else None)
+    if opens is not None and closes is not None and closes <= opens:
+        raise InvalidInput("The closing time must be after the opening time.", field="closes_at")
+    return cleaned
+
+
+def _clean_examples(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):  # the form's textarea: one question per line
+        value = value.splitlines()
+    questions = [" ".join(str(q).split()) for q in value]
+    questions = [q for q in questions if q]
+    if len(questions) > MAX_EXAMPLE_QUESTIONS:
+        raise InvalidInput(
+            f"Give at most {MAX_EXAMPLE_QUESTIONS} example questions; there are {len(questions)}.",
+            field="example_questions",
+        )
+    too_long = [q for q in questions if len(q) > 300]
+    if too_long:
+        raise InvalidInput("Keep each example question under 300 characters.", field="example_questions")
+    return questions
+
+
+def _clean_co_teachers(actor: User, prompt: Prompt | None, values: list, new_owner: User | None) -> list[User]:
+    """Active teachers other than the owner; only the owner (or an administrator) changes them."""
+    names = [v.username if isinstance(v, User) else str(v).strip() for v in values]
+    users = list(User.objects.filter(username__in=names))
+    missing = sorted(set(names) - {u.username for u in users})
+    if missing:
+        raise InvalidInput(f"No such user: {', '.join(missing)}.", field="co_teachers")
+    not_teachers = sorted(u.username for u in users if not (u.is_teacher and u.is_active))
+    if not_teachers:
+        raise InvalidInput(
+            f"Only active teachers can teach a prompt: {', '.join(not_teachers)} is not one.", field="co_teachers"
+        )
+    owner_id = new_owner.pk if new_owner else (prompt.owner_id if prompt else actor.pk)
+    users = [u for u in users if u.pk != owner_id]
+    current = set(prompt.co_teachers.values_list("pk", flat=True)) if prompt else set()
+    if {u.pk for u in users} != current and prompt is not None and not is_prompt_owner(actor, prompt):
+        raise Forbidden("Only the prompt's owner can change its co-teachers.")
+    return users
 
 
 def create_prompt(actor: User, changes: dict[str, Any]) -> Prompt:
     """A new prompt owned by `actor` (a teacher), after `check_prompt`."""
     cleaned = check_prompt(actor, None, changes)
     collections = cleaned.pop("collections", [])
+    co_teachers = cleaned.pop("co_teachers", [])
     cleaned.setdefault("owner", actor)
     with transaction.atomic():
         prompt = Prompt.objects.create(**cleaned)
         prompt.collections.set(collections)
+        prompt.co_teachers.set(co_teachers)
     return prompt
 
 
@@ -80,13 +166,26 @@ def update_prompt(actor: User, prompt: Prompt, changes: dict[str, Any]) -> Promp
     """Apply `changes` after `check_prompt`."""
     cleaned = check_prompt(actor, prompt, changes)
     collections = cleaned.pop("collections", None)
+    co_teachers = cleaned.pop("co_teachers", None)
     with transaction.atomic():
         for name, value in cleaned.items():
             setattr(prompt, name, value)
         prompt.save()
         if collections is not None:
             prompt.collections.set(collections)
+        if co_teachers is not None:
+            prompt.co_teachers.set(co_teachers)
     return prompt
+
+
+def duplicate_prompt(actor: User, prompt: Prompt) -> Prompt:
+    """A copy with the same settings and collections, a new join code, no students and no chats;
+    owned by `actor` (co-teachers are not copied: the copy is the actor's to share)."""
+    settings_fields = [f for f in FIELDS if f not in ("owner", "co_teachers", "collections", "name")]
+    changes = {name: getattr(prompt, name) for name in settings_fields}
+    changes["name"] = f"{prompt.name} (copy)"[:200]
+    changes["collections"] = list(prompt.usable_collections().filter(pk__in=attachable_collections(actor, None)))
+    return create_prompt(actor, changes)
 
 
 def _clean_name(value: str) -> str:

@@ -11,22 +11,13 @@ from rag.languages import LANGUAGE_CHOICES
 
 class CollectionQuerySet(models.QuerySet):
     def editable_by(self, user) -> CollectionQuerySet:
-        """Collections a teacher owns or co-owns (all of them for a superuser)."""
-        if not user.is_authenticated:
+        """Collections an active teacher owns or co-owns (all of them for an active superuser). A
+        teacher demoted to student or deactivated loses them at once."""
+        if not (user.is_authenticated and user.is_active and user.is_teacher):
             return self.none()
         if user.is_superuser:
             return self.all()
-        return self.filter(Q(owner=user) | Q(co_owners=user)).distinct()
-
-    def searchable_by(self, user) -> CollectionQuerySet:
-        """Collections a user may search: editable ones, plus those of active prompts a student joined."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_superuser:
-            return self.all()
-        return self.filter(
-            Q(owner=user) | Q(co_owners=user) | Q(prompts__enrollments__student=user, prompts__active=True)
-        ).distinct()
+        return self.filter(pk__in=Collection.objects.filter(Q(owner=user) | Q(co_owners=user)).values("pk"))
 
 
 def _default_embedding_model() -> str:
@@ -58,9 +49,7 @@ class Collection(models.Model):
         return self.name
 
     def is_editable_by(self, user) -> bool:
-        if not user.is_authenticated:
-            return False
-        return user.is_superuser or self.owner_id == user.id or self.co_owners.filter(pk=user.pk).exists()
+        return Collection.objects.editable_by(user).filter(pk=self.pk).exists()
 
 
 class FileStatus(models.TextChoices):

@@ -12,8 +12,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import Role, User
+from accounts.permissions import state_sentence
 from chat.enrollment import join_prompt
-from chat.models import Prompt
+from chat.models import ChatVisibility, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
 from currechat.errors import CurreChatError
 
@@ -34,7 +35,9 @@ def home(request):
             n_students=Count("enrollments", distinct=True), n_collections=Count("collections", distinct=True)
         )
         return render(request, "teacher_home.html", {"collections": collections, "prompts": prompts})
-    prompts = Prompt.objects.joined_by(request.user).select_related("owner")
+    prompts = list(Prompt.objects.joined_by(request.user).select_related("owner"))
+    for prompt in prompts:  # "Opens on …", "Closed on …": why a prompt cannot be used now
+        prompt.state_sentence = state_sentence(prompt) if prompt.state() != PromptState.OPEN else ""
     return render(request, "student_home.html", {"prompts": prompts, "join_form": JoinForm()})
 
 
@@ -65,8 +68,9 @@ def join_by_code(request):
 
 @require_http_methods(["GET", "POST"])
 def join_link(request, code: str):
-    """A prompt's join link: logged-in users join at once; new students sign up here first."""
-    prompt = Prompt.objects.filter(join_code=code.upper(), active=True).first()
+    """A prompt's join link. GET only shows what joining means (a link followed from another site
+    must not enroll anyone); the POST of its button enrolls, and signs a new student up first."""
+    prompt = Prompt.objects.filter(join_code=code.upper()).exclude(active=False).select_related("owner").first()
     if prompt is None:
         return render(
             request,
@@ -74,19 +78,28 @@ def join_link(request, code: str):
             {"title": "Not found", "message": "This join link is not valid any more. Ask your teacher for a new one."},
             status=404,
         )
-    if request.user.is_authenticated:
-        if prompt.owner_id == request.user.id:
-            return redirect("prompt_detail", pk=prompt.pk)
-        join_prompt(request.user, code)
+    if request.user.is_authenticated and prompt.is_taught_by(request.user):
+        return redirect("prompt_detail", pk=prompt.pk)
+    form = None if request.user.is_authenticated else StudentSignupForm(request.POST or None)
+    if request.method == "POST" and (form is None or form.is_valid()):
+        user = request.user
+        if form is not None:
+            user = form.save(commit=False)
+            user.role = Role.STUDENT
+            user.save()
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        try:
+            join_prompt(user, code)
+        except CurreChatError as exc:
+            messages.error(request, str(exc))
+            return redirect("home")
         messages.success(request, f"You joined “{prompt.name}”. Ask your first question below.")
         return redirect("chat_home", pk=prompt.pk)
-    form = StudentSignupForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save(commit=False)
-        user.role = Role.STUDENT
-        user.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        join_prompt(user, code)
-        messages.success(request, f"Welcome! You joined “{prompt.name}”. Ask your first question below.")
-        return redirect("chat_home", pk=prompt.pk)
-    return render(request, "registration/signup.html", {"form": form, "prompt": prompt})
+    context = {
+        "prompt": prompt,
+        "form": form,
+        "already_joined": request.user.is_authenticated and prompt.is_enrolled(request.user),
+        "visibility": ChatVisibility(prompt.chat_visibility).label,
+        "state_sentence": state_sentence(prompt) if prompt.state() != PromptState.OPEN else "",
+    }
+    return render(request, "registration/join.html", context)

@@ -71,7 +71,8 @@ def test_students_start_chats_only_with_prompts_they_joined(client_for, chat_pro
     assert post_json(client_for(other_student), "/api/v1/chats", {"prompt_id": chat_prompt.id}).status_code == 404
     chat_prompt.active = False
     chat_prompt.save()
-    assert post_json(client_for(student), "/api/v1/chats", {"prompt_id": chat_prompt.id}).status_code == 404
+    refused = post_json(client_for(student), "/api/v1/chats", {"prompt_id": chat_prompt.id})
+    assert refused.status_code == 403 and "switched off" in refused.json()["detail"]
 
 
 def test_posting_a_message_returns_the_finished_turn(client_for, student, session, ollama):

@@ -135,10 +135,11 @@ def test_student_home_lists_only_joined_prompts(client_for, student, other_stude
     assert prompt.name not in client_for(other_student).get("/").content.decode()
 
 
-def test_inactive_prompt_disappears_for_students(client_for, student, prompt):
+def test_switched_off_prompt_says_so_on_the_student_home(client_for, student, prompt):
     prompt.active = False
     prompt.save()
-    assert prompt.name not in client_for(student).get("/").content.decode()
+    page = client_for(student).get("/").content.decode()
+    assert prompt.name in page and "switched off by its teacher; your chats stay readable" in page
 
 
 def test_teacher_home_shows_collections_and_prompts_with_counts(client_for, owner, prompt, collection):

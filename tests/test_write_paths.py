@@ -58,7 +58,13 @@ def _prompt_admin_form(prompt: Prompt, **changes) -> dict:
         "enrollments-MIN_NUM_FORMS": "0",
         "enrollments-MAX_NUM_FORMS": "1000",
     }
-    return {**_prompt_page_form(prompt), "owner": prompt.owner.pk, **inline, **changes}
+    admin_only = {
+        "owner": prompt.owner.pk,
+        "source_policy": prompt.source_policy,
+        "chat_visibility": prompt.chat_visibility,
+        "example_questions": "[]",
+    }
+    return {**_prompt_page_form(prompt), **admin_only, **inline, **changes}
 
 
 def _page_text(response) -> str:

@@ -265,6 +265,19 @@
     });
   }
 
+  // Example questions: a click asks it; they are starters, shown only while the chat is empty.
+  const examples = document.getElementById("examples");
+  if (examples) {
+    examples.hidden = messages.length > 0;
+    examples.addEventListener("click", (e) => {
+      const button = e.target.closest("button.example");
+      if (!button || !form) return;
+      input.value = button.dataset.question;
+      examples.hidden = true;
+      form.requestSubmit();
+    });
+  }
+
   // Citation links open their passage.
   conversation.addEventListener("click", (e) => {
     const link = e.target.closest("a.cite");

@@ -1,0 +1,77 @@
+"""A prompt's students as its teachers see them: the roster of the prompt page and the API.
+
+A student is known to teachers by their per-prompt number ("Student 7"), which is also the `id` the
+roster and its API use: a user id would let a teacher match a pseudonymous student with the same
+user in another prompt. Names are shown only when the prompt's chat visibility is "named".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Q
+
+from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, MessageRole, Prompt
+from currechat.errors import NotFound
+
+
+@dataclass(frozen=True)
+class RosterRow:
+    id: int  # the student's number within the prompt
+    label: str
+    status: str
+    joined: datetime
+    last_active: datetime | None
+    chats: int
+    messages: int
+    tokens_this_week: int
+    budget: int | None
+    blocked: bool
+
+
+def label_for(prompt: Prompt, enrollment: Enrollment) -> str:
+    if prompt.chat_visibility == ChatVisibility.NAMED:
+        return enrollment.student.get_full_name() or enrollment.student.username
+    return enrollment.label
+
+
+def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
+    """Every student who joined the prompt, enrolled first, with their activity (two queries)."""
+    enrollments = prompt.enrollments.select_related("student").order_by("number")
+    if not include_removed:
+        enrollments = enrollments.filter(status=EnrollmentStatus.ENROLLED)
+    activity = {
+        row["user_id"]: row
+        for row in ChatSession.objects.filter(prompt=prompt)
+        .values("user_id")
+        .annotate(
+            chats=Count("id", distinct=True), messages=Count("messages", filter=Q(messages__role=MessageRole.USER))
+        )
+    }
+    rows = []
+    for enrollment in enrollments:
+        seen = activity.get(enrollment.student_id, {})
+        rows.append(
+            RosterRow(
+                id=enrollment.number,
+                label=label_for(prompt, enrollment),
+                status=enrollment.status,
+                joined=enrollment.created,
+                last_active=enrollment.last_active,
+                chats=seen.get("chats", 0),
+                messages=seen.get("messages", 0),
+                tokens_this_week=0,
+                budget=prompt.weekly_token_budget,
+                blocked=enrollment.status == EnrollmentStatus.BLOCKED,
+            )
+        )
+    rows.sort(key=lambda r: (r.status != EnrollmentStatus.ENROLLED, r.id))
+    return rows
+
+
+def enrollment_by_number(prompt: Prompt, number: int) -> Enrollment:
+    enrollment = prompt.enrollments.select_related("student").filter(number=number).first()
+    if enrollment is None:
+        raise NotFound("There is no such student in this prompt.")
+    return enrollment
