@@ -1,15 +1,16 @@
 """A source file's lifecycle: every change of its status, and the one way each change is announced.
 
     queued ──claim──▶ processing ──finish──▶ ready
-      ▲                  │  └──────fail───▶ failed
-      │                  └──cancel/delete──▶ cancelled (or gone)
-      └──requeue / retry (a new attempt) ◀── any of them
+      │                  └───────fail────▶ failed
+      └──────cancel (either)─────────────▶ cancelled
+    requeue / retry: back to queued as a new attempt;  delete: gone, whatever the status
 
 Every change the worker makes is a conditional UPDATE on (id, attempt, status): a cancel, a
 delete or a newer attempt always wins over a worker that has not noticed it yet. The worker's side
 is `FileTracker`, the `rag.ingest.job.IngestTracker` the ingestion loop reports to; the teacher's
 side is cancel / retry / requeue / delete (pages, the API, the admin and `manage.py reindex` call
-them). After every change, `announce` publishes the file's state to whoever watches its collection.
+them). After every change, `announce` publishes the file's state (`delete_file`, its removal) to
+whoever watches its collection.
 """
 
 from __future__ import annotations
