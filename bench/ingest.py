@@ -3,8 +3,8 @@
     .venv/bin/python bench/ingest.py [--page-seconds 0.25] [--concurrency 4] [--no-write]
 
 Everything is real except the vision model: a private Redis Stack server, a SQLite database, the
-real ingestion loop (`rag.ingest.pipeline.run_ingest`, the body of the background task) over real
-PDFs from ../shared/data, and the offline all-MiniLM-L6-v2 embedder (the default model). The VLM
+real ingestion loop (`collections_app.lifecycle.run_ingest`, the body of the background task) over
+real PDFs from ../shared/data, and the offline all-MiniLM-L6-v2 embedder (the default model). The VLM
 is the Ollama-protocol test server (tests/fake_ollama.FakeOllama) answering each page after a fixed
 delay, so the ideal time of N pages is N x delay / concurrency.
 
@@ -70,7 +70,7 @@ def upload(collection, path: Path, user, pdf_mode: str, name: str | None = None)
 
 
 def ingest(source):
-    from rag.ingest.pipeline import run_ingest
+    from collections_app.lifecycle import run_ingest
 
     started = time.perf_counter()
     report = run_ingest(source.pk, source.attempt)

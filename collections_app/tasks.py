@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django_tasks import task
 
+from collections_app.lifecycle import run_ingest
+
 
 @task(queue_name="ingest")
 def ingest_file(file_id: int, attempt: int, re_extract: bool = True) -> str:
     """Ingest one uploaded file. `attempt` lets a stale job (cancelled, re-queued) stop at once."""
-    from rag.ingest.pipeline import ingest
-
-    return ingest(file_id, attempt, re_extract=re_extract)
+    return run_ingest(file_id, attempt, re_extract=re_extract).status

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.utils import timezone
 
-from collections_app import files
+from collections_app import files, lifecycle
 from collections_app.models import Collection, FileStatus, SourceFile
 from currechat.redis_client import get_redis
 from rag.index import CollectionIndex
+from rag.ingest import pipeline, steps
+from rag.ingest.job import Outcome
 from tests.fixtures_ingest import FAST_EMBEDDER, PDFS, chunk_keys, indexed, scanned, text_pdf, upload
 
 INLG = PDFS / "inlg-W17-3505.pdf"
@@ -284,3 +288,76 @@ def test_changing_the_language_on_the_page_reindexes_with_the_new_stemming(
     assert stemmed_hits("talo") == 1
     run_worker()
     assert stemmed_hits("talo") == 1, "Finnish stemming finds the inflected word"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deleting_a_collection_while_its_file_is_read_stops_the_worker_quietly(
+    fast_collection, client_for, owner, run_worker, ollama, pdf_vlm, settings, caplog
+):
+    import django_rq
+
+    settings.INGEST_VLM_CONCURRENCY = 1
+    vlm = pdf_vlm(INLG, delay=0.3)
+    state: dict = {}
+
+    def delete_during_page_two(body):
+        reply = vlm(body)
+        if len(vlm.calls) == 2:  # the teacher deletes the whole collection while page 2 is being read
+            state["delete"] = client_for(owner).delete(f"/api/v1/collections/{fast_collection.pk}")
+        return reply
+
+    ollama.responder = delete_during_page_two
+    file_id = upload(client_for(owner), fast_collection, INLG.read_bytes(), "paper.pdf", "vlm").json()["id"]
+    stored = Path(SourceFile.objects.get(pk=file_id).file.path)
+    run_worker()
+
+    assert state["delete"].status_code == 204
+    assert len(vlm.calls) <= 5, "the worker stops reading pages soon after the delete (10 pages in all)"
+    assert not SourceFile.objects.filter(pk=file_id).exists() and not stored.parent.exists()
+    assert chunk_keys(fast_collection) == []
+    assert not CollectionIndex(fast_collection.pk, "english", 1).exists()
+    assert django_rq.get_queue("ingest").failed_job_registry.count == 0, "the job ends as cancelled, not failed"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_collection_deleted_while_its_chunks_are_written_leaves_no_index_behind(fast_collection, owner, caplog):
+    """The worker has not noticed the delete yet and writes the file's chunks (recreating the
+    index the delete dropped); when it then finds its file gone, it removes both."""
+    source = files.add_file(fast_collection, SimpleUploadedFile("optics.md", NOTES.encode()), owner)
+
+    class IndexAfterTheDelete(steps.Index):
+        def run(self, job, ctx):
+            files.delete_collection(Collection.objects.get(pk=job.collection_id))
+            super().run(job, ctx)
+
+    claimed = lifecycle.claim(source.pk, source.attempt)
+    job = lifecycle.build_job(claimed, re_extract=True)
+    report = pipeline.run(job, lifecycle.FileTracker(claimed), [*steps.STEPS[:-1], IndexAfterTheDelete()])
+
+    assert report.status == Outcome.CANCELLED and report.chunks > 0, "the chunks were written, then taken out"
+    assert chunk_keys(fast_collection) == []
+    assert not CollectionIndex(fast_collection.pk, "english", 1).exists()
+    assert not SourceFile.objects.filter(pk=source.pk).exists()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_an_error_in_a_file_cancelled_meanwhile_ends_it_as_cancelled_not_failed(fast_collection, owner, caplog):
+    """A cancel or delete can pull things from under a running step (the delete removes the stored
+    file): what fails afterwards is not the teacher's problem, and no retry is asked for."""
+    source = files.add_file(fast_collection, SimpleUploadedFile("optics.md", NOTES.encode()), owner)
+
+    class CancelledThenBroken:
+        name, share = "extract", (0, 60)
+
+        def run(self, job, ctx):
+            files.cancel_file(SourceFile.objects.get(pk=job.file_id))
+            raise FileNotFoundError(job.path)
+
+    claimed = lifecycle.claim(source.pk, source.attempt)
+    job = lifecycle.build_job(claimed, re_extract=True)
+    report = pipeline.run(job, lifecycle.FileTracker(claimed), [CancelledThenBroken(), *steps.STEPS[1:]])
+
+    source.refresh_from_db()
+    assert report.status == Outcome.CANCELLED
+    assert source.status == FileStatus.CANCELLED and source.error == ""
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -42,11 +42,11 @@ async def test_progress_events_move_from_queued_to_ready(fast_collection, owner,
     text = ("# Waves\n\n" + "A wave carries energy without carrying matter. " * 300).encode()
 
     def ingest() -> int:
-        from rag.ingest.pipeline import ingest
+        from collections_app.lifecycle import run_ingest
 
         file_id = upload(client_for(owner), fast_collection, text, "waves.md").json()["id"]
         # The queued job's body, run here: RQ's worker needs the main thread, which the event loop holds.
-        ingest(file_id, attempt=1)
+        run_ingest(file_id, attempt=1)
         return file_id
 
     file_id = await sync_to_async(ingest)()

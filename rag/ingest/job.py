@@ -1,9 +1,12 @@
-"""The typed records ingestion steps share, and the errors they raise."""
+"""The typed records ingestion steps share, the errors they raise, and what the loop needs from
+the owner of the file's record (`IngestTracker`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
 
 from currechat.errors import CurreChatError
 
@@ -65,3 +68,40 @@ class IngestJob:
     chunks: list[Chunk] = field(default_factory=list)
     vectors: list[list[float]] = field(default_factory=list)
     cached_vectors: int = 0
+
+
+class Outcome(StrEnum):
+    """How a run ended (the first three are also the file's final status)."""
+
+    READY = "ready"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"  # nothing to do: the file was cancelled, deleted or re-queued before the run
+
+
+class IngestTracker(Protocol):
+    """The owner of the file's record, as the ingestion loop sees it (collections_app implements it).
+
+    A run is live until the file is cancelled, deleted or re-queued as a newer attempt; from then
+    on the tracker's writes change nothing, so whoever stopped the run always wins over it.
+    """
+
+    def progress(self, percent: int, detail: str, pages: int | None) -> bool:
+        """Record and publish how far the run is (0-100). False when the run is no longer live."""
+        ...
+
+    def is_cancelled(self) -> bool:
+        """Whether the run is no longer live (asks the record: may cost a query)."""
+        ...
+
+    def finish(self, job: IngestJob) -> bool:
+        """Mark the file ready with the job's results. False when the run was no longer live."""
+        ...
+
+    def fail(self, message: str) -> None:
+        """Mark the file failed with a sentence for the teacher; the index stays as it was."""
+        ...
+
+    def cancelled(self, job: IngestJob) -> None:
+        """The run stopped because it is no longer live: none of its chunks may stay searchable."""
+        ...

@@ -1,29 +1,25 @@
 """The ingestion loop: runs the steps of `steps.py` over one job and owns everything around them.
 
-The loop (not the steps) claims the file, logs each step, retries steps that failed in a way that
-may pass, reports progress, notices cancellation, marks the file ready/failed/cancelled and cleans
-up. Every status change is a conditional UPDATE on (id, attempt, status): a cancel, a delete or a
-newer attempt always wins over a worker that has not noticed it yet.
+The loop (not the steps) times and logs each step, retries steps that failed in a way that may
+pass, throttles progress reports, notices cancellation and turns every way a run can end into one
+`Outcome`. What a report, a cancel check or an outcome means for the file's record is the
+tracker's business (`job.IngestTracker`; collections_app implements it over the database), so
+this package knows no app.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import redis
 from django.conf import settings
-from django.utils import timezone
 
-from collections_app.models import Collection, FileStatus, SourceFile
-from collections_app.progress import file_event, publish
 from currechat.errors import ProviderError
-from rag.index import CollectionIndex
-from rag.ingest import chunking
-from rag.ingest.job import IngestCancelled, IngestFailed, IngestJob
-from rag.ingest.steps import STEPS, Step, expected_extractor
+from rag.ingest.job import IngestCancelled, IngestFailed, IngestJob, IngestTracker, Outcome
+from rag.ingest.steps import STEPS, Step
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +33,19 @@ CANCEL_CHECK_INTERVAL = 0.5
 
 
 class RunContext:
-    """Progress and cancellation for one run, shared by the steps through the loop."""
+    """Progress and cancellation for one run, shared by the steps through the loop (`steps.Context`)."""
 
-    def __init__(self, job: IngestJob):
+    def __init__(self, job: IngestJob, tracker: IngestTracker):
         self.job = job
+        self.tracker = tracker
         self.step: Step | None = None
         self._reported_step: Step | None = None
         self._last_progress = 0.0
         self._last_check = 0.0
         self._cancelled = False
 
-    def _live(self):
-        return SourceFile.objects.filter(pk=self.job.file_id, attempt=self.job.attempt, status=FileStatus.PROCESSING)
-
     def progress(self, fraction: float, detail: str, *, force: bool = False) -> None:
+        """Report `fraction` of the current step done; the tracker sees it as 0-100 overall."""
         now = time.monotonic()
         # Throttled, except that each step's first report always goes out (so every stage shows).
         if not force and self.step is self._reported_step and now - self._last_progress < PROGRESS_INTERVAL:
@@ -58,66 +53,44 @@ class RunContext:
         self._last_progress, self._reported_step = now, self.step
         low, high = self.step.share if self.step else (0, 0)
         percent = int(low + (high - low) * min(max(fraction, 0.0), 1.0))
-        fields = {"progress": percent, "progress_detail": detail[:200], "updated": timezone.now()}
-        if self.job.page_count is not None:
-            fields["pages"] = self.job.page_count
-        if not self._live().update(**fields):
+        if not self.tracker.progress(percent, detail[:200], self.job.page_count):
             self._cancelled = True
-            return
-        self._publish()
 
     def cancelled(self) -> bool:
         now = time.monotonic()
         if not self._cancelled and now - self._last_check >= CANCEL_CHECK_INTERVAL:
             self._last_check = now
-            self._cancelled = not self._live().exists()
+            self._cancelled = self.tracker.is_cancelled()
         return self._cancelled
 
-    def _publish(self) -> None:
-        source = SourceFile.objects.filter(pk=self.job.file_id).first()
-        if source is not None:
-            publish(source.collection_id, file_event(source, source.progress_detail))
+
+@dataclass(frozen=True)
+class IngestReport:
+    status: Outcome
+    seconds: dict[str, float] = field(default_factory=dict)  # per step, as the loop measured them
+    chunks: int = 0
+    cached_vectors: int = 0
 
 
-def claim(file_id: int, attempt: int) -> SourceFile | None:
-    """Move a queued file to processing; None when it was cancelled, deleted or re-queued since."""
-    claimed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.QUEUED).update(
-        status=FileStatus.PROCESSING, progress=0, error="", progress_detail="Starting", updated=timezone.now()
-    )
-    if not claimed:
-        return None
-    return SourceFile.objects.select_related("collection").get(pk=file_id)
-
-
-def build_job(source: SourceFile, *, re_extract: bool) -> IngestJob:
-    collection = source.collection
-    job = IngestJob(
-        file_id=source.id,
-        attempt=source.attempt,
-        collection_id=collection.id,
-        language=collection.language,
-        embedding_model=collection.embedding_model,
-        file_name=source.original_name,
-        file_type=source.file_type,
-        path=Path(source.file.path),
-        pdf_mode=source.pdf_mode,
-        sha256=source.sha256,
-    )
-    if not re_extract and source.markdown:
-        reuse = source
-    else:
-        # The same bytes read the same way elsewhere (another collection, an earlier upload): reuse them.
-        reuse = (
-            SourceFile.objects.filter(sha256=source.sha256, status=FileStatus.READY, extractor=expected_extractor(job))
-            .exclude(markdown="")
-            .exclude(pk=source.pk)
-            .first()
-        )
-    if reuse is not None:
-        job.pages = chunking.decompose(reuse.markdown)
-        job.extractor, job.page_count = reuse.extractor, reuse.pages
-        job.notes = [n for n in reuse.notes.splitlines() if n]
-    return job
+def run(job: IngestJob, tracker: IngestTracker, steps: Sequence[Step] = STEPS) -> IngestReport:
+    """Run `steps` over `job` in order and end the run through `tracker`. Never raises."""
+    ctx = RunContext(job, tracker)
+    ctx.progress(0.0, "Starting", force=True)
+    seconds: dict[str, float] = {}
+    try:
+        for step in steps:
+            if ctx.cancelled():
+                raise IngestCancelled
+            ctx.step = step
+            started = time.monotonic()
+            _run_step(step, job, ctx)
+            seconds[step.name] = time.monotonic() - started
+        status = _finish(job, tracker)
+    except IngestCancelled:
+        status = _cancelled(job, tracker)
+    except Exception as exc:  # noqa: BLE001 — every failure ends the run with a sentence for the teacher
+        status = _cancelled(job, tracker) if tracker.is_cancelled() else _fail(job, tracker, exc)
+    return IngestReport(status, seconds, len(job.chunks), job.cached_vectors)
 
 
 def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
@@ -140,100 +113,36 @@ def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
                 raise IngestCancelled from exc
 
 
-@dataclass(frozen=True)
-class IngestReport:
-    status: str
-    seconds: dict[str, float] = field(default_factory=dict)  # per step, as the loop measured them
-    chunks: int = 0
-    cached_vectors: int = 0
-
-
-def ingest(file_id: int, attempt: int, *, re_extract: bool = True) -> str:
-    """Ingest one file (the body of the background task). Returns the final status."""
-    return run_ingest(file_id, attempt, re_extract=re_extract).status
-
-
-def run_ingest(file_id: int, attempt: int, *, re_extract: bool = True) -> IngestReport:
-    source = claim(file_id, attempt)
-    if source is None:
-        log.info("file %s attempt %s: nothing to do (cancelled, deleted or re-queued)", file_id, attempt)
-        return IngestReport("skipped")
-    job = build_job(source, re_extract=re_extract)
-    ctx = RunContext(job)
-    ctx.progress(0.0, "Starting", force=True)
-    seconds: dict[str, float] = {}
-    try:
-        for step in STEPS:
-            if ctx.cancelled():
-                raise IngestCancelled
-            ctx.step = step
-            started = time.monotonic()
-            _run_step(step, job, ctx)
-            seconds[step.name] = time.monotonic() - started
-        status = _finish(job)
-    except IngestCancelled:
-        status = _cancelled(job)
-    except IngestFailed as exc:
-        status = _fail(job, str(exc))
-    except ProviderError as exc:
-        status = _fail(job, f"{exc} Press Retry when the model server is back.")
-    except (redis.ConnectionError, redis.TimeoutError):
-        log.warning("file %s: Redis unavailable", file_id, exc_info=True)
-        status = _fail(job, "The search index (Redis) could not be reached. Press Retry once it is back.")
-    except Exception:
-        log.exception("file %s: ingestion failed", file_id)
-        status = _fail(job, INTERNAL_ERROR)
-    return IngestReport(status, seconds, len(job.chunks), job.cached_vectors)
-
-
-def _live(job: IngestJob):
-    return SourceFile.objects.filter(pk=job.file_id, attempt=job.attempt, status=FileStatus.PROCESSING)
-
-
-def _announce(file_id: int) -> None:
-    source = SourceFile.objects.filter(pk=file_id).first()
-    if source is not None:
-        publish(source.collection_id, file_event(source, source.progress_detail))
-
-
-def _finish(job: IngestJob) -> str:
-    cached = f", {job.cached_vectors} from the cache" if job.cached_vectors else ""
-    done = _live(job).update(
-        status=FileStatus.READY,
-        progress=100,
-        progress_detail=f"{len(job.chunks)} passage{'s' if len(job.chunks) != 1 else ''} indexed{cached}",
-        markdown=job.markdown,
-        extractor=job.extractor,
-        pages=job.page_count,
-        chunk_count=len(job.chunks),
-        notes="\n".join(job.notes),
-        error="",
-        updated=timezone.now(),
-    )
-    if not done:  # cancelled or deleted while the chunks were being written: take them out again
-        return _cancelled(job)
+def _finish(job: IngestJob, tracker: IngestTracker) -> Outcome:
+    if not tracker.finish(job):  # cancelled or deleted while the chunks were being written
+        return _cancelled(job, tracker)
     log.info("file %s ready: %s chunks (%s cached)", job.file_id, len(job.chunks), job.cached_vectors)
-    _announce(job.file_id)
-    return FileStatus.READY
+    return Outcome.READY
 
 
-def _fail(job: IngestJob, message: str) -> str:
-    # The index is left as it was: a file that was ready before keeps its previous chunks, whole.
+def failure_message(exc: Exception) -> str:
+    """The sentence a teacher sees for a run that ended with `exc` (the log keeps the detail)."""
+    if isinstance(exc, IngestFailed):
+        return str(exc)
+    if isinstance(exc, ProviderError):
+        return f"{exc} Press Retry when the model server is back."
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+        return "The search index (Redis) could not be reached. Press Retry once it is back."
+    return INTERNAL_ERROR
+
+
+def _fail(job: IngestJob, tracker: IngestTracker, exc: Exception) -> Outcome:
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+        log.warning("file %s: Redis unavailable", job.file_id, exc_info=True)
+    elif not isinstance(exc, IngestFailed | ProviderError):
+        log.exception("file %s: ingestion failed", job.file_id)
+    message = failure_message(exc)
     log.info("file %s failed: %s", job.file_id, message)
-    _live(job).update(status=FileStatus.FAILED, error=message, progress_detail="", updated=timezone.now())
-    _announce(job.file_id)
-    return FileStatus.FAILED
+    tracker.fail(message)
+    return Outcome.FAILED
 
 
-def _cancelled(job: IngestJob) -> str:
-    """The teacher cancelled (or deleted) the file: none of its chunks may stay searchable."""
-    current = SourceFile.objects.filter(pk=job.file_id).values_list("attempt", flat=True).first()
-    if current is None or current == job.attempt:  # a newer attempt owns the index entries otherwise
-        index = CollectionIndex(job.collection_id, job.language, 1)
-        index.delete_file(job.file_id)
-        if not Collection.objects.filter(pk=job.collection_id).exists():
-            index.drop()  # the collection was deleted while this file's chunks were being written
-        SourceFile.objects.filter(pk=job.file_id, attempt=job.attempt).update(chunk_count=0, progress_detail="")
+def _cancelled(job: IngestJob, tracker: IngestTracker) -> Outcome:
+    tracker.cancelled(job)
     log.info("file %s attempt %s cancelled", job.file_id, job.attempt)
-    _announce(job.file_id)
-    return FileStatus.CANCELLED
+    return Outcome.CANCELLED

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from collections_app import files
+from collections_app import lifecycle
 from collections_app.models import Collection, FileStatus
-from rag.ingest.pipeline import ingest
 
 
 class Command(BaseCommand):
@@ -33,11 +32,11 @@ class Command(BaseCommand):
                 raise CommandError(f"No collection with id {', '.join(map(str, sorted(missing)))}.")
         totals = {"ready": 0, "failed": 0, "queued": 0}
         for coll in collections:
-            for source in files.reindex_collection(coll, re_extract=re_extract, enqueue=queue):
+            for source in lifecycle.reindex_collection(coll, re_extract=re_extract, enqueue=queue):
                 if queue:
                     totals["queued"] += 1
                     continue
-                status = ingest(source.pk, source.attempt, re_extract=re_extract)
+                status = lifecycle.run_ingest(source.pk, source.attempt, re_extract=re_extract).status
                 source.refresh_from_db()
                 totals["ready" if status == FileStatus.READY else "failed"] += 1
                 line = f"{coll.name} / {source.original_name}: {source.status}, {source.chunk_count} passages"

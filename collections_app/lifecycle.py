@@ -1,0 +1,274 @@
+"""A source file's lifecycle: every change of its status, and the one way each change is announced.
+
+    queued ──claim──▶ processing ──finish──▶ ready
+      │                  └───────fail────▶ failed
+      └──────cancel (either)─────────────▶ cancelled
+    requeue / retry: back to queued as a new attempt;  delete: gone, whatever the status
+
+Every change the worker makes is a conditional UPDATE on (id, attempt, status): a cancel, a
+delete or a newer attempt always wins over a worker that has not noticed it yet. The worker's side
+is `FileTracker`, the `rag.ingest.job.IngestTracker` the ingestion loop reports to; the teacher's
+side is cancel / retry / requeue / delete (pages, the API, the admin and `manage.py reindex` call
+them). After every change, `announce` publishes the file's state (`delete_file`, its removal) to
+whoever watches its collection.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from collections_app.models import Collection, FileStatus, SourceFile
+from collections_app.progress import file_event, publish
+from currechat.errors import Conflict, ServiceUnavailable
+from rag.index import CollectionIndex
+from rag.ingest import chunking, pipeline
+from rag.ingest.job import IngestJob, Outcome
+from rag.ingest.steps import expected_extractor
+
+log = logging.getLogger(__name__)
+
+ACTIVE = (FileStatus.QUEUED, FileStatus.PROCESSING)
+INDEX_SETTINGS = {"language", "embedding_model"}  # fixed per index: changing one needs a new index
+
+
+def stored_index(collection_id: int) -> CollectionIndex:
+    """The collection's index for reading or removing chunks (neither needs its language or vector
+    size, and neither creates the index)."""
+    return CollectionIndex(collection_id, "english", 1)
+
+
+def announce(source: SourceFile) -> None:
+    """Reload `source` from the database and publish its state; nothing when it was deleted."""
+    try:
+        source.refresh_from_db()
+    except SourceFile.DoesNotExist:
+        return
+    publish(source.collection_id, file_event(source, source.progress_detail))
+
+
+def is_stalled(source: SourceFile) -> bool:
+    """Processing without any progress for INGEST_STALE_SECONDS: its worker is gone."""
+    limit = timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS)
+    return source.status == FileStatus.PROCESSING and source.updated < limit
+
+
+# The teacher's side ------------------------------------------------------------------------------
+
+
+def queue_for_ingestion(source: SourceFile, *, re_extract: bool = True) -> None:
+    """Hand the file's current attempt to the workers; a file that cannot be queued is failed
+    (retryable) and ServiceUnavailable raised."""
+    from collections_app.tasks import ingest_file  # the task module imports this one
+
+    try:
+        ingest_file.enqueue(source.id, source.attempt, re_extract)
+    except Exception as exc:  # noqa: BLE001 — any queue failure: say so and keep the file retryable
+        log.warning("Could not queue file %s", source.id, exc_info=True)
+        SourceFile.objects.filter(pk=source.pk, attempt=source.attempt).update(
+            status=FileStatus.FAILED, error="The file was saved but could not be queued for ingestion. Press Retry."
+        )
+        raise ServiceUnavailable(
+            "The ingestion queue (Redis) cannot be reached right now; press Retry shortly."
+        ) from exc
+    announce(source)
+
+
+def cancel_file(source: SourceFile) -> SourceFile:
+    """Stop a queued or running file; its chunks leave the index now (the worker stops shortly)."""
+    changed = SourceFile.objects.filter(pk=source.pk, status__in=ACTIVE).update(
+        status=FileStatus.CANCELLED, progress_detail="Cancelled", chunk_count=0, updated=timezone.now()
+    )
+    if not changed:
+        source.refresh_from_db()
+        raise Conflict(
+            f"“{source.original_name}” is {source.get_status_display().lower()}; only queued or "
+            "running files can be cancelled."
+        )
+    stored_index(source.collection_id).delete_file(source.pk)
+    announce(source)
+    return source
+
+
+def requeue(source: SourceFile, *, re_extract: bool = True, enqueue: bool = True) -> SourceFile:
+    """Queue a file again as a new attempt (a worker still on the old attempt stops by itself)."""
+    SourceFile.objects.filter(pk=source.pk).update(
+        status=FileStatus.QUEUED,
+        attempt=F("attempt") + 1,
+        progress=0,
+        error="",
+        progress_detail="Queued",
+        updated=timezone.now(),
+    )
+    source.refresh_from_db()
+    if enqueue:
+        queue_for_ingestion(source, re_extract=re_extract)
+    return source
+
+
+def retry_file(source: SourceFile) -> SourceFile:
+    """Try a failed or cancelled file again (or one whose worker died), extracting it afresh."""
+    if source.status not in (FileStatus.FAILED, FileStatus.CANCELLED) and not is_stalled(source):
+        raise Conflict(
+            f"“{source.original_name}” is {source.get_status_display().lower()}; only failed or "
+            "cancelled files can be retried."
+        )
+    return requeue(source, re_extract=True)
+
+
+def reindex_collection(
+    collection: Collection, *, re_extract: bool = False, enqueue: bool = True, new_model: bool = False
+) -> list[SourceFile]:
+    """Rebuild a collection's index from its files: after a change of language or embedding model
+    (`new_model`), or after Redis lost its data. The chunks already indexed stay searchable until
+    their file's new chunks replace them (CollectionIndex.rebuild). Stored Markdown is re-chunked
+    unless `re_extract`; the files are queued for the workers unless `enqueue` is False (the
+    caller runs them)."""
+    CollectionIndex(collection.pk, collection.language, 1).rebuild(keep_vectors=not new_model)
+    sources = collection.files.exclude(status=FileStatus.CANCELLED).order_by("pk")
+    return [requeue(source, re_extract=re_extract, enqueue=enqueue) for source in sources]
+
+
+def reindex_for_changes(collection: Collection, changed: set[str]) -> list[SourceFile]:
+    """After a collection's settings were saved (page, API or admin): re-index its files if a
+    setting its index depends on changed; the files queued, none if nothing needed it."""
+    if not INDEX_SETTINGS & changed:
+        return []
+    return reindex_collection(collection, new_model="embedding_model" in changed)
+
+
+def delete_file(source: SourceFile) -> None:
+    """Remove a file everywhere: its chunks, its stored bytes and its record."""
+    SourceFile.objects.filter(pk=source.pk).update(status=FileStatus.CANCELLED)  # a running worker stops
+    stored_index(source.collection_id).delete_file(source.pk)
+    if source.file:
+        source.file.delete(save=False)
+    collection_id, file_id, name = source.collection_id, source.pk, source.original_name
+    source.delete()
+    publish(collection_id, {**file_event(source), "file_id": file_id, "name": name, "status": "deleted"})
+
+
+def delete_collection(collection: Collection) -> None:
+    """Remove a collection with its index, its stored files and every record. A worker still
+    ingesting one of its files stops and removes what it wrote (FileTracker.cancelled)."""
+    collection.files.update(status=FileStatus.CANCELLED)
+    stored_index(collection.pk).drop()
+    folder = Path(settings.MEDIA_ROOT) / "collections" / str(collection.pk)
+    collection.delete()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+# The worker's side -------------------------------------------------------------------------------
+
+
+def claim(file_id: int, attempt: int) -> SourceFile | None:
+    """Move a queued file to processing; None when it was cancelled, deleted or re-queued since."""
+    claimed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.QUEUED).update(
+        status=FileStatus.PROCESSING, progress=0, error="", progress_detail="Starting", updated=timezone.now()
+    )
+    if not claimed:
+        return None
+    return SourceFile.objects.select_related("collection").get(pk=file_id)
+
+
+def build_job(source: SourceFile, *, re_extract: bool) -> IngestJob:
+    """The ingestion job for a claimed file, with the Markdown it can reuse already in place: its
+    own (re-chunking, unless `re_extract`), or that of the same bytes read the same way elsewhere."""
+    collection = source.collection
+    job = IngestJob(
+        file_id=source.id,
+        attempt=source.attempt,
+        collection_id=collection.id,
+        language=collection.language,
+        embedding_model=collection.embedding_model,
+        file_name=source.original_name,
+        file_type=source.file_type,
+        path=Path(source.file.path),
+        pdf_mode=source.pdf_mode,
+        sha256=source.sha256,
+    )
+    if not re_extract and source.markdown:
+        reuse = source
+    else:
+        reuse = (
+            SourceFile.objects.filter(sha256=source.sha256, status=FileStatus.READY, extractor=expected_extractor(job))
+            .exclude(markdown="")
+            .exclude(pk=source.pk)
+            .first()
+        )
+    if reuse is not None:
+        job.pages = chunking.decompose(reuse.markdown)
+        job.extractor, job.page_count = reuse.extractor, reuse.pages
+        job.notes = [n for n in reuse.notes.splitlines() if n]
+    return job
+
+
+class FileTracker:
+    """`IngestTracker` over one attempt of one file: each write is a conditional UPDATE that
+    changes nothing once the attempt is no longer live (cancelled, deleted or re-queued)."""
+
+    def __init__(self, source: SourceFile):
+        self.source = source
+
+    def _live(self):
+        return SourceFile.objects.filter(pk=self.source.pk, attempt=self.source.attempt, status=FileStatus.PROCESSING)
+
+    def progress(self, percent: int, detail: str, pages: int | None) -> bool:
+        fields = {"progress": percent, "progress_detail": detail, "updated": timezone.now()}
+        if pages is not None:
+            fields["pages"] = pages
+        if not self._live().update(**fields):
+            return False
+        announce(self.source)
+        return True
+
+    def is_cancelled(self) -> bool:
+        return not self._live().exists()
+
+    def finish(self, job: IngestJob) -> bool:
+        cached = f", {job.cached_vectors} from the cache" if job.cached_vectors else ""
+        done = self._live().update(
+            status=FileStatus.READY,
+            progress=100,
+            progress_detail=f"{len(job.chunks)} passage{'s' if len(job.chunks) != 1 else ''} indexed{cached}",
+            markdown=job.markdown,
+            extractor=job.extractor,
+            pages=job.page_count,
+            chunk_count=len(job.chunks),
+            notes="\n".join(job.notes),
+            error="",
+            updated=timezone.now(),
+        )
+        if done:
+            announce(self.source)
+        return bool(done)
+
+    def fail(self, message: str) -> None:
+        # The index is left as it was: a file that was ready before keeps its previous chunks, whole.
+        self._live().update(status=FileStatus.FAILED, error=message, progress_detail="", updated=timezone.now())
+        announce(self.source)
+
+    def cancelled(self, job: IngestJob) -> None:
+        current = SourceFile.objects.filter(pk=job.file_id).values_list("attempt", flat=True).first()
+        if current is None or current == job.attempt:  # a newer attempt owns the index entries otherwise
+            index = stored_index(job.collection_id)
+            index.delete_file(job.file_id)
+            if not Collection.objects.filter(pk=job.collection_id).exists():
+                index.drop()  # the collection was deleted while this file's chunks were being written
+            SourceFile.objects.filter(pk=job.file_id, attempt=job.attempt).update(chunk_count=0, progress_detail="")
+        announce(self.source)
+
+
+def run_ingest(file_id: int, attempt: int, *, re_extract: bool = True) -> pipeline.IngestReport:
+    """Ingest one attempt of one file (the body of the background task, and of `manage.py reindex`)."""
+    source = claim(file_id, attempt)
+    if source is None:
+        log.info("file %s attempt %s: nothing to do (cancelled, deleted or re-queued)", file_id, attempt)
+        return pipeline.IngestReport(Outcome.SKIPPED)
+    return pipeline.run(build_job(source, re_extract=re_extract), FileTracker(source))

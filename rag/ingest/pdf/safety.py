@@ -1,0 +1,83 @@
+"""Checks on opening a PDF, before any page is extracted: the file must open, must not need a
+password, must stay under the page limit, and no stream may inflate beyond `INGEST_MAX_STREAM_BYTES`
+(a "decompression bomb" would otherwise exhaust the worker's memory)."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from pathlib import Path
+
+import pymupdf
+from django.conf import settings
+
+from rag.ingest.job import IngestFailed, TooLarge
+
+log = logging.getLogger(__name__)
+
+DAMAGED = (
+    "This PDF is damaged and cannot be read. Open it in a PDF viewer, save or print it as a new PDF, and upload that."
+)
+
+
+def open_pdf(source: Path | bytes, *, check_streams: bool = True) -> pymupdf.Document:
+    """Open a PDF for extraction, refusing files that would fail or harm the worker."""
+    try:
+        doc = pymupdf.open(stream=source, filetype="pdf") if isinstance(source, bytes) else pymupdf.open(source)
+    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
+        log.info("PDF does not open: %s", exc)
+        raise IngestFailed(DAMAGED) from exc
+    if doc.needs_pass:
+        raise IngestFailed(
+            "This PDF is password-protected. Remove the password (for example, open it and print it to a "
+            "new PDF) and upload it again."
+        )
+    if doc.page_count == 0:
+        raise IngestFailed(DAMAGED)
+    limit = settings.UPLOAD_MAX_PDF_PAGES
+    if doc.page_count > limit:
+        raise TooLarge(
+            f"This PDF has {doc.page_count} pages; the limit is {limit}. Split it into parts (for example, "
+            "one per chapter) and upload those."
+        )
+    if check_streams:
+        _check_streams(doc)
+    return doc
+
+
+def _check_streams(doc: pymupdf.Document) -> None:
+    max_bytes, max_pixels = settings.INGEST_MAX_STREAM_BYTES, settings.INGEST_MAX_IMAGE_PIXELS
+    too_big = TooLarge(
+        "This PDF contains an object that expands to more than the server accepts (it may be damaged or "
+        "built to overload the server). Print it to a new PDF and upload that, or upload its text."
+    )
+    for xref in range(1, doc.xref_length()):
+        try:
+            if not doc.xref_is_stream(xref):
+                continue
+            if doc.xref_get_key(xref, "Subtype")[1] == "/Image":
+                width, height = (_int_key(doc, xref, k) for k in ("Width", "Height"))
+                if width * height > max_pixels:
+                    raise too_big
+            if (
+                "FlateDecode" in doc.xref_get_key(xref, "Filter")[1]
+                and _inflated_size(doc.xref_stream_raw(xref), max_bytes) > max_bytes
+            ):
+                raise too_big
+        except (RuntimeError, ValueError, zlib.error):
+            continue  # an unreadable object: extraction will cope with it or report the file as damaged
+
+
+def _int_key(doc: pymupdf.Document, xref: int, key: str) -> int:
+    kind, value = doc.xref_get_key(xref, key)
+    return int(float(value)) if kind in ("int", "float") else 0
+
+
+def _inflated_size(raw: bytes, limit: int) -> int:
+    """Size of a zlib stream once inflated, counting only up to just past `limit`."""
+    inflater = zlib.decompressobj()
+    total, pending = 0, raw
+    while pending and total <= limit:
+        total += len(inflater.decompress(pending, 1 << 20))
+        pending = inflater.unconsumed_tail
+    return total
