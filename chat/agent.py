@@ -31,8 +31,7 @@ from chat.models import AnswerMode, ChatSession, Message, MessageRole, MessageSt
 from chat.serializers import message_dict
 from chat.tools import SearchTool, ToolOutcome, parse_query
 from currechat.errors import CurreChatError, ProviderError
-from currechat.health import get_health
-from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model
+from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
 from rag.providers.base import ToolCallEvent
 
 log = logging.getLogger(__name__)
@@ -147,11 +146,10 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
     try:
         prompt = turn.session.prompt
         tool = SearchTool(list(prompt.collections.all()), curate=prompt.curation_enabled, results_budget=0)
-        health = get_health()
-        if health.has_model(prompt.chat_model):
+        if is_available(prompt.chat_model):
             _answer_with_model(turn, tool, progress, sink)
         else:
-            tool.curate = prompt.curation_enabled and health.has_model(settings.CURATION_MODEL)
+            tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
             _answer_extractively(turn, tool, progress, sink)
         _finish(reply, progress, MessageStatus.COMPLETE)
     except (TurnFailed, ProviderError, MessageTooLong) as exc:

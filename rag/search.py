@@ -28,11 +28,11 @@ import redis
 from django.conf import settings
 
 from currechat.errors import CurreChatError
-from currechat.health import get_health
 from currechat.redis_client import get_redis
 from rag import curation, retrievers
 from rag.curation import CurationRun
 from rag.fusion import Fused, budgets, weighted_rrf
+from rag.providers import is_available
 from rag.index import RETURN_FIELDS, CollectionIndex
 from rag.query import parse
 from rag.results import Passage, SearchOutcome
@@ -100,7 +100,7 @@ def search_collections(
         notes.append("No passage matched.")
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
     model = curation_model or settings.CURATION_MODEL
-    if curate and not get_health().has_model(model):
+    if curate and not is_available(model):
         # Asking a missing model would fail once per passage, after the client's timeouts.
         notes.append(
             f"Curation was skipped: the model {model} is not on the model server. Results keep their search order."
