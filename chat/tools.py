@@ -17,7 +17,7 @@ from django.conf import settings
 
 from chat import grounding
 from chat.budget import estimate_tokens
-from chat.events import PassageView
+from chat.events import PassageView, passage_view
 from currechat.errors import CurreChatError
 from rag.providers import ToolCall
 from rag.results import Passage
@@ -83,23 +83,8 @@ class PassageRegistry:
 
     def number(self, passage: Passage) -> PassageView:
         if passage.chunk_id not in self.by_chunk:
-            self.by_chunk[passage.chunk_id] = {
-                "n": len(self.by_chunk) + 1,
-                "chunk_id": passage.chunk_id,
-                "collection_id": passage.collection_id,
-                "file_id": passage.file_id,
-                "file_name": passage.file_name,
-                "page": passage.page,
-                "page_end": passage.page_end,
-                "section": passage.section,
-                "text": passage.text,
-                "score": passage.score,
-                "curation_score": passage.curation_score,
-            }
+            self.by_chunk[passage.chunk_id] = passage_view(passage, len(self.by_chunk) + 1)
         return self.by_chunk[passage.chunk_id]
-
-    def get(self, n: int) -> PassageView | None:
-        return next((p for p in self.by_chunk.values() if p["n"] == n), None)
 
 
 class SearchTool:

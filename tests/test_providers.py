@@ -8,10 +8,9 @@ import math
 import pytest
 
 from currechat.errors import ProviderError
-from rag.providers import ChatMessage, Done, TextDelta, ToolSpec, get_chat_model, get_embedding_model
+from rag.providers import ChatMessage, Done, TextDelta, ToolSpec, get_chat_model, get_embedding_model, registry
 from rag.providers.base import ToolCallEvent
 from rag.providers.local import MiniLMEmbedder
-from rag.providers import registry
 from rag.providers.registry import UnknownModel, is_available, split_name
 from tests.fake_ollama import Reply
 

@@ -90,7 +90,6 @@ class _OllamaModel:
 
 
 class OllamaChatModel(_OllamaModel):
-
     def stream(
         self,
         messages: Sequence[ChatMessage],
