@@ -32,8 +32,8 @@ from currechat.redis_client import get_redis
 from rag import curation, retrievers
 from rag.curation import CurationRun
 from rag.fusion import Fused, budgets, weighted_rrf
-from rag.providers import is_available
 from rag.index import RETURN_FIELDS, CollectionIndex
+from rag.providers import is_available
 from rag.query import parse
 from rag.results import Passage, SearchOutcome
 
