@@ -21,7 +21,7 @@ from django.utils import timezone
 from collections_app.models import Collection, FileStatus, PdfMode, SourceFile
 from collections_app.progress import file_event, publish
 from currechat.errors import Conflict, ServiceUnavailable
-from rag.index import CollectionIndex
+from rag.index import ChunkStore
 from rag.ingest import pdf, sniff
 from rag.ingest.job import IngestFailed, TooLarge
 
@@ -107,9 +107,8 @@ def announce(source: SourceFile) -> None:
     publish(source.collection_id, file_event(source, source.progress_detail))
 
 
-def _index(collection_id: int) -> CollectionIndex:
-    # Deleting needs neither the language nor the vector size (delete_file and drop never create).
-    return CollectionIndex(collection_id, "english", 1)
+def _index(collection_id: int) -> ChunkStore:
+    return ChunkStore(collection_id)
 
 
 def is_stalled(source: SourceFile) -> bool:
@@ -165,10 +164,10 @@ def reindex_collection(
 ) -> list[SourceFile]:
     """Rebuild a collection's index from its files: after a change of language or embedding model
     (`new_model`), or after Redis lost its data. The chunks already indexed stay searchable until
-    their file's new chunks replace them (CollectionIndex.rebuild). Stored Markdown is re-chunked
+    their file's new chunks replace them (ChunkStore.rebuild). Stored Markdown is re-chunked
     unless `re_extract`; the files are queued for the workers unless `enqueue` is False (the
     caller runs them)."""
-    CollectionIndex(collection.pk, collection.language, 1).rebuild(keep_vectors=not new_model)
+    ChunkStore(collection.pk).rebuild(collection.language, keep_vectors=not new_model)
     sources = collection.files.exclude(status=FileStatus.CANCELLED).order_by("pk")
     return [requeue(source, re_extract=re_extract, enqueue=enqueue) for source in sources]
 
