@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from redis.commands.search.query import Query
-
-from dataclasses import replace
 
 from rag.fusion import Fused
 from rag.index import ChunkStore, CollectionIndex, IndexedChunk
