@@ -14,7 +14,6 @@ thread. Every edge hands the loop an `EventSink`, so all of them see the same ev
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from dataclasses import dataclass, field
 
@@ -31,13 +30,13 @@ from chat.models import AnswerMode, ChatSession, Message, MessageRole, MessageSt
 from chat.serializers import message_dict
 from chat.tools import SearchTool, ToolOutcome, parse_query
 from currechat.errors import CurreChatError, ProviderError
+from currechat.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
 from rag.providers.base import ToolCallEvent
 
 log = logging.getLogger(__name__)
 
 ROUND_SEPARATOR = "\n\n"
-_MARKERS = re.compile(r"\s?\[\d{1,3}(?:\s*[,;]\s*\d{1,3})*\]")
 
 
 class TurnFailed(CurreChatError):
@@ -206,7 +205,7 @@ def _history(turn: Turn) -> list[ChatMessage]:
             pending = message
         elif pending is not None and message.status == MessageStatus.COMPLETE and message.content:
             history.append(ChatMessage(role="user", content=pending.content))
-            history.append(ChatMessage(role="assistant", content=_MARKERS.sub("", message.content)))
+            history.append(ChatMessage(role="assistant", content=strip_citations(message.content)))
             pending = None
     return history
 
