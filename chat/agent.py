@@ -28,7 +28,7 @@ from chat.extractive import extractive_answer
 from chat.limits import TurnLock, check_rate
 from chat.models import AnswerMode, ChatSession, Message, MessageRole, MessageStatus
 from chat.serializers import message_dict
-from chat.tools import SearchTool, ToolOutcome, parse_query
+from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
 from currechat.errors import CurreChatError, ProviderError
 from currechat.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
@@ -228,10 +228,7 @@ def _answer_with_model(turn: Turn, tool: SearchTool, progress: _Progress, sink: 
     model = _chat_model(prompt.chat_model)
     # Kept in memory until the reply is next saved: a write here would delay the first token.
     turn.reply.model, turn.reply.mode, turn.reply.status = model.name, AnswerMode.MODEL, MessageStatus.STREAMING
-    specs = []
-    if tool.offered:
-        collections = tool.collections
-        specs = [grounding.document_search_tool([c.name for c in collections], [c.language for c in collections])]
+    specs = [tool.spec()] if tool.offered else []
     window = context_window(model)
     budget = Budget.plan(window, has_tool=bool(specs))
     tool.tokens_left = budget.results
@@ -326,6 +323,6 @@ def _answer_extractively(turn: Turn, tool: SearchTool, progress: _Progress, sink
     outcome = None
     if tool.offered:
         tool.tokens_left = 10**9  # no model context to fit: every curated passage is shown
-        call = ToolCall(id="extractive", name=grounding.TOOL_NAME, arguments={"query": turn.question.content})
+        call = ToolCall(id="extractive", name=TOOL_NAME, arguments={"query": turn.question.content})
         outcome = _run_tool(turn.reply, tool, call, progress, sink)
     _emit_text(turn.reply, progress, extractive_answer(outcome, offered=tool.offered), sink)

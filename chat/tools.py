@@ -1,4 +1,5 @@
-"""Running the model's tool calls: check the call, search, number the passages for citation.
+"""The `document_search` tool: its spec as the model sees it, and running the model's calls
+(check the call, search, number the passages for citation).
 
 A bad call (unknown tool, missing or wrong-typed argument) is not an exception: it becomes a tool
 result that tells the model what was wrong, so it can correct itself in the next round.
@@ -19,12 +20,13 @@ from chat import grounding
 from chat.budget import estimate_tokens
 from chat.events import PassageView, passage_view
 from currechat.errors import CurreChatError
-from rag.providers import ToolCall
+from rag.providers import ToolCall, ToolSpec
 from rag.results import Passage
 
 log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 500
+TOOL_NAME = "document_search"
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,8 @@ class ToolOutcome:
 
 def parse_query(call: ToolCall, offered: bool) -> tuple[str | None, str]:
     """The call's query, or None and a sentence for the model saying what is wrong."""
-    if not offered or call.name != grounding.TOOL_NAME:
-        available = f"the only tool is {grounding.TOOL_NAME}" if offered else "no tools are available"
+    if not offered or call.name != TOOL_NAME:
+        available = f"the only tool is {TOOL_NAME}" if offered else "no tools are available"
         return None, f"Error: there is no tool named {call.name!r}; {available}."
     arguments = call.arguments
     if isinstance(arguments, str):
@@ -63,7 +65,7 @@ def parse_query(call: ToolCall, offered: bool) -> tuple[str | None, str]:
             arguments = json.loads(arguments)
         except ValueError:
             arguments = None
-    usage = f'Call {grounding.TOOL_NAME} with {{"query": "<words to search for>"}}.'
+    usage = f'Call {TOOL_NAME} with {{"query": "<words to search for>"}}.'
     if not isinstance(arguments, dict) or "query" not in arguments:
         return None, f"Error: the argument 'query' is missing. {usage}"
     query = arguments["query"]
@@ -100,6 +102,25 @@ class SearchTool:
     @property
     def offered(self) -> bool:
         return bool(self.collections)
+
+    def spec(self) -> ToolSpec:
+        """The tool exactly as DESIGN.md gives it, its description filled from the collections."""
+        titles = ", ".join(f"'{c.name}'" for c in self.collections)
+        names = sorted({c.language.capitalize() for c in self.collections if c.language})
+        language = " or ".join(names) if names else "the language of the documents"
+        which = "is the language" if " or " not in language else "are the languages"
+        return ToolSpec(
+            name=TOOL_NAME,
+            description=(
+                f"Search documents in the materials (titled {titles}). Prefer {language}, which {which} used in "
+                "the documents. If multiple queries are needed, call this tool multiple times, once for each query."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "The query to search for"}},
+                "required": ["query"],
+            },
+        )
 
     def run(self, call: ToolCall) -> ToolOutcome:
         query, problem = parse_query(call, self.offered)
