@@ -14,7 +14,6 @@ thread. Every edge hands the loop an `EventSink`, so all of them see the same ev
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from dataclasses import dataclass, field
 
@@ -29,16 +28,15 @@ from chat.extractive import extractive_answer
 from chat.limits import TurnLock, check_rate
 from chat.models import AnswerMode, ChatSession, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
-from chat.tools import SearchTool, ToolOutcome, parse_query
+from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
 from currechat.errors import CurreChatError, ProviderError
-from currechat.health import get_health
-from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model
+from currechat.rendering import strip_citations
+from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
 from rag.providers.base import ToolCallEvent
 
 log = logging.getLogger(__name__)
 
 ROUND_SEPARATOR = "\n\n"
-_MARKERS = re.compile(r"\s?\[\d{1,3}(?:\s*[,;]\s*\d{1,3})*\]")
 
 
 class TurnFailed(CurreChatError):
@@ -148,11 +146,10 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         # Only the collections a teacher of the prompt may still use (co-ownership can end).
         searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
         tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0)
-        health = get_health()
-        if health.has_model(prompt.chat_model):
+        if is_available(prompt.chat_model):
             _answer_with_model(turn, tool, progress, sink)
         else:
-            tool.curate = prompt.curation_enabled and health.has_model(settings.CURATION_MODEL)
+            tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
             _answer_extractively(turn, tool, progress, sink)
         _finish(reply, progress, MessageStatus.COMPLETE)
     except (TurnFailed, ProviderError, MessageTooLong) as exc:
@@ -209,7 +206,7 @@ def _history(turn: Turn) -> list[ChatMessage]:
             pending = message
         elif pending is not None and message.status == MessageStatus.COMPLETE and message.content:
             history.append(ChatMessage(role="user", content=pending.content))
-            history.append(ChatMessage(role="assistant", content=_MARKERS.sub("", message.content)))
+            history.append(ChatMessage(role="assistant", content=strip_citations(message.content)))
             pending = None
     return history
 
@@ -232,10 +229,7 @@ def _answer_with_model(turn: Turn, tool: SearchTool, progress: _Progress, sink: 
     model = _chat_model(prompt.chat_model)
     # Kept in memory until the reply is next saved: a write here would delay the first token.
     turn.reply.model, turn.reply.mode, turn.reply.status = model.name, AnswerMode.MODEL, MessageStatus.STREAMING
-    specs = []
-    if tool.offered:
-        collections = tool.collections
-        specs = [grounding.document_search_tool([c.name for c in collections], [c.language for c in collections])]
+    specs = [tool.spec()] if tool.offered else []
     window = context_window(model)
     budget = Budget.plan(window, has_tool=bool(specs))
     tool.tokens_left = budget.results
@@ -330,6 +324,6 @@ def _answer_extractively(turn: Turn, tool: SearchTool, progress: _Progress, sink
     outcome = None
     if tool.offered:
         tool.tokens_left = 10**9  # no model context to fit: every curated passage is shown
-        call = ToolCall(id="extractive", name=grounding.TOOL_NAME, arguments={"query": turn.question.content})
+        call = ToolCall(id="extractive", name=TOOL_NAME, arguments={"query": turn.question.content})
         outcome = _run_tool(turn.reply, tool, call, progress, sink)
     _emit_text(turn.reply, progress, extractive_answer(outcome, offered=tool.offered), sink)

@@ -6,15 +6,13 @@ import re
 from collections.abc import Mapping
 
 from chat.events import PassageView
-from currechat.rendering import CITATION
-
-_CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+from currechat.rendering import CITATION, CODE
 
 
 def cited_numbers(text: str) -> list[int]:
     """The numbers cited in `text` (outside code), in order of first appearance."""
     seen: list[int] = []
-    for match in CITATION.finditer(_CODE.sub(" ", text)):
+    for match in CITATION.finditer(CODE.sub(" ", text)):
         for n in re.split(r"\s*[,;]\s*", match.group(1)):
             if int(n) not in seen:
                 seen.append(int(n))

@@ -7,11 +7,16 @@ differ only in the sink they hand it. Events are typed messages, never markers h
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict, cast
+
+from rag.results import Passage
 
 
 class PassageView(TypedDict):
-    """A passage as the student (and the API) sees it; `n` is its citation number in the turn."""
+    """A passage as the student (and the API) sees it; `n` is its citation number in the turn.
+
+    Every other key is a field of `rag.results.Passage` with the same type (a test checks it);
+    build one with `passage_view`, never by hand."""
 
     n: int
     chunk_id: str
@@ -24,6 +29,15 @@ class PassageView(TypedDict):
     text: str
     score: float
     curation_score: float | None
+
+
+_VIEW_FIELDS = tuple(name for name in PassageView.__annotations__ if name != "n")
+
+
+def passage_view(passage: Passage, n: int) -> PassageView:
+    """`passage` as the student sees it, cited as [n]: the shape of websocket events, the chat API
+    and `Message.tool_results`."""
+    return cast(PassageView, {"n": n} | {name: getattr(passage, name) for name in _VIEW_FIELDS})
 
 
 class TokenEvent(TypedDict):

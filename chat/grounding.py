@@ -1,5 +1,5 @@
-"""What the model is told: CurreChat's grounding rules, the `document_search` tool, and how
-retrieved passages are handed to it.
+"""What the model is told: CurreChat's grounding rules and how retrieved passages are handed to
+it (the `document_search` tool itself lives in chat/tools.py).
 
 TRUST BOUNDARY. The teacher's system prompt is trusted configuration. Everything retrieved from
 the course material, and everything the student writes, is untrusted data. Retrieved text reaches
@@ -13,9 +13,6 @@ import re
 from collections.abc import Sequence
 
 from chat.events import PassageView
-from rag.providers import ToolSpec
-
-TOOL_NAME = "document_search"
 
 GROUNDING_RULES = """\
 ## How to answer (CurreChat rules)
@@ -49,30 +46,6 @@ def system_message(teacher_prompt: str, *, has_tool: bool) -> str:
     rules = GROUNDING_RULES if has_tool else NO_TOOL_RULES
     teacher = teacher_prompt.strip()
     return f"{teacher}\n\n{rules}" if teacher else rules
-
-
-def _language_label(languages: Sequence[str]) -> str:
-    names = sorted({lang.capitalize() for lang in languages if lang})
-    return " or ".join(names) if names else "the language of the documents"
-
-
-def document_search_tool(collection_names: Sequence[str], languages: Sequence[str]) -> ToolSpec:
-    """The tool exactly as DESIGN.md gives it, its description filled from the collections."""
-    titles = ", ".join(f"'{name}'" for name in collection_names)
-    language = _language_label(languages)
-    which = "is the language" if " or " not in language else "are the languages"
-    return ToolSpec(
-        name=TOOL_NAME,
-        description=(
-            f"Search documents in the materials (titled {titles}). Prefer {language}, which {which} used in "
-            "the documents. If multiple queries are needed, call this tool multiple times, once for each query."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {"query": {"type": "string", "description": "The query to search for"}},
-            "required": ["query"],
-        },
-    )
 
 
 # The fence markers, and anything in retrieved text that could pass for one.

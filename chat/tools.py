@@ -1,4 +1,5 @@
-"""Running the model's tool calls: check the call, search, number the passages for citation.
+"""The `document_search` tool: its spec as the model sees it, and running the model's calls
+(check the call, search, number the passages for citation).
 
 A bad call (unknown tool, missing or wrong-typed argument) is not an exception: it becomes a tool
 result that tells the model what was wrong, so it can correct itself in the next round.
@@ -17,14 +18,15 @@ from django.conf import settings
 
 from chat import grounding
 from chat.budget import estimate_tokens
-from chat.events import PassageView
+from chat.events import PassageView, passage_view
 from currechat.errors import CurreChatError
-from rag.providers import ToolCall
+from rag.providers import ToolCall, ToolSpec
 from rag.results import Passage
 
 log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 500
+TOOL_NAME = "document_search"
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,8 @@ class ToolOutcome:
 
 def parse_query(call: ToolCall, offered: bool) -> tuple[str | None, str]:
     """The call's query, or None and a sentence for the model saying what is wrong."""
-    if not offered or call.name != grounding.TOOL_NAME:
-        available = f"the only tool is {grounding.TOOL_NAME}" if offered else "no tools are available"
+    if not offered or call.name != TOOL_NAME:
+        available = f"the only tool is {TOOL_NAME}" if offered else "no tools are available"
         return None, f"Error: there is no tool named {call.name!r}; {available}."
     arguments = call.arguments
     if isinstance(arguments, str):
@@ -63,7 +65,7 @@ def parse_query(call: ToolCall, offered: bool) -> tuple[str | None, str]:
             arguments = json.loads(arguments)
         except ValueError:
             arguments = None
-    usage = f'Call {grounding.TOOL_NAME} with {{"query": "<words to search for>"}}.'
+    usage = f'Call {TOOL_NAME} with {{"query": "<words to search for>"}}.'
     if not isinstance(arguments, dict) or "query" not in arguments:
         return None, f"Error: the argument 'query' is missing. {usage}"
     query = arguments["query"]
@@ -83,23 +85,8 @@ class PassageRegistry:
 
     def number(self, passage: Passage) -> PassageView:
         if passage.chunk_id not in self.by_chunk:
-            self.by_chunk[passage.chunk_id] = {
-                "n": len(self.by_chunk) + 1,
-                "chunk_id": passage.chunk_id,
-                "collection_id": passage.collection_id,
-                "file_id": passage.file_id,
-                "file_name": passage.file_name,
-                "page": passage.page,
-                "page_end": passage.page_end,
-                "section": passage.section,
-                "text": passage.text,
-                "score": passage.score,
-                "curation_score": passage.curation_score,
-            }
+            self.by_chunk[passage.chunk_id] = passage_view(passage, len(self.by_chunk) + 1)
         return self.by_chunk[passage.chunk_id]
-
-    def get(self, n: int) -> PassageView | None:
-        return next((p for p in self.by_chunk.values() if p["n"] == n), None)
 
 
 class SearchTool:
@@ -115,6 +102,25 @@ class SearchTool:
     @property
     def offered(self) -> bool:
         return bool(self.collections)
+
+    def spec(self) -> ToolSpec:
+        """The tool exactly as DESIGN.md gives it, its description filled from the collections."""
+        titles = ", ".join(f"'{c.name}'" for c in self.collections)
+        names = sorted({c.language.capitalize() for c in self.collections if c.language})
+        language = " or ".join(names) if names else "the language of the documents"
+        which = "is the language" if " or " not in language else "are the languages"
+        return ToolSpec(
+            name=TOOL_NAME,
+            description=(
+                f"Search documents in the materials (titled {titles}). Prefer {language}, which {which} used in "
+                "the documents. If multiple queries are needed, call this tool multiple times, once for each query."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "The query to search for"}},
+                "required": ["query"],
+            },
+        )
 
     def run(self, call: ToolCall) -> ToolOutcome:
         query, problem = parse_query(call, self.offered)

@@ -29,6 +29,7 @@ from collections_app.lifecycle import (
 )
 from collections_app.models import Collection, PdfMode, SourceFile
 from currechat.errors import Conflict
+from rag.index import IndexedChunk
 from rag.ingest import pdf, sniff
 from rag.ingest.job import IngestFailed, TooLarge
 
@@ -104,27 +105,6 @@ def add_file(collection: Collection, upload, user, pdf_mode: str = PdfMode.AUTO)
     return source
 
 
-def file_chunks(source: SourceFile) -> list[dict]:
+def file_chunks(source: SourceFile) -> list[IndexedChunk]:
     """The file's chunks as stored in the index, in reading order (what search can return)."""
-    index = stored_index(source.collection_id)
-    keys = sorted(index.client.smembers(index.file_set(source.pk)), key=lambda k: int(k.rsplit(b":", 1)[-1]))
-    pipe = index.client.pipeline(transaction=False)
-    fields = ["position", "text", "page_start", "page_end", "heading_path"]
-    for key in keys:
-        pipe.hmget(key, fields)
-    chunks = []
-    for values in pipe.execute():
-        if values[0] is None:
-            continue
-        row = dict(zip(fields, (v.decode() for v in values), strict=True))
-        pages = [int(row["page_start"]), int(row["page_end"])]
-        chunks.append(
-            {
-                "position": int(row["position"]),
-                "text": row["text"].replace(" \n", "\n"),  # undo the index's newline padding
-                "page_start": pages[0] if pages[0] >= 0 else None,
-                "page_end": pages[1] if pages[1] >= 0 else None,
-                "heading_path": row["heading_path"],
-            }
-        )
-    return chunks
+    return stored_index(source.collection_id).file_chunks(source.pk)

@@ -27,7 +27,7 @@ from django.utils import timezone
 from collections_app.models import Collection, FileStatus, SourceFile
 from collections_app.progress import file_event, publish
 from currechat.errors import Conflict, ServiceUnavailable
-from rag.index import CollectionIndex
+from rag.index import ChunkStore
 from rag.ingest import chunking, pipeline
 from rag.ingest.job import IngestJob, Outcome
 from rag.ingest.steps import expected_extractor
@@ -38,10 +38,10 @@ ACTIVE = (FileStatus.QUEUED, FileStatus.PROCESSING)
 INDEX_SETTINGS = {"language", "embedding_model"}  # fixed per index: changing one needs a new index
 
 
-def stored_index(collection_id: int) -> CollectionIndex:
-    """The collection's index for reading or removing chunks (neither needs its language or vector
-    size, and neither creates the index)."""
-    return CollectionIndex(collection_id, "english", 1)
+def stored_index(collection_id: int) -> ChunkStore:
+    """The collection's stored chunks, for reading or removing them (neither needs the index's
+    language or vector size, and neither creates the index)."""
+    return ChunkStore(collection_id)
 
 
 def announce(source: SourceFile) -> None:
@@ -127,10 +127,10 @@ def reindex_collection(
 ) -> list[SourceFile]:
     """Rebuild a collection's index from its files: after a change of language or embedding model
     (`new_model`), or after Redis lost its data. The chunks already indexed stay searchable until
-    their file's new chunks replace them (CollectionIndex.rebuild). Stored Markdown is re-chunked
+    their file's new chunks replace them (ChunkStore.rebuild). Stored Markdown is re-chunked
     unless `re_extract`; the files are queued for the workers unless `enqueue` is False (the
     caller runs them)."""
-    CollectionIndex(collection.pk, collection.language, 1).rebuild(keep_vectors=not new_model)
+    stored_index(collection.pk).rebuild(collection.language, keep_vectors=not new_model)
     sources = collection.files.exclude(status=FileStatus.CANCELLED).order_by("pk")
     return [requeue(source, re_extract=re_extract, enqueue=enqueue) for source in sources]
 

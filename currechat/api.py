@@ -91,7 +91,7 @@ def health(request):
 def _register_routers() -> None:
     from chat.api import router as chat_router
     from collections_app.api import router as collections_router
-    from rag.api import router as search_router
+    from collections_app.search import router as search_router
 
     api.add_router("/", collections_router)
     api.add_router("/", search_router)

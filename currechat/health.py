@@ -1,7 +1,9 @@
 """Is Redis (with search) reachable? Is the model server? Which models are configured?
 
 The result feeds the status badge on every page and `/api/v1/health`. It is cached for a few
-seconds per process so a busy page doesn't ping both services on every request.
+seconds per process so a busy page doesn't ping both services on every request. Whether a model
+is available is the provider registry's answer (`rag.providers.is_available`), the same one search,
+ingestion and the agent ask.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from dataclasses import asdict, dataclass, field
 import redis
 from django.conf import settings
 
-from currechat.errors import ProviderError
 from currechat.redis_client import get_redis
+from rag.providers import is_available
+from rag.providers.ollama import server_models
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,8 @@ class Health:
         return self.has_model(self.models["chat"])
 
     def has_model(self, name: str) -> bool:
-        """The model `name` (e.g. a prompt's own chat model) is on the reachable model server."""
-        return self.model_server.ok and _has_model(self.available_models, name)
+        """The model `name` (e.g. a prompt's own chat model) can be used: see `is_available`."""
+        return is_available(name)
 
     @property
     def vlm_available(self) -> bool:
@@ -54,14 +57,6 @@ class Health:
         data["llm_available"] = self.llm_available
         data["vlm_available"] = self.vlm_available
         return data
-
-
-def _has_model(available: list[str], name: str) -> bool:
-    from rag.providers.registry import split_name
-
-    _, model = split_name(name)
-    wanted = {model, f"{model}:latest"} if ":" not in model else {model}
-    return bool(wanted & set(available))
 
 
 def check_redis() -> ServiceState:
@@ -92,12 +87,9 @@ def check_workers() -> ServiceState:
     return ServiceState(True, f"{count} background worker{'s' if count != 1 else ''} running.")
 
 
-def check_model_server() -> tuple[ServiceState, list[str]]:
-    from rag.providers.ollama import list_models
-
-    try:
-        available = list_models(settings.OLLAMA_HOST, timeout=2.0)
-    except ProviderError:
+def check_model_server(*, fresh: bool = False) -> tuple[ServiceState, list[str]]:
+    available = server_models(fresh=fresh)
+    if available is None:
         return ServiceState(False, f"No model server at {settings.OLLAMA_HOST}."), []
     return ServiceState(True, f"Model server at {settings.OLLAMA_HOST} lists {len(available)} models."), available
 
@@ -122,7 +114,7 @@ def get_health(*, fresh: bool = False) -> Health:
     with _lock:
         if not fresh and _cached and _cached[1] == key and now - _cached[0] < settings.HEALTH_CACHE_SECONDS:
             return _cached[2]
-    model_state, available = check_model_server()
+    model_state, available = check_model_server(fresh=fresh)
     health = Health(
         redis=check_redis(),
         model_server=model_state,

@@ -44,12 +44,20 @@ _ATTRIBUTES = {
     "menclose": {"notation"},
 }
 
-_CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+# Fenced and inline code: neither math nor citations are looked for inside it.
+CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
 _MATH = re.compile(
     r"\$\$(?P<d1>.+?)\$\$|\\\[(?P<d2>.+?)\\\]|\\\((?P<i1>.+?)\\\)|(?<![\\$\w])\$(?P<i2>[^\s$](?:[^$\n]*?[^\s$])?)\$(?!\d)",
     re.DOTALL,
 )
+# A citation marker as the model writes it: [1], [2, 3] or [2; 3]. Group 1 holds the numbers.
 CITATION = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\]")
+_CITATION_WITH_SPACE = re.compile(r"\s?" + CITATION.pattern)
+
+
+def strip_citations(text: str) -> str:
+    """`text` without its citation markers (and the space before each)."""
+    return _CITATION_WITH_SPACE.sub("", text)
 
 
 def _math_html(tex: str, display: bool) -> str:
@@ -71,7 +79,7 @@ def _protect(text: str) -> tuple[str, dict[str, str]]:
 
     chunks = []
     last = 0
-    for code in _CODE.finditer(text):
+    for code in CODE.finditer(text):
         chunks.append(_MATH.sub(lambda m: keep(_math_for(m)), text[last : code.start()]))
         chunks.append(keep(code.group(0)))
         last = code.end()

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from collections_app import search
 from currechat import views
 from currechat.api import api
 
@@ -12,7 +13,7 @@ urlpatterns = [
     path("join/", views.join_by_code, name="join"),
     path("join/<str:code>/", views.join_link, name="join_link"),
     path("collections/", include("collections_app.urls")),
-    path("collections/", include("rag.urls")),
+    path("collections/<int:pk>/search/", search.search_page, name="collection_search"),
     path("prompts/", include("chat.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -1,4 +1,8 @@
-"""The Redis index of one collection: schema as data, atomic per-file writes, deletes.
+"""The Redis index of one collection: schema as data, atomic per-file writes, reads, deletes.
+
+`_encode` is how a chunk is stored and `_decode` its exact inverse; every reader (search's
+`read_chunks`, the file page's `ChunkStore.file_chunks`) goes through it. `ChunkStore` needs only
+the collection id (reading, deleting, rebuilding); `CollectionIndex` adds the schema for writing.
 
 Choice: **one index per collection**. A collection fixes both the language (RediSearch stems and
 drops stop words per index, `LANGUAGE`/`STOPWORDS` in FT.CREATE) and the embedding model (vector
@@ -19,7 +23,6 @@ import numpy as np
 import redis
 from django.conf import settings
 from redis.commands.search.index_definition import IndexDefinition, IndexType
-from redisvl.index import SearchIndex
 from redisvl.schema import IndexSchema
 
 from currechat.redis_client import get_redis
@@ -28,7 +31,10 @@ from rag.languages import stopwords
 
 @dataclass(frozen=True)
 class IndexedChunk:
-    """One chunk as stored in the index (its text is the searchable passage)."""
+    """One chunk as stored in the index (its text is the searchable passage).
+
+    Read back (`read_chunks`, `ChunkStore.file_chunks`) it equals what was written, except that
+    `embedding` is empty: the vector is large and no reader needs it."""
 
     file_id: int
     position: int
@@ -37,27 +43,158 @@ class IndexedChunk:
     page_start: int | None
     page_end: int | None
     heading_path: str  # "Chapter 2 > 2.1 Sampling" (" > " joined), "" when there is none
-    embedding: Sequence[float]
+    embedding: Sequence[float] = ()
 
 
-# Fields returned with every hit (the vector is left out on purpose: it is large).
+# The storage format: `_encode` writes a chunk's hash, `_decode` is its exact inverse.
+# The fields a reader gets (the vector is left out on purpose: it is large).
 RETURN_FIELDS = ["text", "file_id", "file_name", "position", "page_start", "page_end", "heading_path"]
+_NO_PAGE = -1  # a numeric field cannot be empty
+
+
+def _encode(chunk: IndexedChunk) -> dict:
+    return {
+        # RediSearch 2.10 does not split words at a bare newline ("foo\nbar" is one token, found
+        # by neither word); a space before each newline keeps both words searchable. `_decode`
+        # removes exactly that space again.
+        "text": chunk.text.replace("\n", " \n"),
+        "file_id": str(chunk.file_id),
+        "file_name": chunk.file_name,
+        "position": chunk.position,
+        "page_start": _NO_PAGE if chunk.page_start is None else chunk.page_start,
+        "page_end": _NO_PAGE if chunk.page_end is None else chunk.page_end,
+        "heading_path": chunk.heading_path,
+        "embedding": np.asarray(chunk.embedding, dtype=np.float32).tobytes(),
+    }
+
+
+def _decode(values: Sequence[bytes | str | None]) -> IndexedChunk | None:
+    """The chunk from its `RETURN_FIELDS` values; None when the hash is gone (replaced meanwhile)."""
+    if values[0] is None:
+        return None
+    row = dict(zip(RETURN_FIELDS, (v.decode() if isinstance(v, bytes) else (v or "") for v in values), strict=True))
+    start, end = int(row["page_start"] or _NO_PAGE), int(row["page_end"] or _NO_PAGE)
+    return IndexedChunk(
+        file_id=int(row["file_id"]),
+        position=int(row["position"]),
+        # Every stored newline has exactly one inserted space before it (see `_encode`).
+        text=row["text"].replace(" \n", "\n"),
+        file_name=row["file_name"],
+        page_start=None if start == _NO_PAGE else start,
+        page_end=None if end == _NO_PAGE else end,
+        heading_path=row["heading_path"],
+    )
+
+
+def read_chunks(client: redis.Redis, keys: Sequence[str | bytes]) -> list[IndexedChunk | None]:
+    """The chunks stored under `keys`, in one round trip; None for a key that is gone."""
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.hmget(key, RETURN_FIELDS)
+    return [_decode(values) for values in (pipe.execute() if keys else [])]
 
 
 def _prefix() -> str:
     return settings.REDIS_INDEX_PREFIX
 
 
-class CollectionIndex:
-    """The index of one collection (language and vector size fixed at creation)."""
+class ChunkStore:
+    """A collection's stored chunks, for what needs no schema: reading, deleting, rebuilding.
 
-    def __init__(self, collection_id: int, language: str, dims: int, client: redis.Redis | None = None):
+    Built from the collection id alone, so it works when the collection's embedding model (and
+    thus its vector size) is unreachable or unknown."""
+
+    def __init__(self, collection_id: int, client: redis.Redis | None = None):
         self.collection_id = collection_id
-        self.language = language
-        self.dims = dims
         self.client = client or get_redis()
         self.name = self.index_name(collection_id)
         self.key_prefix = f"{_prefix()}:c{collection_id}:chunk"
+
+    @staticmethod
+    def index_name(collection_id: int) -> str:
+        """The index's name, without building the schema (searches only need the name)."""
+        return f"{_prefix()}:idx:c{collection_id}"
+
+    def key(self, file_id: int, position: int) -> str:
+        return f"{self.key_prefix}:{file_id}:{position}"
+
+    def file_set(self, file_id: int) -> str:
+        return f"{_prefix()}:c{self.collection_id}:f{file_id}"
+
+    def exists(self) -> bool:
+        try:
+            self.client.ft(self.name).info()
+        except redis.ResponseError:  # "Unknown index name"
+            return False
+        return True
+
+    def file_chunks(self, file_id: int) -> list[IndexedChunk]:
+        """The file's chunks as stored, in reading order (what search can return for it)."""
+        keys = sorted(self.client.smembers(self.file_set(file_id)), key=lambda k: int(k.rsplit(b":", 1)[-1]))
+        return [chunk for chunk in read_chunks(self.client, keys) if chunk is not None]
+
+    def file_chunk_count(self, file_id: int) -> int:
+        return self.client.scard(self.file_set(file_id))
+
+    def delete_file(self, file_id: int) -> None:
+        """Remove a file's chunks in one transaction (never creates or recreates the index)."""
+        keys = self.client.smembers(self.file_set(file_id))
+        pipe = self.client.pipeline(transaction=True)
+        if keys:
+            pipe.delete(*keys)
+        pipe.delete(self.file_set(file_id))
+        pipe.execute()
+
+    def rebuild(self, language: str, *, keep_vectors: bool) -> None:
+        """Recreate the index definition over the chunks already stored (a new language or model).
+
+        The chunks stay: RediSearch indexes them again under the new language, so search keeps
+        working while the files are re-ingested one by one (each swaps its own chunks in one
+        transaction), and a file whose re-ingestion fails keeps its passages. With a new embedding
+        model (`keep_vectors=False`) the old vectors are removed first, so a KNN search never
+        compares vectors of two models: until its file is re-ingested an old chunk is found by its
+        words only. Nothing to do when the index is gone (Redis lost it): the files recreate it."""
+        if not self.exists():
+            return
+        # The vector size of the old index: correct for the same model, and harmless for a new
+        # one (no chunk has a vector now; the first re-ingested file resizes it, see `ensure`).
+        dims = _indexed_dims(self.client.ft(self.name).info()) or 1
+        if not keep_vectors:
+            self._drop_vectors()
+        self.client.ft(self.name).dropindex(delete_documents=False)
+        CollectionIndex(self.collection_id, language, dims, client=self.client).ensure()
+
+    def _drop_vectors(self, batch: int = 1000) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for count, key in enumerate(self.client.scan_iter(match=f"{self.key_prefix}:*", count=batch), 1):
+            pipe.hdel(key, "embedding")
+            if count % batch == 0:
+                pipe.execute()
+        pipe.execute()
+
+    def drop(self) -> None:
+        """Remove the index and every chunk of the collection."""
+        if self.exists():
+            self.client.ft(self.name).dropindex(delete_documents=True)
+        for key in self.client.scan_iter(match=f"{_prefix()}:c{self.collection_id}:*", count=1000):
+            self.client.delete(key)
+
+
+def _indexed_dims(info: dict) -> int | None:
+    for attribute in info.get("attributes", []):
+        flat = [a.decode() if isinstance(a, bytes) else a for a in attribute]
+        if "embedding" in flat and "dim" in flat:
+            return int(flat[flat.index("dim") + 1])
+    return None
+
+
+class CollectionIndex(ChunkStore):
+    """The index of one collection, for writing: its language and vector size fixed at creation."""
+
+    def __init__(self, collection_id: int, language: str, dims: int, client: redis.Redis | None = None):
+        super().__init__(collection_id, client)
+        self.language = language
+        self.dims = dims
         self.schema = IndexSchema.from_dict(
             {
                 "index": {"name": self.name, "prefix": self.key_prefix, "storage_type": "hash"},
@@ -80,12 +217,6 @@ class CollectionIndex:
                 ],
             }
         )
-        self.search_index = SearchIndex(self.schema, redis_client=self.client)
-
-    @staticmethod
-    def index_name(collection_id: int) -> str:
-        """The index's name, without building the schema (searches only need the name)."""
-        return f"{_prefix()}:idx:c{collection_id}"
 
     @classmethod
     def for_collection(cls, collection, client: redis.Redis | None = None) -> CollectionIndex:
@@ -94,20 +225,11 @@ class CollectionIndex:
         dims = get_embedding_model(collection.embedding_model).dimensions
         return cls(collection.id, collection.language, dims, client=client)
 
-    def key(self, file_id: int, position: int) -> str:
-        return f"{self.key_prefix}:{file_id}:{position}"
-
-    def file_set(self, file_id: int) -> str:
-        return f"{_prefix()}:c{self.collection_id}:f{file_id}"
-
-    def exists(self) -> bool:
-        return self.search_index.exists()
-
     def ensure(self) -> None:
         """Create the index if missing; recreate it (keeping documents) if its vector size changed."""
         if self.exists():
             info = self.client.ft(self.name).info()
-            if self._indexed_dims(info) in (None, self.dims):
+            if _indexed_dims(info) in (None, self.dims):
                 return
             self.client.ft(self.name).dropindex(delete_documents=False)
         # redisvl's schema has no LANGUAGE, so FT.CREATE goes through redis-py with redisvl's fields.
@@ -124,17 +246,12 @@ class CollectionIndex:
             if "already exists" not in str(exc).lower():
                 raise
 
-    @staticmethod
-    def _indexed_dims(info: dict) -> int | None:
-        for attribute in info.get("attributes", []):
-            flat = [a.decode() if isinstance(a, bytes) else a for a in attribute]
-            if "embedding" in flat and "dim" in flat:
-                return int(flat[flat.index("dim") + 1])
-        return None
-
     def replace_file(self, file_id: int, chunks: Sequence[IndexedChunk]) -> None:
         """Swap a file's chunks for `chunks` in one transaction (empty `chunks` removes the file)."""
         self.ensure()
+        for chunk in chunks:
+            if len(chunk.embedding) != self.dims:
+                raise ValueError(f"Embedding has {len(chunk.embedding)} dimensions; the index expects {self.dims}.")
         old_keys = self.client.smembers(self.file_set(file_id))
         pipe = self.client.pipeline(transaction=True)
         if old_keys:
@@ -144,74 +261,7 @@ class CollectionIndex:
         for chunk in chunks:
             key = self.key(file_id, chunk.position)
             new_keys.append(key)
-            pipe.hset(key, mapping=self._mapping(chunk))
+            pipe.hset(key, mapping=_encode(chunk))
         if new_keys:
             pipe.sadd(self.file_set(file_id), *new_keys)
         pipe.execute()
-
-    def _mapping(self, chunk: IndexedChunk) -> dict:
-        if len(chunk.embedding) != self.dims:
-            raise ValueError(f"Embedding has {len(chunk.embedding)} dimensions; the index expects {self.dims}.")
-        return {
-            # RediSearch 2.10 does not split words at a bare newline ("foo\nbar" is one token, found
-            # by neither word); a space before each newline keeps both words searchable and the
-            # Markdown unchanged when rendered.
-            "text": chunk.text.replace("\n", " \n"),
-            "file_id": str(chunk.file_id),
-            "file_name": chunk.file_name,
-            "position": chunk.position,
-            "page_start": -1 if chunk.page_start is None else chunk.page_start,
-            "page_end": -1 if chunk.page_end is None else chunk.page_end,
-            "heading_path": chunk.heading_path,
-            "embedding": np.asarray(chunk.embedding, dtype=np.float32).tobytes(),
-        }
-
-    def delete_file(self, file_id: int) -> None:
-        """Remove a file's chunks in one transaction.
-
-        Never creates or recreates the index, so it is safe on an object built without knowing the
-        collection's vector size (deleting must work even when the embedding model is unreachable).
-        """
-        keys = self.client.smembers(self.file_set(file_id))
-        pipe = self.client.pipeline(transaction=True)
-        if keys:
-            pipe.delete(*keys)
-        pipe.delete(self.file_set(file_id))
-        pipe.execute()
-
-    def file_chunk_count(self, file_id: int) -> int:
-        return self.client.scard(self.file_set(file_id))
-
-    def rebuild(self, *, keep_vectors: bool) -> None:
-        """Recreate the index definition over the chunks already stored (a new language or model).
-
-        The chunks stay: RediSearch indexes them again under the new language, so search keeps
-        working while the files are re-ingested one by one (each swaps its own chunks in one
-        transaction), and a file whose re-ingestion fails keeps its passages. With a new embedding
-        model (`keep_vectors=False`) the old vectors are removed first, so a KNN search never
-        compares vectors of two models: until its file is re-ingested an old chunk is found by its
-        words only. Nothing to do when the index is gone (Redis lost it): the files recreate it."""
-        if not self.exists():
-            return
-        dims = self._indexed_dims(self.client.ft(self.name).info()) or self.dims
-        if not keep_vectors:
-            self._drop_vectors()
-        self.client.ft(self.name).dropindex(delete_documents=False)
-        # The vector size of the old index: correct for the same model, and harmless for a new
-        # one (no chunk has a vector now; the first re-ingested file resizes it, see `ensure`).
-        CollectionIndex(self.collection_id, self.language, dims, client=self.client).ensure()
-
-    def _drop_vectors(self, batch: int = 1000) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        for count, key in enumerate(self.client.scan_iter(match=f"{self.key_prefix}:*", count=batch), 1):
-            pipe.hdel(key, "embedding")
-            if count % batch == 0:
-                pipe.execute()
-        pipe.execute()
-
-    def drop(self) -> None:
-        """Remove the index and every chunk of the collection."""
-        if self.exists():
-            self.client.ft(self.name).dropindex(delete_documents=True)
-        for key in self.client.scan_iter(match=f"{_prefix()}:c{self.collection_id}:*", count=1000):
-            self.client.delete(key)

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import re
 import threading
-import unicodedata
 from dataclasses import dataclass
 
-from rag.ingest.normalize import fold_quotes
+from rag.ingest.normalize import fold_characters
 from rag.languages import stopwords
 
 # The characters RediSearch 2.10 splits documents on (its documented list, plus `/|?` and the
@@ -96,9 +95,9 @@ def _ordered_content(parsed: ParsedQuery) -> list[str]:
 
 
 def normalise(text: str) -> str:
-    """NFC, no soft hyphens, no control characters: what the index sees after ingestion."""
-    text = fold_quotes(unicodedata.normalize("NFC", text.replace("\u00ad", "")))
-    return "".join(ch if ch.isprintable() else " " for ch in text).strip()
+    """The query's characters folded as ingested text's are (`fold_characters`); control
+    characters become spaces."""
+    return "".join(ch if ch.isprintable() else " " for ch in fold_characters(text)).strip()
 
 
 def tokenize(text: str) -> list[str]:

@@ -1,5 +1,7 @@
 """What a search returns. Shared by the search pipeline, the API, the search page and the chat tool.
 
+`Passage` is the one definition of a passage: the API schema (`collections_app.search.PassageOut`)
+is generated from it and the chat's numbered view (`chat.events.passage_view`) copies its fields.
 `SearchOutcome.nothing_relevant` is an explicit outcome: callers never have to guess what an empty
 list means.
 """
@@ -20,9 +22,11 @@ class Passage:
     page_end: int | None
     section: str  # heading path, " > " joined
     text: str
-    score: float  # fused RRF score
-    sources: dict[str, int]  # retriever name -> 1-based rank in that retriever's list
-    curation_score: float | None = None
+    score: float = field(metadata={"description": "Fused (weighted RRF) score."})
+    sources: dict[str, int] = field(metadata={"description": "Retriever name -> 1-based rank in its list."})
+    curation_score: float | None = field(
+        default=None, metadata={"description": "0-10 when curation judged the passage."}
+    )
     curation_reason: str = ""
     included: bool = True  # False only in the "what curation dropped" view
 

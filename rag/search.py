@@ -28,12 +28,12 @@ import redis
 from django.conf import settings
 
 from currechat.errors import CurreChatError
-from currechat.health import get_health
 from currechat.redis_client import get_redis
 from rag import curation, retrievers
 from rag.curation import CurationRun
 from rag.fusion import Fused, budgets, weighted_rrf
-from rag.index import RETURN_FIELDS, CollectionIndex
+from rag.index import ChunkStore, IndexedChunk, read_chunks
+from rag.providers import is_available
 from rag.query import parse
 from rag.results import Passage, SearchOutcome
 
@@ -100,7 +100,7 @@ def search_collections(
         notes.append("No passage matched.")
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
     model = curation_model or settings.CURATION_MODEL
-    if curate and not get_health().has_model(model):
+    if curate and not is_available(model):
         # Asking a missing model would fail once per passage, after the client's timeouts.
         notes.append(
             f"Curation was skipped: the model {model} is not on the model server. Results keep their search order."
@@ -149,7 +149,7 @@ def build_targets(collections: Sequence, query: str, notes: list[str] | None = N
                 vectors[model] = None
                 if notes is not None:
                     notes.append(f"The meaning (vector) search is unavailable: {exc}")
-        index = CollectionIndex.index_name(collection.id)
+        index = ChunkStore.index_name(collection.id)
         targets.append(retrievers.Target(collection.id, index, parse(query, collection.language), vectors[model]))
     return targets
 
@@ -178,31 +178,25 @@ def _too_weak(targets: Sequence[retrievers.Target]) -> bool:
 
 
 def fetch(client: redis.Redis, chosen: Sequence[tuple[int, Fused]]) -> list[Passage]:
-    pipe = client.pipeline(transaction=False)
-    for _, fused in chosen:
-        pipe.hmget(fused.key, RETURN_FIELDS)
-    rows = pipe.execute() if chosen else []
-    passages = []
-    for (collection_id, fused), row in zip(chosen, rows, strict=True):
-        if row[0] is None:  # the chunk was replaced between retrieval and fetch (re-ingestion)
-            continue
-        passages.append(_passage(collection_id, fused, dict(zip(RETURN_FIELDS, row, strict=True))))
-    return passages
+    """The winners as passages, read in one round trip, in the order given."""
+    chunks = read_chunks(client, [fused.key for _, fused in chosen])
+    return [
+        _passage(collection_id, fused, chunk)
+        for (collection_id, fused), chunk in zip(chosen, chunks, strict=True)
+        if chunk is not None  # the chunk was replaced between retrieval and fetch (re-ingestion)
+    ]
 
 
-def _passage(collection_id: int, fused: Fused, fields: dict) -> Passage:
-    text = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in fields.items()}
-    page = int(text["page_start"] or -1)
-    page_end = int(text["page_end"] or -1)
+def _passage(collection_id: int, fused: Fused, chunk: IndexedChunk) -> Passage:
     return Passage(
         chunk_id=fused.key,
         collection_id=collection_id,
-        file_id=int(text["file_id"]),
-        file_name=text["file_name"] or "",
-        page=page if page >= 0 else None,
-        page_end=page_end if page_end >= 0 else None,
-        section=text["heading_path"] or "",
-        text=text["text"] or "",
+        file_id=chunk.file_id,
+        file_name=chunk.file_name,
+        page=chunk.page_start,
+        page_end=chunk.page_end,
+        section=chunk.heading_path,
+        text=chunk.text,
         score=round(fused.score, 6),
         sources=dict(fused.ranks),
     )

@@ -170,4 +170,4 @@ def chunks_containing(source, phrase: str) -> list[dict]:
     """The file's chunks, as stored in Redis, whose text contains `phrase` verbatim."""
     from collections_app.files import file_chunks
 
-    return [c for c in file_chunks(source) if phrase in c["text"]]
+    return [c for c in file_chunks(source) if phrase in c.text]

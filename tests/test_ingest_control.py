@@ -86,7 +86,7 @@ def test_failed_reingest_keeps_the_previous_chunks_whole_and_a_new_one_replaces_
     fast_collection, ingest_upload, ollama, run_worker, settings
 ):
     source = ingest_upload(fast_collection, NOTES.encode(), "optics.md")
-    before = sorted(c["text"] for c in files.file_chunks(source))
+    before = sorted(c.text for c in files.file_chunks(source))
     assert len(before) > 2
 
     settings.INGEST_CHUNK_SIZE = 400  # new chunks: their embeddings are not cached
@@ -95,13 +95,13 @@ def test_failed_reingest_keeps_the_previous_chunks_whole_and_a_new_one_replaces_
     run_worker()
     source.refresh_from_db()
     assert source.status == FileStatus.FAILED
-    assert sorted(c["text"] for c in files.file_chunks(source)) == before, "the old version stays, whole"
+    assert sorted(c.text for c in files.file_chunks(source)) == before, "the old version stays, whole"
 
     ollama.fail_embed = False
     files.requeue(source)
     run_worker()
     source.refresh_from_db()
-    after = [c["text"] for c in files.file_chunks(source)]
+    after = [c.text for c in files.file_chunks(source)]
     assert source.status == FileStatus.READY and len(after) == source.chunk_count > len(before)
     assert not set(after) & set(before), "no chunk of the old version is left"
     assert all(len(text) <= 400 for text in after)

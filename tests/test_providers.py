@@ -8,10 +8,10 @@ import math
 import pytest
 
 from currechat.errors import ProviderError
-from rag.providers import ChatMessage, Done, TextDelta, ToolSpec, get_chat_model, get_embedding_model
+from rag.providers import ChatMessage, Done, TextDelta, ToolSpec, get_chat_model, get_embedding_model, registry
 from rag.providers.base import ToolCallEvent
 from rag.providers.local import MiniLMEmbedder
-from rag.providers.registry import UnknownModel, split_name
+from rag.providers.registry import UnknownModel, is_available, split_name
 from tests.fake_ollama import Reply
 
 TOOL = ToolSpec("document_search", "Search.", {"type": "object", "properties": {"query": {"type": "string"}}})
@@ -113,3 +113,37 @@ def test_model_names_choose_the_provider():
     assert split_name("local:all-MiniLM-L6-v2") == ("local", "all-MiniLM-L6-v2")
     with pytest.raises(UnknownModel):
         get_embedding_model("local:not-a-model")
+
+
+def test_availability_is_the_servers_model_list(ollama, settings):
+    ollama.models = ["qwen3:8b", "embeddinggemma:latest"]
+    assert is_available("qwen3:8b") and is_available("ollama:qwen3:8b")
+    assert is_available("embeddinggemma")  # no tag means :latest, as in Ollama
+    assert not is_available("qwen3:32b")
+    assert is_available("local:all-MiniLM-L6-v2")  # ships with the app: no server needed
+    assert not is_available("local:not-a-model")
+    settings.OLLAMA_HOST = "http://127.0.0.1:9"
+    assert not is_available("qwen3:8b")
+    assert is_available("local:all-MiniLM-L6-v2")
+
+
+class EchoModel:
+    """A provider written the way any new one is: built from its name, asked about availability."""
+
+    def __init__(self, model: str, timeout: float | None):
+        self.name, self.timeout = model, timeout
+
+    @classmethod
+    def from_name(cls, model, *, timeout=None):
+        return cls(model, timeout)
+
+    @classmethod
+    def is_available(cls, model, *, fresh=False):
+        return model == "echo-1"
+
+
+def test_a_new_provider_is_one_class_and_one_registry_entry(monkeypatch):
+    monkeypatch.setitem(registry.CHAT_PROVIDERS, "echo", f"{__name__}.EchoModel")
+    model = get_chat_model("echo:echo-1", timeout=3.0)
+    assert isinstance(model, EchoModel) and (model.name, model.timeout) == ("echo-1", 3.0)
+    assert is_available("echo:echo-1") and not is_available("echo:echo-2")

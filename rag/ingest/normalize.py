@@ -1,5 +1,8 @@
 """Clean extracted text before chunking, so stemming and phrase search see real words.
 
+`fold_characters` is the one character-level normaliser: ingestion (`normalize_text`) and search
+queries (rag/query.py) both apply it, so what a user types finds what the material says.
+
 PDF text extraction is the main source of damage: LaTeX-made PDFs emit accents as separate spacing
 characters (`Sis¨allys` for `Sisällys`), words hyphenated at line ends arrive split, ligatures
 arrive as single code points (`ﬁ`), and some fonts map glyphs to control characters.
@@ -40,7 +43,7 @@ _LIGATURES = {
 }
 # Typographic quotes -> ASCII. RediSearch splits words on `"` and `'` but not on these, so
 # `“random survey”` would be indexed as the terms `“random` and `survey”`, which no query for
-# "random" or "survey" matches. Queries are folded the same way (rag/query.py).
+# "random" or "survey" matches.
 _QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
                          "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'"})  # fmt: skip
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"), None)  # soft hyphen, zero widths, BOM
@@ -65,22 +68,21 @@ def _join_hyphenated(text: str) -> str:
     return _HYPHEN_BREAK.sub(join, text)
 
 
-def fold_quotes(text: str) -> str:
-    """Typographic quotes as ASCII quotes, which the index treats as word separators."""
-    return text.translate(_QUOTES)
+def fold_characters(text: str) -> str:
+    """The same characters for the same word, wherever the text comes from: NFC, invisible
+    characters removed, ligatures split (`ﬁ` -> `fi`), spacing accents recombined, typographic
+    quotes and the no-break space folded to ASCII. Applied to indexed text and to queries alike."""
+    text = text.translate(_INVISIBLE).translate(_QUOTES).replace("\u00a0", " ")
+    for ligature, letters in _LIGATURES.items():
+        text = text.replace(ligature, letters)
+    return unicodedata.normalize("NFC", _recombine(text))
 
 
 def normalize_text(text: str) -> str:
-    """NFC text with accents recombined, ligatures split, hyphenated line breaks joined, quotes
-    folded to ASCII."""
+    """Extracted text as it is indexed: `fold_characters`, control characters removed, hyphenated
+    line breaks joined, line ends and blank lines tidied."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n\n")
-    text = fold_quotes(text.translate(_INVISIBLE))
-    text = _CONTROL.sub("", text)
-    text = text.replace("\u00a0", " ")
-    for ligature, letters in _LIGATURES.items():
-        text = text.replace(ligature, letters)
-    text = _recombine(text)
-    text = unicodedata.normalize("NFC", text)
+    text = fold_characters(_CONTROL.sub("", text))
     text = _join_hyphenated(text)
     text = re.sub(r"[ \t]+\n", "\n", text)
     return re.sub(r"\n{3,}", "\n\n", text).strip()

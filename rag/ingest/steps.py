@@ -12,7 +12,6 @@ from typing import Protocol
 
 from django.conf import settings
 
-from currechat.health import get_health
 from rag.index import CollectionIndex, IndexedChunk
 from rag.ingest import chunking, pdf
 from rag.ingest.embedding import embed_texts
@@ -20,6 +19,7 @@ from rag.ingest.html import html_to_markdown
 from rag.ingest.job import IngestFailed, IngestJob, PageText, TooLarge
 from rag.ingest.normalize import normalize_text
 from rag.ingest.sniff import decode_text
+from rag.providers import is_available
 
 
 class Context(Protocol):
@@ -41,7 +41,7 @@ def expected_extractor(job: IngestJob) -> str:
     """Which extractor this run will use: also the key under which extracted Markdown is reused."""
     if job.file_type != "pdf":
         return job.file_type
-    if job.pdf_mode == "fast" or not get_health(fresh=True).vlm_available:
+    if job.pdf_mode == "fast" or not is_available(settings.VLM_MODEL, fresh=True):
         return "pdf-fast"
     return f"pdf-vlm:{settings.VLM_MODEL}"
 

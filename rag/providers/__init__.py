@@ -13,7 +13,7 @@ from rag.providers.base import (
     ToolCall,
     ToolSpec,
 )
-from rag.providers.registry import get_chat_model, get_embedding_model
+from rag.providers.registry import get_chat_model, get_embedding_model, is_available
 
 __all__ = [
     "ChatEvent",
@@ -26,4 +26,5 @@ __all__ = [
     "ToolSpec",
     "get_chat_model",
     "get_embedding_model",
+    "is_available",
 ]

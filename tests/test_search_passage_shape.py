@@ -1,0 +1,42 @@
+"""A passage has one definition (rag.results.Passage); the API, the chat events and the stored
+messages carry it in shapes derived from it, so a field added there cannot go missing elsewhere."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from chat.events import PassageView, passage_view
+from collections_app.search import PassageOut
+from rag.results import Passage
+
+PASSAGE = Passage(
+    chunk_id="cc:c1:chunk:4:0",
+    collection_id=1,
+    file_id=4,
+    file_name="averages.md",
+    page=None,
+    page_end=None,
+    section="Ch 1 > Averages",
+    text="The median is the middle value.\n\n| a | b |",
+    score=0.0312,
+    sources={"vector": 1, "any_word": 3},
+)
+
+
+def test_chat_passage_view_is_a_passage_plus_its_citation_number():
+    passage_types = typing.get_type_hints(Passage)
+    view_types = typing.get_type_hints(PassageView)
+    assert view_types.pop("n") is int
+    assert {name: passage_types[name] for name in view_types} == view_types  # same names, same types
+    view = passage_view(PASSAGE, 3)
+    assert view["n"] == 3
+    assert {k: v for k, v in view.items() if k != "n"} == {k: getattr(PASSAGE, k) for k in view_types}
+
+
+def test_api_passage_schema_carries_every_passage_field_unchanged():
+    as_json = PassageOut(**dataclasses.asdict(PASSAGE)).model_dump()
+    assert as_json == dataclasses.asdict(PASSAGE)
+    schema = PassageOut.model_json_schema()
+    assert set(schema["required"]) == {f.name for f in dataclasses.fields(Passage) if f.default is dataclasses.MISSING}
+    assert schema["properties"]["score"]["description"] == "Fused (weighted RRF) score."
