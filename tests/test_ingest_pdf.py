@@ -67,7 +67,7 @@ def test_lecture_notes_fast_path_finds_phrases_on_their_pages_and_sections(fast_
     assert source.chunk_count > 300
     assert not [body for path, body in ollama.requests if path == "/api/chat"], "fast mode never calls the VLM"
     git_init = chunks_containing(source, "one initializes the repository by means of")
-    assert git_init and {(h["page_start"], h["heading_path"]) for h in git_init} == {
+    assert git_init and {(h.page_start, h.heading_path) for h in git_init} == {
         (11, "Version Control with Git > 2.4 Setting up a local repository")
     }
     linspace = indexed(fast_collection, "linspace")
@@ -87,9 +87,9 @@ def test_fast_path_finds_a_papers_sections_by_their_fonts_when_it_has_no_outline
     assert f"# {title}\n" in source.markdown  # set over two lines, one heading
     assert "\n## 1 Introduction\n" in source.markdown and "\n### 3.1 Vocabulary Selection\n" in source.markdown
     intro = chunks_containing(source, "systems are usually applied to")
-    assert intro and all(c["heading_path"] == f"{title} > 1 Introduction" for c in intro)
+    assert intro and all(c.heading_path == f"{title} > 1 Introduction" for c in intro)
     vocabulary = chunks_containing(source, "The vocabulary selection module chooses")
-    assert {c["heading_path"] for c in vocabulary} == {f"{title} > 3 Surface Realisation Approach"}
+    assert {c.heading_path for c in vocabulary} == {f"{title} > 3 Surface Realisation Approach"}
     # Running text is never taken for a heading.
     assert all(len(line) < 90 for line in source.markdown.splitlines() if line.startswith("#"))
 
