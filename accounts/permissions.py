@@ -20,10 +20,12 @@ from currechat.errors import CurreChatError, NotFound
 
 class Forbidden(CurreChatError):
     status_code = 403
+    code = "not_allowed"
 
 
 class NotAuthenticated(CurreChatError):
     status_code = 401
+    code = "not_allowed"
 
 
 def current(user):

@@ -182,8 +182,8 @@ def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, 
         _finish(reply, progress, MessageStatus.FAILED)
     except Exception:  # noqa: BLE001  (the database failed too: still tell the student; a read marks it later)
         log.exception("Could not store failed chat turn %s", reply.id)
-    code = getattr(exc, "code", "too_long" if isinstance(exc, MessageTooLong) else "model_failed")
-    retryable = getattr(exc, "retryable", not isinstance(exc, MessageTooLong))
+    code = exc.code if isinstance(exc, CurreChatError) else "model_failed"
+    retryable = exc.retryable if isinstance(exc, CurreChatError) else True
     sink.emit({"type": "error", "message_id": reply.id, "code": code, "detail": str(exc), "retryable": retryable})
 
 

@@ -28,6 +28,7 @@ _windows: dict[str, tuple[float, int]] = {}
 
 class MessageTooLong(CurreChatError):
     status_code = 413
+    code = "too_long"
 
 
 def estimate_tokens(text: str) -> int:

@@ -15,8 +15,16 @@ from currechat.redis_client import get_redis
 TURN_LOCK_SECONDS = 600
 
 
+class ChatBusy(Conflict):
+    """A turn is already running in this chat."""
+
+    code = "busy"
+    retryable = True
+
+
 class RateLimited(CurreChatError):
     status_code = 429
+    code = "rate_limited"
 
     def __init__(self, message: str, *, retry_after: int):
         super().__init__(message)
@@ -71,7 +79,7 @@ class TurnLock:
 
     def acquire(self) -> None:
         if not get_redis().set(self.key, self.token, nx=True, ex=TURN_LOCK_SECONDS):
-            raise Conflict("The assistant is still answering your previous message in this chat. Wait for it.")
+            raise ChatBusy("The assistant is still answering your previous message in this chat. Wait for it.")
 
     def held(self) -> bool:
         """Whether any turn holds this chat's lock."""

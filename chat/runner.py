@@ -18,13 +18,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 
-from accounts.permissions import Forbidden, NotAuthenticated
 from chat.agent import Turn, run_turn, start_turn
-from chat.budget import MessageTooLong
 from chat.events import CallbackSink, ChatEventOut, ErrorEvent
-from chat.limits import RateLimited
 from chat.models import Message
-from currechat.errors import Conflict, CurreChatError, NotFound
+from currechat.errors import CurreChatError
 
 _executor: ThreadPoolExecutor | None = None
 
@@ -175,11 +172,4 @@ async def start_turn_async(user, session_id: int, content: str | None, *, retry:
 
 def error_event(exc: CurreChatError) -> ErrorEvent:
     """An `error` event for a turn refused before it started."""
-    codes = [
-        (RateLimited, "rate_limited"),
-        (MessageTooLong, "too_long"),
-        (Conflict, "busy"),
-        ((Forbidden, NotFound, NotAuthenticated), "not_allowed"),
-    ]
-    code = next((name for kind, name in codes if isinstance(exc, kind)), "bad_request")
-    return {"type": "error", "message_id": None, "code": code, "detail": str(exc), "retryable": code == "busy"}
+    return {"type": "error", "message_id": None, "code": exc.code, "detail": str(exc), "retryable": exc.retryable}

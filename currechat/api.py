@@ -41,7 +41,14 @@ api = NinjaAPI(
 
 @api.exception_handler(CurreChatError)
 def _curre_error(request, exc: CurreChatError):
-    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    body = {"detail": str(exc), "code": exc.code}
+    field, retry_after = getattr(exc, "field", None), getattr(exc, "retry_after", None)
+    if field:
+        body["field"] = field
+    response = api.create_response(request, body, status=exc.status_code)
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 @api.exception_handler(Http404)

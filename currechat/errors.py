@@ -4,29 +4,40 @@ from __future__ import annotations
 
 
 class CurreChatError(Exception):
-    """Base class. `str(error)` is shown to users, so write it as a sentence they can act on."""
+    """Base class. `str(error)` is shown to users, so write it as a sentence they can act on.
+
+    `status_code` is its HTTP status, `code` its machine-readable name (the `code` of websocket
+    `error` events and of API error bodies), `retryable` whether the same request may succeed later.
+    """
 
     status_code = 400
+    code = "bad_request"
+    retryable = False
 
 
 class NotFound(CurreChatError):
     status_code = 404
+    code = "not_allowed"  # to the asker, "not there" and "not yours" look the same on purpose
 
 
 class Conflict(CurreChatError):
     status_code = 409
+    code = "conflict"
 
 
 class ServiceUnavailable(CurreChatError):
     """A backing service (Redis, the model server) cannot be reached right now."""
 
     status_code = 503
+    code = "unavailable"
+    retryable = True
 
 
 class ProviderError(CurreChatError):
     """A model server failed. `retryable` says whether trying again may help."""
 
     status_code = 503
+    code = "model_failed"
 
     def __init__(self, message: str, *, retryable: bool = True):
         super().__init__(message)
@@ -37,6 +48,7 @@ class InvalidInput(CurreChatError):
     """A value a user gave breaks a rule. `field` names the form field or API property it came from."""
 
     status_code = 400
+    code = "invalid"
 
     def __init__(self, message: str, *, field: str | None = None):
         super().__init__(message)
