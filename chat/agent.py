@@ -19,17 +19,18 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from chat import grounding
 from chat.budget import Budget, MessageTooLong, context_window, fit_history, tools_tokens
 from chat.citations import map_citations
 from chat.events import EventSink, PassageView
 from chat.extractive import extractive_answer
-from chat.limits import TurnLock, check_rate
-from chat.models import AnswerMode, ChatSession, Message, MessageRole, MessageStatus, SourcePolicy
+from chat.limits import StopSignal, TurnLock, check_rate
+from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
 from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
-from currechat.errors import CurreChatError, ProviderError
+from currechat.errors import Conflict, CurreChatError, ProviderError
 from currechat.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
 from rag.providers.base import ToolCallEvent
@@ -48,12 +49,24 @@ class TurnFailed(CurreChatError):
         self.retryable = retryable
 
 
+class TurnStopped(Exception):  # noqa: N818 — a control-flow signal, not an error
+    """The student pressed Stop: the turn ends here, keeping what it has written."""
+
+
 @dataclass
 class Turn:
     session: ChatSession
     question: Message
     reply: Message
     lock: TurnLock
+    stop: StopSignal = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stop = StopSignal(self.session.id)
+
+    def check_stop(self) -> None:
+        if self.stop.requested():
+            raise TurnStopped
 
 
 @dataclass
@@ -76,6 +89,20 @@ def new_session(user, prompt_id: int) -> ChatSession:
     return ChatSession.objects.create(prompt=prompt, user=user, visibility=prompt.chat_visibility)
 
 
+def stop_turn(user, session_id: int) -> None:
+    """The chat's student stops the answer being written; its text so far is kept, marked stopped.
+    Raises Conflict when no answer is being written."""
+    from accounts.permissions import Forbidden, current, get_session_for_read
+
+    user = current(user)
+    session = get_session_for_read(user, session_id)
+    if session.user_id != user.pk:
+        raise Forbidden("Only the chat's student can stop its answers.")
+    if not TurnLock(session.id).held():
+        raise Conflict("Nothing is being answered in this chat.")
+    StopSignal(session.id).request()
+
+
 def start_turn(session: ChatSession, content: str | None, *, retry: bool = False) -> Turn:
     """Check and store the student's message. With `retry`, answer the last question again."""
     if retry:
@@ -93,6 +120,7 @@ def start_turn(session: ChatSession, content: str | None, *, retry: bool = False
     fail_orphaned_replies(session)
     lock = TurnLock(session.id)
     lock.acquire()
+    StopSignal(session.id).clear()
     try:
         with transaction.atomic():
             if not retry:
@@ -101,6 +129,9 @@ def start_turn(session: ChatSession, content: str | None, *, retry: bool = False
             if not session.title:
                 session.title = _title(question.content)
             session.save(update_fields=["title", "updated"])
+            Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).update(
+                last_active=timezone.now()
+            )
     except BaseException:
         lock.release()
         raise
@@ -152,6 +183,10 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
             tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
             _answer_extractively(turn, tool, progress, sink)
         _finish(reply, progress, MessageStatus.COMPLETE)
+    except TurnStopped:
+        _finish(reply, progress, MessageStatus.STOPPED)
+        log.info("Chat turn %s stopped by the student", reply.id)
+        sink.emit({"type": "message_done", "message": message_dict(reply)})
     except (TurnFailed, ProviderError, MessageTooLong) as exc:
         _fail(reply, progress, exc, sink)
     except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
@@ -267,14 +302,26 @@ class _ModelLoop:
                 return
             messages.append(ChatMessage(role="assistant", content=said, tool_calls=tuple(calls)))
             for call in calls:
+                self.turn.check_stop()
                 outcome = _run_tool(self.turn.reply, self.tool, call, self.progress, self.sink)
                 messages.append(ChatMessage(role="tool", content=outcome.model_text, tool_name=call.name))
 
     def _round(self, messages: list[ChatMessage], specs) -> list[ToolCall]:
         """One model call, its text streamed as `token` events. Returns the tool calls it made."""
         calls: list[ToolCall] = []
+        stream = self.model.stream(messages, tools=specs, options=self.options)
+        try:
+            self._read(stream, calls)
+        finally:
+            # On Stop (or any failure) the model request ends now: closing the stream closes its
+            # HTTP response, so the model server sees the connection go and stops generating.
+            stream.close()
+        return calls
+
+    def _read(self, stream, calls: list[ToolCall]) -> None:
         started = False
-        for event in self.model.stream(messages, tools=specs, options=self.options):
+        for event in stream:
+            self.turn.check_stop()
             if isinstance(event, TextDelta) and event.text:
                 if not started and self.progress.text:
                     # An earlier round said something already: this round's text starts a new paragraph.
@@ -287,7 +334,6 @@ class _ModelLoop:
                 self.progress.usage["prompt_tokens"] += event.prompt_tokens
                 self.progress.usage["completion_tokens"] += event.completion_tokens
                 self.progress.usage["rounds"] += 1
-        return calls
 
 
 def _run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: _Progress, sink: EventSink) -> ToolOutcome:

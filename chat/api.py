@@ -6,19 +6,20 @@ from datetime import datetime
 from typing import Literal
 
 from asgiref.sync import sync_to_async
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from ninja import Field, Router, Schema, Status
 
 from accounts.models import User
 from accounts.permissions import (
+    Forbidden,
     get_prompt_for_edit,
     get_prompt_for_owner,
     get_session_for_read,
     require_login,
     require_teacher,
 )
-from chat import enrollment, roster, writes
-from chat.agent import fail_orphaned_replies, new_session
+from chat import enrollment, export, roster, writes
+from chat.agent import fail_orphaned_replies, new_session, stop_turn
 from chat.events import ListSink, sse_frame
 from chat.models import ChatSession, EnrollmentStatus, Prompt
 from chat.runner import run_turn_async, start_turn_for, stream_turn
@@ -290,7 +291,7 @@ class ChatDetailOut(ChatOut):
 @router.post("/chats", tags=["chats"], response={201: ChatOut})
 def create_chat(request, data: ChatIn):
     """Start a chat with a prompt you joined (or your own)."""
-    return Status(201, session_dict(new_session(request.user, data.prompt_id)))
+    return Status(201, session_dict(new_session(request.user, data.prompt_id), request.user))
 
 
 @router.get("/chats", tags=["chats"], response=list[ChatOut])
@@ -300,7 +301,7 @@ def list_chats(request, prompt_id: int | None = None):
     sessions = ChatSession.objects.readable_by(request.user).select_related("prompt", "user")
     if prompt_id is not None:
         sessions = sessions.filter(prompt_id=prompt_id)
-    return [session_dict(s) for s in sessions]
+    return [session_dict(s, request.user) for s in sessions]
 
 
 @router.get("/chats/{int:chat_id}", tags=["chats"], response=ChatDetailOut)
@@ -308,7 +309,7 @@ def get_chat(request, chat_id: int):
     """A chat with its messages, each answer's searches, results and citations."""
     session = get_session_for_read(request.user, chat_id)
     fail_orphaned_replies(session)
-    return session_dict(session, with_messages=True)
+    return session_dict(session, request.user, with_messages=True)
 
 
 @router.post(
@@ -322,6 +323,54 @@ async def post_message(request, chat_id: int, data: MessageIn):
     events as the websocket (`token`, `tool_call`, `tool_result`, `message_done`, `error`)."""
     turn = await sync_to_async(start_turn_for)(request.user, chat_id, data.content)
     return await _answer(request, turn)
+
+
+@router.post("/chats/{int:chat_id}/stop", tags=["chats"], response={202: dict, 409: dict})
+def stop_answer(request, chat_id: int):
+    """Stop the answer being written: it ends with `message_done` whose status is `stopped`,
+    keeping its text so far; the next message can be sent at once. 409 when nothing is running."""
+    stop_turn(request.user, chat_id)
+    return Status(202, {"detail": "Stopping the answer."})
+
+
+@router.get("/chats/{int:chat_id}/export", tags=["chats"], response={200: None})
+def export_chat(request, chat_id: int, format: Literal["md"] = "md"):
+    """Your chat as Markdown, citations resolved to file, page and section."""
+    session = get_session_for_read(request.user, chat_id)
+    if session.user_id != request.user.pk:
+        raise Forbidden("Only the chat's student can download it; teachers export a prompt's chats.")
+    response = HttpResponse(export.chat_markdown(session), content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{export.export_filename(session)}"'
+    return response
+
+
+@router.delete("/chats/{int:chat_id}", tags=["chats"], response={204: None})
+def delete_chat(request, chat_id: int):
+    """Delete your own chat with all its messages (gone from the teachers' view too)."""
+    session = get_session_for_read(request.user, chat_id)
+    if session.user_id != request.user.pk:
+        raise Forbidden("Only the chat's student can delete it.")
+    session.delete()
+    return Status(204, None)
+
+
+@router.get("/prompts/{int:prompt_id}/chats", tags=["prompts"], response=list[ChatOut])
+def prompt_chats(request, prompt_id: int):
+    """Students' chats on a prompt you teach, as far as its privacy level lets teachers read them."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    sessions = ChatSession.objects.readable_by(request.user).filter(prompt=prompt).exclude(user=request.user)
+    return [session_dict(s, request.user) for s in sessions.select_related("prompt", "user")]
+
+
+@router.get("/prompts/{int:prompt_id}/chats/export.jsonl", tags=["prompts"], response={200: None})
+def export_prompt_chats(request, prompt_id: int):
+    """The same chats as JSON Lines, one chat per line, for a teacher's own analysis."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    response = StreamingHttpResponse(
+        export.prompt_chats_jsonl(prompt, request.user), content_type="application/jsonl; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="currechat-prompt-{prompt.pk}-chats.jsonl"'
+    return response
 
 
 @router.post("/chats/{int:chat_id}/retry", tags=["chats"], response={200: MessageOut, 409: dict, 429: dict})

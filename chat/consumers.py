@@ -1,7 +1,9 @@
 """`/ws/chats/{id}/`: a chat's live answers. Authenticates, checks permission, forwards events.
 
-The session's student may send `{"type": "user_message", "content": ...}` or `{"type": "retry"}`;
-the prompt's teacher may connect but only to read. Events are those of `chat.events`.
+The session's student may send `{"type": "user_message", "content": ...}`, `{"type": "retry"}` or
+`{"type": "stop"}`; the prompt's teacher may connect but only to read. Events are those of
+`chat.events`. Every message is checked against the current state (the user still signed in,
+active, in the course; the prompt open): access taken away stops an open socket's next message.
 """
 
 from __future__ import annotations
@@ -9,11 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from importlib import import_module
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.base import SessionBase
 
-from accounts.permissions import get_session_for_read
+from accounts.permissions import NotAuthenticated, get_session_for_read
+from chat.agent import stop_turn
 from chat.runner import error_event, start_turn_async, stream_turn
 from currechat.errors import CurreChatError
 
@@ -21,6 +28,18 @@ log = logging.getLogger(__name__)
 
 # Close codes in the application range, so the page can tell "not allowed" from a network drop.
 CLOSE_NOT_ALLOWED = 4403
+KINDS = ("user_message", "retry", "stop")
+
+
+def _still_signed_in(session: SessionBase | None, user) -> bool:
+    """The browser session the socket was opened with still signs this user in (not logged out,
+    and the password not changed since)."""
+    if session is None or session.session_key is None:
+        return False
+    stored = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session.session_key).load()
+    if str(stored.get(SESSION_KEY)) != str(user.pk):
+        return False
+    return stored.get(HASH_SESSION_KEY) == user.get_session_auth_hash()
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -41,12 +60,19 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive_json(self, content, **kwargs):
         kind = content.get("type") if isinstance(content, dict) else None
-        if kind not in ("user_message", "retry"):
+        if kind not in KINDS:
             await self.send_json(error_event(CurreChatError("Send {'type': 'user_message', 'content': '...'}.")))
             return
         text = content.get("content")
         if kind == "user_message" and not isinstance(text, str):
             await self.send_json(error_event(CurreChatError("'content' must be text.")))
+            return
+        if not await database_sync_to_async(self._signed_in)():
+            await self.send_json(error_event(NotAuthenticated("You were signed out. Log in again to continue.")))
+            await self.close(code=CLOSE_NOT_ALLOWED)
+            return
+        if kind == "stop":
+            await self._stop()
             return
         try:
             turn = await start_turn_async(self.scope["user"], self.session_id, text, retry=kind == "retry")
@@ -56,6 +82,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         task = asyncio.create_task(self._forward(turn))
         self.turns.add(task)
         task.add_done_callback(self.turns.discard)
+
+    def _signed_in(self) -> bool:
+        user = self.scope["user"]
+        # Token-less websockets are browser sessions; a test client may pass a user without one.
+        session = self.scope.get("session")
+        return session is None or _still_signed_in(session, user)
+
+    async def _stop(self) -> None:
+        try:
+            await database_sync_to_async(stop_turn)(self.scope["user"], self.session_id)
+        except CurreChatError as exc:
+            await self.send_json(error_event(exc))
 
     async def _forward(self, turn):
         with contextlib.suppress(asyncio.CancelledError):

@@ -93,3 +93,31 @@ class TurnLock:
             self.key,
             self.token,
         )
+
+
+STOP_CHECK_SECONDS = 0.2
+
+
+class StopSignal:
+    """A student's Stop for the turn running in a chat, through Redis so that the process serving
+    the student's websocket or API call reaches the turn in whichever process runs it."""
+
+    def __init__(self, session_id: int):
+        self.key = _key("stop", session_id)
+        self._checked = 0.0
+        self._stopped = False
+
+    def clear(self) -> None:
+        """At the start of a turn: a Stop sent before it began does not stop it."""
+        get_redis().delete(self.key)
+
+    def request(self) -> None:
+        get_redis().set(self.key, "1", ex=TURN_LOCK_SECONDS)
+
+    def requested(self) -> bool:
+        """Checked between streamed tokens: asks Redis at most every STOP_CHECK_SECONDS."""
+        now = time.monotonic()
+        if not self._stopped and now - self._checked >= STOP_CHECK_SECONDS:
+            self._checked = now
+            self._stopped = bool(get_redis().exists(self.key))
+        return self._stopped

@@ -246,6 +246,7 @@ class MessageStatus(models.TextChoices):
     STREAMING = "streaming", "Streaming"
     COMPLETE = "complete", "Complete"
     FAILED = "failed", "Failed"
+    STOPPED = "stopped", "Stopped by the student"
 
 
 class AnswerMode(models.TextChoices):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.models import ChatSession, Message, MessageRole
+from chat.models import ChatSession, ChatVisibility, Enrollment, Message, MessageRole
 from currechat.rendering import render_markdown
 
 
@@ -38,13 +38,25 @@ def message_dict(message: Message) -> dict[str, Any]:
     }
 
 
-def session_dict(session: ChatSession, *, with_messages: bool = False) -> dict[str, Any]:
+def student_label(session: ChatSession, viewer) -> str:
+    """Who wrote the chat, as `viewer` may know it: themselves by name; a teacher by the level the
+    student was told of when the chat started ("Student 7" unless it was "named")."""
+    if viewer is not None and viewer.pk == session.user_id:
+        return session.user.username
+    if session.visibility == ChatVisibility.NAMED:
+        return session.user.get_full_name() or session.user.username
+    enrollment = Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).first()
+    return enrollment.label if enrollment else "A teacher"
+
+
+def session_dict(session: ChatSession, viewer=None, *, with_messages: bool = False) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": session.id,
         "prompt_id": session.prompt_id,
         "prompt_name": session.prompt.name,
-        "user": session.user.username,
+        "user": student_label(session, viewer),
         "title": str(session),
+        "visibility": session.visibility,
         "created": session.created.isoformat(),
         "updated": session.updated.isoformat(),
     }

@@ -12,4 +12,5 @@ urlpatterns = [
     path("<int:pk>/chat/", views.chat_home, name="chat_home"),
     path("<int:pk>/chat/new/", views.chat_new, name="chat_new"),
     path("<int:pk>/chat/<int:session_id>/", views.chat_session, name="chat_session"),
+    path("<int:pk>/chat/<int:session_id>/delete/", views.chat_delete, name="chat_delete"),
 ]

@@ -225,3 +225,15 @@ def chat_session(request, pk: int, session_id: int):
         raise NotFound("There is no such chat.")
     fail_orphaned_replies(session)
     return _chat_page(request, session.prompt, session)
+
+
+@login_required
+@require_POST
+def chat_delete(request, pk: int, session_id: int):
+    """A student deletes their own chat (gone for the teachers too)."""
+    session = get_session_for_read(request.user, session_id)
+    if session.prompt_id != pk or session.user_id != request.user.pk:
+        raise NotFound("There is no such chat.")
+    session.delete()
+    messages.success(request, "Chat deleted.")
+    return redirect("chat_home", pk=pk)

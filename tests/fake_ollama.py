@@ -77,6 +77,7 @@ class FakeOllama:
         self.releases: dict[str, int] = {}  # model -> times pulled again (new weights, new digest)
         self.requests: list[tuple[str, dict]] = []
         self.responder: Responder | None = None
+        self.abandoned = 0
         self._script: deque[Reply | Responder] = deque()
         self._lock = threading.Lock()
         self._server = _Server((host, port), self._handler_class())
@@ -106,6 +107,7 @@ class FakeOllama:
             self.releases = {}
             self.requests.clear()
             self.responder = None
+            self.abandoned = 0  # streamed answers whose client hung up before the end
             self._script.clear()
 
     def pull(self, model: str) -> None:
@@ -274,6 +276,7 @@ class FakeOllama:
                     self._line(done)
                     self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    with fake._lock:
+                        fake.abandoned += 1
 
         return Handler

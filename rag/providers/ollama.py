@@ -108,20 +108,27 @@ class OllamaChatModel(_OllamaModel):
                 options=options,
                 stream=True,
             )
-            for part in parts:
-                if part.message.content:
-                    yield TextDelta(part.message.content)
-                for raw in part.message.tool_calls or ():
-                    call = ToolCall(id=uuid.uuid4().hex[:12], name=raw.function.name, arguments=raw.function.arguments)
-                    calls.append(call)
-                    yield ToolCallEvent(call)
-                if part.done:
-                    yield Done(
-                        prompt_tokens=part.prompt_eval_count or 0,
-                        completion_tokens=part.eval_count or 0,
-                        tool_calls=tuple(calls),
-                    )
-                    return
+            try:
+                for part in parts:
+                    if part.message.content:
+                        yield TextDelta(part.message.content)
+                    for raw in part.message.tool_calls or ():
+                        call = ToolCall(
+                            id=uuid.uuid4().hex[:12], name=raw.function.name, arguments=raw.function.arguments
+                        )
+                        calls.append(call)
+                        yield ToolCallEvent(call)
+                    if part.done:
+                        yield Done(
+                            prompt_tokens=part.prompt_eval_count or 0,
+                            completion_tokens=part.eval_count or 0,
+                            tool_calls=tuple(calls),
+                        )
+                        return
+            finally:
+                # Closed early (the student pressed Stop): end the HTTP response now, not at
+                # garbage collection, so the server stops generating.
+                parts.close()
         # A stream that ends without `done` was cut off: never pass it off as a complete answer.
         raise ProviderError("The model server closed the answer before it was finished.")
 

@@ -83,7 +83,7 @@
       box.append(block);
     }
     const answer = el("div", { class: "answer" });
-    if (message.status === "complete" || message.status === "failed") {
+    if (["complete", "failed", "stopped"].includes(message.status)) {
       answer.innerHTML = message.html; // sanitised on the server (see top of file)
     } else {
       answer.className = "answer streaming";
@@ -92,6 +92,7 @@
     box.append(answer);
     const cites = citationsBlock(message);
     if (cites) box.append(cites);
+    if (message.status === "stopped") box.append(el("p", { class: "muted", text: "You stopped this answer." }));
     if (message.status === "failed") {
       box.append(el("p", { class: "error", text: message.error || "The answer failed." }));
       if (isLast && config.writable) {
@@ -213,9 +214,20 @@
     if (answering) setTimeout(refresh, 2000);
   }
 
+  const stopButton = document.getElementById("composer-stop");
+
   function setBusy(busy) {
     if (!form) return;
     document.getElementById("composer-send").disabled = busy;
+    // Stop is offered while an answer is being written (Escape does the same).
+    stopButton.hidden = !busy;
+    stopButton.disabled = false;
+  }
+
+  function stop() {
+    if (stopButton.hidden || stopButton.disabled) return;
+    stopButton.disabled = true;
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "stop" }));
   }
 
   function send(payload) {
@@ -256,6 +268,10 @@
       if (!text || pendingText !== null) return;
       pendingText = text;
       if (!send({ type: "user_message", content: text })) pendingText = null;
+    });
+    stopButton.addEventListener("click", stop);
+    document.addEventListener("keydown", (e) => {
+      if (e.key === "Escape") stop();
     });
     input.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && !e.shiftKey) {
