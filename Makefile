@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format venv redis-libssl browser clean
+.PHONY: run test test-fast lint format venv redis-libssl browser clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -33,16 +33,27 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 run: $(STAMP) redis-libssl
 	$(BIN)/python scripts/run.py
 
+# mypy's Django plugin loads the settings, which need a SECRET_KEY unless DEBUG is on.
 lint: $(STAMP)
 	$(BIN)/ruff check --no-cache .
 	$(BIN)/ruff format --no-cache --check .
+	DEBUG=1 $(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# In parallel: each pytest-xdist worker starts its own Redis Stack and test model server
+# (tests/services.py); the browser tests share one worker, so their live app starts once.
+PYTEST_WORKERS ?= 2
+PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
+
 test: $(STAMP) redis-libssl browser node_modules/axe-core/axe.min.js lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
+
+# Quick feedback while working: no browser tests, no tests marked slow, no type check.
+test-fast: $(STAMP) redis-libssl
+	$(BIN)/python -m pytest $(PARALLEL) -m "not browser and not slow" $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .mypy_cache

@@ -1,6 +1,11 @@
-"""A pytest plugin (loaded with -p, before Django) that starts the real external services once:
-a Redis Stack server on a free port and the Ollama-protocol test server, and points the
-settings at them through the same environment variables production uses.
+"""A pytest plugin (loaded with -p, before Django) that starts the real external services once per
+test process: a Redis Stack server on a free port and the Ollama-protocol test server, and points
+the settings at them through the same environment variables production uses.
+
+Parallel runs (pytest-xdist): every worker is its own pytest process and starts its own Redis
+Stack, so the search indexes, the channel layer, the task queues and the FLUSHDB after each test
+(tests/conftest.py) never reach another worker's data. The controller process that only hands out
+tests starts nothing.
 """
 
 from __future__ import annotations
@@ -11,24 +16,75 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import redis
 
-from scripts.redis_stack import RedisStackServer, free_port
+from scripts.redis_stack import RedisStackError, RedisStackServer, free_port
 from tests.fake_ollama import FakeOllama
 
 _state: dict = {}
+# Where the controller points the settings it loads but never uses (nothing listens on port 1).
+_NOWHERE_REDIS = "redis://127.0.0.1:1/0"
+_NOWHERE_OLLAMA = "http://127.0.0.1:1"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
-    tmp = Path(tempfile.mkdtemp(prefix="currechat-test-"))
-    redis_server = RedisStackServer(port=free_port(), data_dir=tmp / "redis", persistent=False)
-    redis_server.start()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    tmp = Path(tempfile.mkdtemp(prefix=f"currechat-test-{worker or 'main'}-"))
+    _state["tmp"] = tmp
+    if _is_xdist_controller(early_config):
+        _point_settings_at(tmp, _NOWHERE_REDIS, _NOWHERE_OLLAMA, prefix="cctest-controller")
+        return
+    redis_server = _start_own_redis(tmp / "redis")
+    _state["redis"] = redis_server
     ollama = FakeOllama().start()
-    _state.update(tmp=tmp, redis=redis_server, ollama=ollama)
+    _state["ollama"] = ollama
+    _point_settings_at(tmp, redis_server.url, ollama.url, prefix=f"cctest{worker}p{redis_server.port}")
+
+
+def _is_xdist_controller(early_config) -> bool:
+    """True in the process that distributes tests to xdist workers (`-n N` with N > 0)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return False
+    workers = getattr(early_config.known_args_namespace, "numprocesses", None)
+    return bool(workers) and workers != "0"
+
+
+def _start_own_redis(data_dir: Path, attempts: int = 5) -> RedisStackServer:
+    """A Redis Stack that is this process's alone.
+
+    free_port() only proposes a port: another worker may take it before our server binds. A server
+    that then fails to start, or a port that answers from someone else's process, means another try.
+    """
+    problem = ""
+    for _ in range(attempts):
+        server = RedisStackServer(port=free_port(), data_dir=data_dir, persistent=False)
+        try:
+            server.start()
+        except RedisStackError as exc:
+            problem = str(exc)
+            continue
+        if _served_by(server):
+            return server
+        server.stop()
+        problem = f"port {server.port} answered from another process"
+    raise RedisStackError(f"Could not start a Redis Stack of this test process's own: {problem}")
+
+
+def _served_by(server: RedisStackServer) -> bool:
+    assert server.process is not None
+    client = redis.Redis.from_url(server.url)
+    try:
+        return int(client.info("server")["process_id"]) == server.process.pid
+    finally:
+        client.close()
+
+
+def _point_settings_at(tmp: Path, redis_url: str, ollama_url: str, *, prefix: str) -> None:
     os.environ.update(
         {
-            "REDIS_URL": redis_server.url,
-            "OLLAMA_HOST": ollama.url,
+            "REDIS_URL": redis_url,
+            "OLLAMA_HOST": ollama_url,
             "OLLAMA_TIMEOUT": "10",
             "CURRECHAT_VAR_DIR": str(tmp / "var"),
             "MEDIA_ROOT": str(tmp / "media"),
@@ -37,7 +93,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
             "SECURE_COOKIES": "0",
             "HEALTH_CACHE_SECONDS": "0",
             "EMBEDDING_WARMUP": "0",  # tests that import the ASGI app must not load MiniLM each time
-            "REDIS_INDEX_PREFIX": f"cctest{redis_server.port}",
+            # Index and channel-layer key names carry the worker too, so even a connection that
+            # reached another worker's server would find none of that worker's data.
+            "REDIS_INDEX_PREFIX": prefix,
             "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
         }
     )

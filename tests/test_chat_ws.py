@@ -129,6 +129,7 @@ async def test_only_the_student_and_the_teacher_may_connect(visitor, session, ol
     await ws.disconnect()
 
 
+@pytest.mark.slow
 async def test_a_websocket_stays_open_while_idle(student, session, ollama):
     """The channel layer polls Redis with a 5 s blocking pop: the client's read timeout must be
     longer, or every socket idle for 5 s is closed with an internal error."""

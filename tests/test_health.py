@@ -90,6 +90,7 @@ def test_badge_says_whether_a_background_worker_is_running(client_for, owner, db
         worker.register_death()
 
 
+@pytest.mark.slow
 def test_pages_and_api_that_need_redis_explain_when_it_is_down(client_for, owner, collection, settings, tmp_path):
     server = RedisStackServer(port=free_port(), data_dir=tmp_path / "r", persistent=False)
     server.start()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import pytest
+import redis
+from django.conf import settings
 from redis.commands.search.query import Query
 
 from rag.fusion import Fused
 from rag.index import ChunkStore, CollectionIndex, IndexedChunk
+from rag.languages import LANGUAGES, stopwords
 from rag.search import fetch
 
 
@@ -36,6 +40,55 @@ def test_replacing_a_file_swaps_all_chunks_at_once():
     assert count(index, "new") == 1
     assert index.file_chunk_count(7) == 1
     assert count(index, "stays") == 1
+
+
+def total_of(raw) -> int:
+    """The hit count of a raw FT.SEARCH reply (RESP3 map or RESP2 list)."""
+    return int(raw[b"total_results"] if isinstance(raw, dict) else raw[0])
+
+
+def test_a_reader_during_a_swap_sees_only_the_old_or_only_the_new_chunks():
+    """A second Redis client searches the file over and over while a large swap runs: every look
+    finds all 300 old chunks or all 200 new ones, never a mix, a part, or an empty file."""
+    index = CollectionIndex(905, "english", 4)
+    filler = " ".join(["padding"] * 60)  # long chunks make the swap big enough to take a while
+    old = [chunk(7, i, f"old chunk {i} {filler}") for i in range(300)]
+    new = [chunk(7, i, f"new chunk {i} {filler}") for i in range(200)]
+    index.replace_file(7, old)
+    reader = redis.Redis.from_url(settings.REDIS_URL)
+    seen: list[tuple[int, int]] = []
+    started, stop = threading.Event(), threading.Event()
+
+    def look() -> tuple[int, int]:
+        # One transaction: both counts come from the same moment.
+        pipe = reader.pipeline(transaction=True)
+        pipe.ft(index.name).search(Query("@file_id:{7}").paging(0, 0).dialect(2))
+        pipe.ft(index.name).search(Query("old").paging(0, 0).dialect(2))
+        total, old_count = pipe.execute()
+        return total_of(total), total_of(old_count)
+
+    def poll() -> None:
+        try:
+            while not stop.is_set():
+                seen.append(look())
+                started.set()
+            seen.append(look())
+        finally:
+            started.set()
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    started.wait(5)
+    for _ in range(3):
+        index.replace_file(7, new)
+        index.replace_file(7, old)
+    index.replace_file(7, new)
+    stop.set()
+    poller.join(10)
+
+    assert seen[0] == (300, 300) and seen[-1] == (200, 0)
+    assert set(seen) <= {(300, 300), (200, 0)}, f"a reader saw a half-done swap: {set(seen)}"
+    assert len(seen) > 10  # the reader really looked while the swaps ran
 
 
 def test_deleting_a_file_and_dropping_the_collection_remove_chunks():
@@ -108,3 +161,48 @@ def test_a_store_without_schema_deletes_and_drops():
     assert [c.text for c in store.file_chunks(1)] == ["keep me"] and store.file_chunks(2) == []
     store.drop()
     assert not index.exists()
+
+
+# One word pair per offered language: the text says one inflection, the query another of the same stem.
+INFLECTIONS = {
+    "arabic": ("المعلمون", "المعلم"),
+    "basque": ("mendiak", "mendian"),
+    "catalan": ("gats", "gat"),
+    "danish": ("husene", "huset"),
+    "dutch": ("boeken", "boek"),
+    "english": ("sampled", "sampling"),
+    "finnish": ("taloissa", "talo"),
+    "french": ("chanteurs", "chanteur"),
+    "german": ("häuser", "haus"),
+    "greek": ("δρόμους", "δρόμος"),
+    "hungarian": ("házakban", "ház"),
+    "indonesian": ("bukunya", "buku"),
+    "italian": ("gatti", "gatto"),
+    "nepali": ("घरहरू", "घर"),
+    "norwegian": ("bilene", "bilen"),
+    "portuguese": ("livros", "livro"),
+    "romanian": ("profesorilor", "profesorul"),
+    "russian": ("книгами", "книга"),
+    "spanish": ("libros", "libro"),
+    "swedish": ("bilarna", "bilen"),
+    "tamil": ("வீடுகள்", "வீடு"),
+    "turkish": ("kitaplar", "kitap"),
+}
+
+
+def test_every_offered_language_has_an_inflection_example():
+    assert set(INFLECTIONS) == set(LANGUAGES)
+    assert {"english", "finnish", "german", "swedish"} <= set(LANGUAGES)
+    assert "chinese" not in LANGUAGES  # RediSearch does not stem it
+
+
+@pytest.mark.parametrize("language", sorted(INFLECTIONS))
+def test_each_offered_language_stems_and_drops_its_stop_words(language):
+    written, asked = INFLECTIONS[language]
+    stop_word = sorted(stopwords(language))[0]
+    index = CollectionIndex(910 + sorted(INFLECTIONS).index(language), language, 4)
+    index.replace_file(1, [chunk(1, 0, f"{written} {stop_word}")])
+    assert count(index, written) == 1
+    assert count(index, asked) == 1, f"{language}: {asked!r} should find {written!r} through the stemmer"
+    assert count(index, "zzzunrelated") == 0
+    assert count(index, stop_word) == 0, f"{language}: the stop word {stop_word!r} should not be indexed"

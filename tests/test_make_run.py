@@ -10,6 +10,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from scripts.redis_stack import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +25,7 @@ def _get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
+@pytest.mark.slow
 def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
     web_port, redis_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG")}

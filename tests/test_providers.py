@@ -95,6 +95,7 @@ def test_ollama_embeddings_are_batched_with_query_prefix(ollama):
     assert ollama.requests[-1][1]["input"] == ["query: what is x"]
 
 
+@pytest.mark.slow
 def test_local_minilm_embeds_offline_with_meaning():
     model = get_embedding_model("local:all-MiniLM-L6-v2")
     assert isinstance(model, MiniLMEmbedder)

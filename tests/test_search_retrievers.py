@@ -209,6 +209,7 @@ def test_keyword_retrievers_still_answer_when_the_embedding_server_fails(notes, 
     assert any("vector) search is unavailable" in n for n in outcome.notes)
 
 
+@pytest.mark.slow
 def test_random_punctuation_soup_never_makes_a_retriever_fail(notes):
     import random
 

@@ -9,8 +9,7 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from currechat.env import env_bool, env_int, env_url
-from rag.languages import LANGUAGES, stopwords
+from currechat.env import env_bool, env_int, env_list, env_url
 
 
 def test_bool_int_and_url_helpers_reject_bad_values(monkeypatch):
@@ -41,14 +40,67 @@ def test_production_refuses_to_start_without_a_secret_key():
     assert "SECRET_KEY must be set" in result.stderr
 
 
-def test_postgres_is_chosen_through_database_url():
-    from dj_database_url import parse
+@pytest.mark.parametrize(
+    ("name", "value", "sentence"),
+    [
+        ("CHAT_MAX_SEARCHES", "0", "CHAT_MAX_SEARCHES must be at least 1 (got 0)."),
+        ("UPLOAD_MAX_BYTES", "50MB", "UPLOAD_MAX_BYTES must be a whole number (got '50MB')."),
+        ("DEBUG", "maybe", "DEBUG must be one of 1/0, true/false, yes/no, on/off (got 'maybe')."),
+        (
+            "REDIS_URL",
+            "localhost:6379",
+            "REDIS_URL must start with redis://, rediss://, unix:// (got 'localhost:6379').",
+        ),
+        ("SEARCH_WEIGHT_EXACT", "-1", "SEARCH_WEIGHT_EXACT must be at least 0 (got -1.0)."),
+    ],
+)
+def test_a_bad_setting_stops_start_up_with_a_sentence_naming_it(name, value, sentence):
+    result = _check({"DEBUG": "1", name: value})
+    assert result.returncode != 0
+    assert sentence in result.stderr
 
-    assert parse("postgres://u:p@db:5432/currechat")["ENGINE"] == "django.db.backends.postgresql"
+
+def _settings(env: dict, expression: str) -> str:
+    """Evaluate `expression` in a fresh interpreter that loaded currechat.settings from `env`."""
+    code = f"import currechat.settings as s; print({expression})"
+    unset = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "SECURE_COOKIES")
+    clean = {k: v for k, v in os.environ.items() if k not in unset}
+    result = subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
 
 
-def test_offered_languages_are_supported_by_both_stemmer_and_stop_words():
-    assert {"english", "finnish", "german", "swedish"} <= set(LANGUAGES)
-    assert "chinese" not in LANGUAGES  # RediSearch does not stem it
-    for language in LANGUAGES:
-        assert stopwords(language), language
+def test_blank_numbers_fall_back_to_defaults_and_lists_drop_empty_items(monkeypatch):
+    monkeypatch.setenv("X_INT", " ")
+    assert env_int("X_INT", 7, minimum=1) == 7
+    monkeypatch.setenv("X_BOOL", " Yes ")
+    assert env_bool("X_BOOL", False) is True
+    monkeypatch.setenv("X_LIST", " a.example, ,b.example ,")
+    assert env_list("X_LIST", []) == ["a.example", "b.example"]
+    monkeypatch.delenv("X_URL", raising=False)
+    assert env_url("X_URL", "redis://127.0.0.1:6379/0", schemes=("redis",)) == "redis://127.0.0.1:6379/0"
+
+
+def test_database_url_selects_postgres_without_sqlites_lock_settings():
+    postgres = "postgres://u:p@db:5432/currechat"
+    engine, options = _settings(
+        {"DEBUG": "1", "DATABASE_URL": postgres},
+        "s.DATABASES['default']['ENGINE'], s.DATABASES['default'].get('OPTIONS', {})",
+    ).split(" ", 1)
+    assert engine == "django.db.backends.postgresql"
+    assert "journal_mode" not in options  # SQLite's WAL pragmas must never reach PostgreSQL
+
+
+def test_without_database_url_sqlite_under_the_var_dir_waits_for_locks(tmp_path):
+    out = _settings(
+        {"DEBUG": "1", "CURRECHAT_VAR_DIR": str(tmp_path)},
+        "s.DATABASES['default']['NAME'], s.DATABASES['default']['OPTIONS']['transaction_mode']",
+    )
+    assert out == f"{tmp_path / 'currechat.sqlite3'} IMMEDIATE"
+
+
+def test_debug_off_makes_cookies_secure_unless_told_otherwise():
+    assert _settings({"SECRET_KEY": "k", "DEBUG": "0"}, "s.SESSION_COOKIE_SECURE") == "True"
+    assert _settings({"SECRET_KEY": "k", "DEBUG": "0", "SECURE_COOKIES": "0"}, "s.SESSION_COOKIE_SECURE") == "False"
