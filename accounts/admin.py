@@ -8,7 +8,7 @@ from accounts.models import ApiToken, User
 class UserAdmin(DjangoUserAdmin):
     list_display = ("username", "email", "role", "is_active", "is_superuser", "last_login")
     list_filter = ("role", "is_active", "is_superuser")
-    fieldsets = (*DjangoUserAdmin.fieldsets, ("CurreChat", {"fields": ("role",)}))
+    fieldsets = (*(DjangoUserAdmin.fieldsets or ()), ("CurreChat", {"fields": ("role",)}))
     add_fieldsets = (*DjangoUserAdmin.add_fieldsets, ("CurreChat", {"fields": ("role",)}))
 
 

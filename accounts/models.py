@@ -36,7 +36,7 @@ def _hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-class ApiTokenQuerySet(models.QuerySet):
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def user_for(self, raw: str) -> User | None:
         """The active user a raw bearer token belongs to, or None."""
         token = self.select_related("user").filter(key_hash=_hash_token(raw)).first()

@@ -1,6 +1,10 @@
+from typing import cast
+
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
+from accounts.models import User
 from accounts.permissions import Forbidden
 from chat import writes
 from chat.enrollment import check_enrollment
@@ -20,7 +24,7 @@ class EnrollmentForm(forms.ModelForm):
         self.fields["status"].required = False  # left out: enrolled
 
     def clean(self):
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         prompt = cleaned.get("prompt") or getattr(self.instance, "prompt", None)
         if not self.errors and prompt is not None and cleaned.get("student") is not None:
             try:
@@ -40,15 +44,19 @@ class EnrollmentInline(admin.TabularInline):
 class PromptAdminForm(forms.ModelForm):
     """The admin's form obeys the rules of the pages and the API (chat.writes)."""
 
+    request: HttpRequest  # set by PromptAdmin.get_form
+
     class Meta:
         model = Prompt
         fields = list(writes.FIELDS)
 
     def clean(self):
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         if not self.errors:
             try:
-                writes.check_prompt(self.request.user, self.instance if self.instance.pk else None, _changes(self))
+                writes.check_prompt(
+                    cast(User, self.request.user), self.instance if self.instance.pk else None, _changes(self)
+                )
             except (InvalidInput, Forbidden) as exc:
                 self.add_error(getattr(exc, "field", None), str(exc))
         return cleaned
@@ -70,8 +78,8 @@ class PromptAdmin(admin.ModelAdmin):
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
-        form.request = request  # the acting user for the write rules
-        return form
+        # The acting user for the write rules, on a class of this request's own.
+        return type(form.__name__, (form,), {"request": request})
 
     def save_model(self, request, obj, form, change):
         if change:

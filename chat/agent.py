@@ -24,7 +24,7 @@ from django.utils import timezone
 from chat import grounding
 from chat.budget import Budget, MessageTooLong, context_window, fit_history, tools_tokens
 from chat.citations import map_citations
-from chat.events import EventSink, PassageView
+from chat.events import EventSink, PassageView, ToolResultEvent
 from chat.extractive import extractive_answer
 from chat.limits import StopSignal, TurnLock, check_rate
 from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
@@ -105,15 +105,15 @@ def stop_turn(user, session_id: int) -> None:
 
 def start_turn(session: ChatSession, content: str | None, *, retry: bool = False) -> Turn:
     """Check and store the student's message. With `retry`, answer the last question again."""
+    text = (content or "").strip()
     if retry:
         question = _question_to_retry(session)
     else:
-        content = (content or "").strip()
-        if not content:
+        if not text:
             raise CurreChatError("Write a message first.")
-        if len(content) > settings.CHAT_MAX_MESSAGE_CHARS:
+        if len(text) > settings.CHAT_MAX_MESSAGE_CHARS:
             raise MessageTooLong(
-                f"Your message has {len(content)} characters; the most is {settings.CHAT_MAX_MESSAGE_CHARS}. "
+                f"Your message has {len(text)} characters; the most is {settings.CHAT_MAX_MESSAGE_CHARS}. "
                 "Shorten it or split it into several questions."
             )
     check_rate(session.user_id)
@@ -124,7 +124,7 @@ def start_turn(session: ChatSession, content: str | None, *, retry: bool = False
     try:
         with transaction.atomic():
             if not retry:
-                question = Message.objects.create(session=session, role=MessageRole.USER, content=content)
+                question = Message.objects.create(session=session, role=MessageRole.USER, content=text)
             reply = Message.objects.create(session=session, role=MessageRole.ASSISTANT, status=MessageStatus.PENDING)
             if not session.title:
                 session.title = _title(question.content)
@@ -356,12 +356,18 @@ def _run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: _Progr
     progress.tool_results.append(outcome.record())
     reply.tool_calls, reply.tool_results = progress.tool_calls, progress.tool_results
     reply.save(update_fields=["tool_calls", "tool_results", "status", "mode", "model"])
-    sink.emit({"type": "tool_result", "message_id": reply.id, "call_id": call.id, **_result_fields(outcome)})
+    sink.emit(
+        ToolResultEvent(
+            type="tool_result",
+            message_id=reply.id,
+            call_id=call.id,
+            query=outcome.query,
+            status=outcome.status,
+            error=outcome.error,
+            passages=outcome.passages,
+        )
+    )
     return outcome
-
-
-def _result_fields(outcome: ToolOutcome) -> dict:
-    return {"query": outcome.query, "status": outcome.status, "error": outcome.error, "passages": outcome.passages}
 
 
 def _answer_extractively(turn: Turn, tool: SearchTool, progress: _Progress, sink: EventSink) -> None:

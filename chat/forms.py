@@ -1,3 +1,5 @@
+from typing import cast
+
 from django import forms
 
 from accounts.models import active_teachers
@@ -75,15 +77,18 @@ class PromptForm(forms.ModelForm):
         self.actor = actor
         for name in ("source_policy", "chat_visibility"):  # left out of a post: the default
             self.fields[name].required = False
-        self.fields["collections"].queryset = attachable_collections(actor, self.instance)
+        cast(forms.ModelMultipleChoiceField, self.fields["collections"]).queryset = attachable_collections(
+            actor, self.instance
+        )
         owner = self.instance.owner if self.instance.pk else actor
-        self.fields["co_teachers"].queryset = active_teachers().exclude(pk=owner.pk)
+        co_teachers = cast(forms.ModelMultipleChoiceField, self.fields["co_teachers"])
+        co_teachers.queryset = active_teachers().exclude(pk=owner.pk)
         if self.instance.pk:
             self.initial["example_questions"] = "\n".join(self.instance.example_questions)
             if not is_prompt_owner(actor, self.instance):
                 self.fields["co_teachers"].disabled = True
                 self.fields["co_teachers"].help_text = "Only the prompt's owner changes its co-teachers."
-        if not self.fields["co_teachers"].queryset.exists():
+        if not co_teachers.queryset.exists():
             del self.fields["co_teachers"]  # no other teacher to choose: no empty section
         health = get_health()
         if health.model_server.ok:

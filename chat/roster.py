@@ -41,13 +41,10 @@ def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
     enrollments = prompt.enrollments.select_related("student").order_by("number")
     if not include_removed:
         enrollments = enrollments.filter(status=EnrollmentStatus.ENROLLED)
-    activity = {
-        row["user_id"]: row
-        for row in ChatSession.objects.filter(prompt=prompt)
-        .values("user_id")
-        .annotate(
-            chats=Count("id", distinct=True), messages=Count("messages", filter=Q(messages__role=MessageRole.USER))
-        )
+    questions = Count("messages", filter=Q(messages__role=MessageRole.USER))
+    per_user = ChatSession.objects.filter(prompt=prompt).values("user_id")
+    activity: dict[int, dict] = {
+        row["user_id"]: dict(row) for row in per_user.annotate(n_chats=Count("id", distinct=True), n_messages=questions)
     }
     rows = []
     for enrollment in enrollments:
@@ -59,8 +56,8 @@ def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
                 status=enrollment.status,
                 joined=enrollment.created,
                 last_active=enrollment.last_active,
-                chats=seen.get("chats", 0),
-                messages=seen.get("messages", 0),
+                chats=seen.get("n_chats", 0),
+                messages=seen.get("n_messages", 0),
                 tokens_this_week=0,
                 budget=prompt.weekly_token_budget,
                 blocked=enrollment.status == EnrollmentStatus.BLOCKED,

@@ -95,9 +95,8 @@ def _clean_course_settings(prompt: Prompt | None, changes: dict[str, Any]) -> di
     if "temperature" in changes:
         value = changes["temperature"]
         if value is not None and not (isinstance(value, int | float) and 0 <= value <= 2):
-            raise InvalidInput(
-                "The temperature is a number from 0 to 2, or empty for the model's default.", "temperature"
-            )
+            sentence = "The temperature is a number from 0 to 2, or empty for the model's default."
+            raise InvalidInput(sentence, field="temperature")
         cleaned["temperature"] = None if value is None else float(value)
     if "example_questions" in changes:
         cleaned["example_questions"] = _clean_examples(changes["example_questions"])

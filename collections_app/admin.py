@@ -1,6 +1,10 @@
+from typing import cast
+
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
+from accounts.models import User
 from accounts.permissions import Forbidden
 from collections_app import files, writes
 from collections_app.models import Collection, SourceFile
@@ -19,15 +23,19 @@ class SourceFileInline(admin.TabularInline):
 class CollectionAdminForm(forms.ModelForm):
     """The admin's form obeys the rules of the pages and the API (collections_app.writes)."""
 
+    request: HttpRequest  # set by CollectionAdmin.get_form
+
     class Meta:
         model = Collection
         fields = ["name", "description", "language", "embedding_model", "owner", "co_owners"]
 
     def clean(self):
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         if not self.errors:
             try:
-                writes.check_collection(self.request.user, self.instance if self.instance.pk else None, _changes(self))
+                writes.check_collection(
+                    cast(User, self.request.user), self.instance if self.instance.pk else None, _changes(self)
+                )
             except (InvalidInput, Forbidden) as exc:
                 self.add_error(getattr(exc, "field", None), str(exc))
         return cleaned
@@ -48,8 +56,8 @@ class CollectionAdmin(admin.ModelAdmin):
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
-        form.request = request  # the acting user for the write rules
-        return form
+        # The acting user for the write rules, on a class of this request's own.
+        return type(form.__name__, (form,), {"request": request})
 
     # Saved through the one write path: a new language or embedding model re-indexes, as on the pages.
     def save_model(self, request, obj, form, change):

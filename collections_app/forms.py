@@ -1,3 +1,5 @@
+from typing import cast
+
 from django import forms
 
 from accounts.models import active_teachers
@@ -27,12 +29,13 @@ class CollectionForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.actor = actor
         owner = self.instance.owner if self.instance.pk else actor
-        self.fields["co_owners"].queryset = active_teachers().exclude(pk=owner.pk)
+        co_owners = cast(forms.ModelMultipleChoiceField, self.fields["co_owners"])
+        co_owners.queryset = active_teachers().exclude(pk=owner.pk)
         if self.instance.pk and not (actor.is_superuser or self.instance.owner_id == actor.pk):
             # Shown, so co-owners know who else edits; only the owner changes it (the rule is in writes.py).
             self.fields["co_owners"].disabled = True
             self.fields["co_owners"].help_text = "Only the collection's owner can change its co-owners."
-        if not self.fields["co_owners"].queryset.exists():
+        if not co_owners.queryset.exists():
             del self.fields["co_owners"]  # no other teacher to choose: no empty section
         if self.instance.pk and self.instance.files.exists():
             self.fields[

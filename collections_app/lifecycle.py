@@ -193,6 +193,7 @@ def build_job(source: SourceFile, *, re_extract: bool) -> IngestJob:
         pdf_mode=source.pdf_mode,
         sha256=source.sha256,
     )
+    reuse: SourceFile | None
     if not re_extract and source.markdown:
         reuse = source
     else:

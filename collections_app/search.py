@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
@@ -28,14 +29,17 @@ router = Router(tags=["search"])
 def _schema_from_dataclass(name: str, record: type) -> type[Schema]:
     """A ninja schema with the dataclass's fields, types, defaults and `description` metadata."""
     hints = typing.get_type_hints(record)
-    fields = {}
+    fields: dict[str, Any] = {}
     for f in dataclasses.fields(record):
         default = ... if f.default is dataclasses.MISSING else f.default
         fields[f.name] = (hints[f.name], Field(default, description=f.metadata.get("description")))
     return create_model(name, __base__=Schema, **fields)
 
 
-PassageOut = _schema_from_dataclass("PassageOut", Passage)
+if typing.TYPE_CHECKING:
+    PassageOut = Schema
+else:
+    PassageOut = _schema_from_dataclass("PassageOut", Passage)
 
 
 class SearchIn(Schema):

@@ -35,10 +35,12 @@ def home(request):
             n_students=Count("enrollments", distinct=True), n_collections=Count("collections", distinct=True)
         )
         return render(request, "teacher_home.html", {"collections": collections, "prompts": prompts})
-    prompts = list(Prompt.objects.joined_by(request.user).select_related("owner"))
-    for prompt in prompts:  # "Opens on …", "Closed on …": why a prompt cannot be used now
-        prompt.state_sentence = state_sentence(prompt) if prompt.state() != PromptState.OPEN else ""
-    return render(request, "student_home.html", {"prompts": prompts, "join_form": JoinForm()})
+    # Each with why it cannot be used now, if so ("Opens on …", "Closed on …").
+    joined = [
+        (prompt, state_sentence(prompt) if prompt.state() != PromptState.OPEN else "")
+        for prompt in Prompt.objects.joined_by(request.user).select_related("owner")
+    ]
+    return render(request, "student_home.html", {"prompts": joined, "join_form": JoinForm()})
 
 
 class JoinForm(forms.Form):

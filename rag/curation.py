@@ -78,8 +78,9 @@ def parse_verdict(reply: str) -> Verdict:
     score = data.get("score")
     if isinstance(score, bool) or not isinstance(score, int | float):
         raise BadVerdict(f"score is not a number: {score!r}")
-    reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
-    return Verdict(score=min(max(float(score), 0.0), 10.0), include=data["include"], reason=reason.strip()[:300])
+    reason = data.get("reason")
+    reason = reason.strip()[:300] if isinstance(reason, str) else ""
+    return Verdict(score=min(max(float(score), 0.0), 10.0), include=data["include"], reason=reason)
 
 
 def messages_for(query: str, passage: Passage) -> list[ChatMessage]:
@@ -156,8 +157,9 @@ def _store(client: redis.Redis, keys: list[str], run: CurationRun, todo: list[in
     try:
         pipe = client.pipeline(transaction=False)
         for i in todo:
-            if run.verdicts[i] is not None:
-                pipe.set(keys[i], json.dumps(asdict(run.verdicts[i])), ex=ttl)
+            verdict = run.verdicts[i]
+            if verdict is not None:
+                pipe.set(keys[i], json.dumps(asdict(verdict)), ex=ttl)
         pipe.execute()
     except redis.RedisError as exc:
         log.warning("curation cache not written: %s", exc)

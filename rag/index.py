@@ -98,6 +98,12 @@ def _prefix() -> str:
     return settings.REDIS_INDEX_PREFIX
 
 
+def _position(key: bytes | str) -> int:
+    """A chunk's position, the last part of its key."""
+    text = key.decode() if isinstance(key, bytes) else key
+    return int(text.rsplit(":", 1)[-1])
+
+
 class ChunkStore:
     """A collection's stored chunks, for what needs no schema: reading, deleting, rebuilding.
 
@@ -130,7 +136,7 @@ class ChunkStore:
 
     def file_chunks(self, file_id: int) -> list[IndexedChunk]:
         """The file's chunks as stored, in reading order (what search can return for it)."""
-        keys = sorted(self.client.smembers(self.file_set(file_id)), key=lambda k: int(k.rsplit(b":", 1)[-1]))
+        keys = sorted(self.client.smembers(self.file_set(file_id)), key=_position)
         return [chunk for chunk in read_chunks(self.client, keys) if chunk is not None]
 
     def file_chunk_count(self, file_id: int) -> int:

@@ -169,7 +169,7 @@ def _s(value) -> str:
 def parse_reply(reply, retriever: str) -> list[Hit]:
     """Ranked hits from an FT.SEARCH/FT.AGGREGATE reply, in RESP3 (maps) or RESP2 (flat lists)."""
     if isinstance(reply, dict):
-        rows = reply.get(b"results", reply.get("results", []))
+        rows = reply.get(b"results") or reply.get("results") or []
         return [_hit_resp3(row, retriever) for row in rows]
     if len(reply) > 1 and isinstance(reply[1], list) and retriever != VECTOR:  # FT.AGGREGATE rows
         return [Hit(_s(dict(zip(row[::2], row[1::2], strict=False))[b"__key"]), None) for row in reply[1:]]

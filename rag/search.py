@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Literal
 
 import redis
 from django.conf import settings
@@ -85,7 +86,8 @@ def search_collections(
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     if not query:
         raise EmptyQuery("Type something to search for.")
-    clock, client, notes = _Clock(), client or get_redis(), []
+    clock, client = _Clock(), client or get_redis()
+    notes: list[str] = []
     with clock.stage("embed"):
         targets = build_targets(collections, query, notes)
     with clock.stage("retrieve"):
@@ -116,7 +118,7 @@ def search_collections(
         run = curate_passages(query, passages, model)
         kept, dropped = apply_verdicts(passages, run)
     notes += curation_notes(run)
-    status = "ok" if kept else "nothing_relevant"
+    status: Literal["ok", "nothing_relevant"] = "ok" if kept else "nothing_relevant"
     return SearchOutcome(query, status, kept, dropped, clock.finish(), notes)
 
 

@@ -128,7 +128,9 @@ class OllamaChatModel(_OllamaModel):
             finally:
                 # Closed early (the student pressed Stop): end the HTTP response now, not at
                 # garbage collection, so the server stops generating.
-                parts.close()
+                close = getattr(parts, "close", None)
+                if close is not None:
+                    close()
         # A stream that ends without `done` was cut off: never pass it off as a complete answer.
         raise ProviderError("The model server closed the answer before it was finished.")
 

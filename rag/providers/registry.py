@@ -58,7 +58,7 @@ def is_available(name: str, *, fresh: bool = False) -> bool:
     HEALTH_CACHE_SECONDS per process; `fresh` looks again), a local embedder is always there.
     Never raises: an unreachable server or an unknown name is simply "not available"."""
     provider, model = split_name(name)
-    paths = {CHAT_PROVIDERS.get(provider), EMBEDDING_PROVIDERS.get(provider)} - {None}
+    paths = {path for path in (CHAT_PROVIDERS.get(provider), EMBEDDING_PROVIDERS.get(provider)) if path}
     classes: list[type[Provider]] = [import_string(path) for path in sorted(paths)]
     return any(cls.is_available(model, fresh=fresh) for cls in classes)
 

@@ -39,9 +39,10 @@ def _inferred_headings(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]
     sizes: Counter = Counter()
     blocks: list[tuple[int, int, float, str]] = []
     seen: Counter = Counter()
-    for number, page in enumerate(doc, start=1):
+    for number in range(1, doc.page_count + 1):
+        pdf_page = doc[number - 1]
         # The same flags as page_blocks' text, so the titles found here match its blocks.
-        for position, block in enumerate(page.get_text("dict", flags=pymupdf.TEXTFLAGS_BLOCKS)["blocks"]):
+        for position, block in enumerate(pdf_page.get_text("dict", flags=pymupdf.TEXTFLAGS_BLOCKS)["blocks"]):
             spans = [s for line in block.get("lines", []) for s in line["spans"] if s["text"].strip()]
             if not spans:
                 continue

@@ -101,7 +101,8 @@ def _drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
 def fast_pages(doc: pymupdf.Document, progress: ProgressFn, cancelled: CancelledFn) -> list[PageText]:
     headings, outline = headings_by_page(doc)
     pages = []
-    for index, page in enumerate(doc):
+    for index in range(doc.page_count):
+        page = doc[index]
         if index % 10 == 0 and cancelled():
             raise IngestCancelled
         pages.append(page_blocks(page, headings.get(index + 1, []), outline))
