@@ -22,6 +22,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat import grounding
+from chat.attachments import Attachment
+from chat.attachments import model_text as attachment_model_text
 from chat.budget import Budget, MessageTooLong, context_window, fit_history, tools_tokens
 from chat.citations import map_citations
 from chat.events import EventSink, PassageView, ToolResultEvent
@@ -103,9 +105,14 @@ def stop_turn(user, session_id: int) -> None:
     StopSignal(session.id).request()
 
 
-def start_turn(session: ChatSession, content: str | None, *, retry: bool = False) -> Turn:
-    """Check and store the student's message. With `retry`, answer the last question again."""
+def start_turn(
+    session: ChatSession, content: str | None, *, retry: bool = False, attachment: Attachment | None = None
+) -> Turn:
+    """Check and store the student's message (and the text of a file attached to it). With
+    `retry`, answer the last question again."""
     text = (content or "").strip()
+    if attachment is not None and not text:
+        text = f"(attached “{attachment.name}”)"
     if retry:
         question = _question_to_retry(session)
     else:
@@ -125,6 +132,10 @@ def start_turn(session: ChatSession, content: str | None, *, retry: bool = False
         with transaction.atomic():
             if not retry:
                 question = Message.objects.create(session=session, role=MessageRole.USER, content=text)
+                if attachment is not None:
+                    question.attachment_name, question.attachment_text = attachment.name, attachment.text
+                    question.attachment_pages = attachment.pages
+                    question.save(update_fields=["attachment_name", "attachment_text", "attachment_pages"])
             reply = Message.objects.create(session=session, role=MessageRole.ASSISTANT, status=MessageStatus.PENDING)
             if not session.title:
                 session.title = _title(question.content)
@@ -227,6 +238,13 @@ def _emit_text(reply: Message, progress: _Progress, text: str, sink: EventSink) 
     sink.emit({"type": "token", "message_id": reply.id, "text": text})
 
 
+def _as_model_reads(question: Message) -> str:
+    """A student's message with the text of its attachment, if any."""
+    if not question.attachment_name:
+        return question.content
+    return attachment_model_text(question.content, question.attachment_name, question.attachment_text)
+
+
 def _history(turn: Turn) -> list[ChatMessage]:
     """Earlier exchanges that got a complete answer, oldest first.
 
@@ -240,7 +258,7 @@ def _history(turn: Turn) -> list[ChatMessage]:
         if message.role == MessageRole.USER:
             pending = message
         elif pending is not None and message.status == MessageStatus.COMPLETE and message.content:
-            history.append(ChatMessage(role="user", content=pending.content))
+            history.append(ChatMessage(role="user", content=_as_model_reads(pending)))
             history.append(ChatMessage(role="assistant", content=strip_citations(message.content)))
             pending = None
     return history
@@ -269,7 +287,7 @@ def _answer_with_model(turn: Turn, tool: SearchTool, progress: _Progress, sink: 
     budget = Budget.plan(window, has_tool=bool(specs))
     tool.tokens_left = budget.results
     system = ChatMessage(role="system", content=grounding.system_message(prompt.system_prompt, has_tool=bool(specs)))
-    current = ChatMessage(role="user", content=turn.question.content)
+    current = ChatMessage(role="user", content=_as_model_reads(turn.question))
     messages = fit_history(system, _history(turn), current, budget, tools_tokens(specs))
     _ModelLoop(turn, model, specs, tool, progress, sink, window).run(messages)
 

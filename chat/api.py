@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
+import pydantic
 from asgiref.sync import sync_to_async
 from django.http import HttpResponse, StreamingHttpResponse
 from ninja import Field, Router, Schema, Status
@@ -20,10 +21,12 @@ from accounts.permissions import (
 )
 from chat import enrollment, export, roster, writes
 from chat.agent import fail_orphaned_replies, new_session, stop_turn
+from chat.attachments import Attachment, check_size, read_attachment
 from chat.events import ListSink, sse_frame
 from chat.models import ChatSession, EnrollmentStatus, Prompt
 from chat.runner import run_turn_async, start_turn_for, stream_turn
 from chat.serializers import message_dict, session_dict
+from currechat.errors import InvalidInput
 
 router = Router(tags=["prompts"])
 
@@ -255,7 +258,7 @@ class ChatIn(Schema):
 
 
 class MessageIn(Schema):
-    content: str = Field(min_length=1)
+    content: str
 
 
 class MessageOut(Schema):
@@ -271,6 +274,7 @@ class MessageOut(Schema):
     tool_results: list[dict]
     citations: list[dict]
     token_usage: dict
+    attachment: dict | None = Field(None, description="A question's attached file: {name, pages, chars}.")
     created: str
 
 
@@ -312,16 +316,49 @@ def get_chat(request, chat_id: int):
     return session_dict(session, request.user, with_messages=True)
 
 
+_MESSAGE_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {"schema": MessageIn.model_json_schema()},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string"},
+                    "attachment": {"type": "string", "format": "binary", "description": "Text, Markdown, HTML or PDF."},
+                },
+            }
+        },
+    },
+}
+
+
+def _message_input(request) -> tuple[str, Attachment | None]:
+    """The question (JSON `{content}`, or multipart `content` + an optional `attachment` file)."""
+    if request.content_type == "multipart/form-data":
+        upload = request.FILES.get("attachment")
+        if upload is None:
+            return request.POST.get("content", ""), None
+        check_size(upload.name or "attachment", upload.size or 0)  # before its bytes are read
+        return request.POST.get("content", ""), read_attachment(upload.name, upload.read())
+    try:
+        return MessageIn.model_validate_json(request.body or b"{}").content, None
+    except pydantic.ValidationError:
+        raise InvalidInput('Send {"content": "your question"} as JSON, or a multipart form with "content".')
+
+
 @router.post(
     "/chats/{int:chat_id}/messages",
     tags=["chats"],
-    response={200: MessageOut, 413: dict, 409: dict, 429: dict},
-    openapi_extra={"responses": {200: {"content": {"text/event-stream": {}}}}},
+    response={200: MessageOut, 400: dict, 413: dict, 409: dict, 415: dict, 429: dict},
+    openapi_extra={"requestBody": _MESSAGE_BODY, "responses": {200: {"content": {"text/event-stream": {}}}}},
 )
-async def post_message(request, chat_id: int, data: MessageIn):
-    """Ask a question. Returns the finished answer, or with `Accept: text/event-stream` the same
-    events as the websocket (`token`, `tool_call`, `tool_result`, `message_done`, `error`)."""
-    turn = await sync_to_async(start_turn_for)(request.user, chat_id, data.content)
+async def post_message(request, chat_id: int):
+    """Ask a question, optionally with an attached file whose text the model reads with it (never
+    added to any collection). Returns the finished answer, or with `Accept: text/event-stream`
+    the same events as the websocket (`token`, `tool_call`, `tool_result`, `message_done`, `error`)."""
+    content, attachment = await sync_to_async(_message_input)(request)
+    turn = await sync_to_async(start_turn_for)(request.user, chat_id, content, attachment=attachment)
     return await _answer(request, turn)
 
 

@@ -52,6 +52,8 @@ def chat_markdown(session: ChatSession) -> str:
         when = f"{local(message.created):%Y-%m-%d %H:%M}"
         if message.role == MessageRole.USER:
             out += ["", f"## You ({when})", "", message.content.strip()]
+            if message.attachment_name:
+                out += ["", f"_Attached: {message.attachment_name}_"]
         else:
             out += ["", f"## Assistant ({when})", "", *_answer_markdown(message)]
     return "\n".join(out) + "\n"

@@ -269,6 +269,10 @@ class Message(models.Model):
     error = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True)
     mode = models.CharField(max_length=16, choices=AnswerMode.choices, default=AnswerMode.MODEL)
+    # A file the student attached to this question, kept as its extracted text (chat.attachments).
+    attachment_name = models.CharField(max_length=200, blank=True)
+    attachment_text = models.TextField(blank=True)
+    attachment_pages = models.PositiveIntegerField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

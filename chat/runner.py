@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from chat.agent import Turn, run_turn, start_turn
+from chat.attachments import Attachment
 from chat.events import CallbackSink, ChatEventOut, ErrorEvent
 from chat.models import Message
 from currechat.errors import CurreChatError
@@ -144,14 +145,16 @@ async def run_turn_async(turn: Turn, sink) -> Message:
     return await sync_to_async(run_turn, thread_sensitive=True)(turn, sink)
 
 
-def start_turn_for(user, session_id: int, content: str | None, *, retry: bool = False) -> Turn:
+def start_turn_for(
+    user, session_id: int, content: str | None, *, retry: bool = False, attachment: Attachment | None = None
+) -> Turn:
     """Permission check and `start_turn`, for the async edges (one sync call, one DB thread hop)."""
     from accounts.permissions import current, get_session_for_write
 
     # The user as they are now: a websocket keeps the user of its handshake, who may have been
     # deactivated or demoted since.
     session = get_session_for_write(current(user), session_id)
-    return start_turn(session, content, retry=retry)
+    return start_turn(session, content, retry=retry, attachment=attachment)
 
 
 def _start_in_thread(user, session_id: int, content: str | None, retry: bool) -> Turn:

@@ -34,6 +34,12 @@ def message_dict(message: Message) -> dict[str, Any]:
         "tool_results": message.tool_results,
         "citations": message.citations,
         "token_usage": message.token_usage,
+        # The file attached to a question: its name and size only (its text stays with the chat).
+        "attachment": (
+            {"name": message.attachment_name, "pages": message.attachment_pages, "chars": len(message.attachment_text)}
+            if message.attachment_name
+            else None
+        ),
         "created": message.created.isoformat(),
     }
 

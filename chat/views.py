@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
@@ -180,6 +181,8 @@ def _chat_page(request, prompt, session):
         "preview": teaching and state != PromptState.OPEN,
         "state_sentence": state_sentence(prompt, state),
         "example_questions": prompt.example_questions if writable else [],
+        "attachment_limit": f"{settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024):.0f} MB, "
+        f"{settings.CHAT_ATTACHMENT_MAX_PAGES} pages",
         "chat_config": config,
     }
     return render(request, "chat/chat.html", context)

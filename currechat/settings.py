@@ -189,6 +189,10 @@ HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0, minimum=0)
 CHAT_RATE_LIMIT = env_int("CHAT_RATE_LIMIT", 20, minimum=0)
 CHAT_RATE_WINDOW_SECONDS = env_int("CHAT_RATE_WINDOW_SECONDS", 60, minimum=1)
 CHAT_MAX_MESSAGE_CHARS = env_int("CHAT_MAX_MESSAGE_CHARS", 8000, minimum=1)
+# A file a student attaches to a message (text, Markdown, HTML or PDF): read as text, never indexed.
+CHAT_ATTACHMENT_MAX_BYTES = env_int("CHAT_ATTACHMENT_MAX_BYTES", 2 * 1024 * 1024, minimum=1)
+CHAT_ATTACHMENT_MAX_PAGES = env_int("CHAT_ATTACHMENT_MAX_PAGES", 20, minimum=1)
+CHAT_ATTACHMENT_MAX_TOKENS = env_int("CHAT_ATTACHMENT_MAX_TOKENS", 6000, minimum=1)
 # Model rounds that may call tools in one answer; one more round without tools forces the answer.
 CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 4, minimum=1)
 CHAT_MAX_SEARCHES = env_int("CHAT_MAX_SEARCHES", 8, minimum=1)

@@ -282,3 +282,69 @@ def test_student_deletes_their_own_chat_and_teachers_no_longer_see_it(client_for
     assert api(client_for(student), "delete", f"/chats/{session.pk}").status_code == 204
     assert not ChatSession.objects.filter(pk=session.pk).exists()
     assert api(client_for(owner), "get", f"/prompts/{session.prompt_id}/chats").json() == []
+
+
+# --- Attachments ---------------------------------------------------------------------------------
+
+
+def _pdf(pages: list[str]) -> bytes:
+    import pymupdf
+
+    doc = pymupdf.open()
+    for text in pages:
+        doc.new_page().insert_text((72, 72), text)
+    return doc.tobytes()
+
+
+def test_an_attached_pdf_is_read_with_the_question_and_kept_out_of_the_collection(client_for, student, session, ollama):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    ollama.script(Reply(content="Your notes say the mean is 4."))
+    upload = SimpleUploadedFile("omat-muistiinpanot.pdf", _pdf(["Keskiarvo on 4.", "Mediaani on 3."]))
+    response = client_for(student).post(
+        f"/api/v1/chats/{session.pk}/messages", {"content": "Check my notes", "attachment": upload}
+    )
+    assert response.status_code == 200, response.content
+    sent = ollama.chat_requests()[-1]["messages"][-1]["content"]
+    assert "Check my notes" in sent and "Keskiarvo on 4." in sent and "Mediaani on 3." in sent
+    chat = api(client_for(student), "get", f"/chats/{session.pk}").json()
+    question = chat["messages"][0]
+    assert question["content"] == "Check my notes"
+    assert question["attachment"] == {
+        "name": "omat-muistiinpanot.pdf",
+        "pages": 2,
+        "chars": question["attachment"]["chars"],
+    }
+    assert not session.prompt.collections.first().files.exists(), "never added to a collection"
+    export = client_for(student).get(f"/api/v1/chats/{session.pk}/export").content.decode()
+    assert "_Attached: omat-muistiinpanot.pdf_" in export
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "status", "sentence"),
+    [
+        ("kuva.png", b"\x89PNG\r\n\x1a\n" + bytes(200), 415, "not text"),
+        ("rikki.pdf", b"%PDF-1.7 broken", 400, "damaged"),
+        ("tyhja.txt", b"", 400, "is empty"),
+        ("pitka.pdf", None, 413, "at most 20"),
+    ],
+)
+def test_bad_attachments_get_the_upload_sentences(client_for, student, session, ollama, name, data, status, sentence):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = data if data is not None else _pdf([f"Sivu {i}" for i in range(21)])
+    upload = SimpleUploadedFile(name, data)
+    response = client_for(student).post(f"/api/v1/chats/{session.pk}/messages", {"content": "Q", "attachment": upload})
+    assert response.status_code == status and sentence in response.json()["detail"].lower()
+    assert not Message.objects.filter(session=session).exists() and not ollama.chat_requests()
+
+
+def test_an_attachment_too_big_for_the_context_is_refused_with_a_sentence(
+    client_for, student, session, ollama, settings
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.CHAT_ATTACHMENT_MAX_TOKENS = 50
+    upload = SimpleUploadedFile("essee.txt", ("Sana " * 400).encode())
+    response = client_for(student).post(f"/api/v1/chats/{session.pk}/messages", {"content": "Q", "attachment": upload})
+    assert response.status_code == 413 and "Attach a shorter excerpt" in response.json()["detail"]

@@ -16,6 +16,9 @@
   let retryDelay = 1000;
   let live = null; // the assistant message being streamed: {id, el, answer, searches}
   let pendingText = null; // what we sent, until the server accepts or refuses it
+  let pendingAttachment = null; // the name of the file sent with it
+  const attachInput = document.getElementById("composer-attachment");
+  const chip = document.getElementById("attachment-chip");
 
   function el(tag, attrs = {}, ...children) {
     const node = document.createElement(tag);
@@ -104,10 +107,16 @@
     return box;
   }
 
+  function userBubble(text, attachment) {
+    const box = el("div", { class: "msg user", text });
+    if (attachment) box.append(el("span", { class: "attachment-chip", text: `📎 ${attachment}` }));
+    return box;
+  }
+
   function render() {
     conversation.replaceChildren();
     messages.forEach((m, i) => {
-      if (m.role === "user") conversation.append(el("div", { class: "msg user", text: m.content }));
+      if (m.role === "user") conversation.append(userBubble(m.content, m.attachment && m.attachment.name));
       else conversation.append(renderAssistant(m, i === messages.length - 1));
     });
     conversation.lastElementChild?.scrollIntoView({ block: "end" });
@@ -176,12 +185,14 @@
   // The server took our message: show it as sent and clear the box.
   function accepted() {
     if (pendingText === null) return;
-    messages.push({ role: "user", content: pendingText });
+    messages.push({ role: "user", content: pendingText, attachment: pendingAttachment && { name: pendingAttachment } });
     nameChat(pendingText);
-    conversation.append(el("div", { class: "msg user", text: pendingText }));
+    conversation.append(userBubble(pendingText, pendingAttachment));
     if (live) conversation.append(live.el); // keep the answer below its question
     input.value = "";
     pendingText = null;
+    pendingAttachment = null;
+    clearAttachment();
   }
 
   function onError(event) {
@@ -222,6 +233,66 @@
     // Stop is offered while an answer is being written (Escape does the same).
     stopButton.hidden = !busy;
     stopButton.disabled = false;
+  }
+
+  // An attached file goes through the API as multipart; its answer streams back as the same events
+  // (text/event-stream) the websocket carries.
+  async function sendWithAttachment(text, file) {
+    note.textContent = "";
+    setBusy(true);
+    const body = new FormData();
+    body.append("content", text);
+    body.append("attachment", file);
+    const csrf = form.querySelector("[name=csrfmiddlewaretoken]").value;
+    let response;
+    try {
+      response = await fetch(`${config.api_path}/messages`, {
+        method: "POST",
+        body,
+        credentials: "same-origin",
+        headers: { Accept: "text/event-stream", "X-CSRFToken": csrf },
+      });
+    } catch {
+      onError({ message_id: null, detail: "Not connected; try again." });
+      return;
+    }
+    if (!response.ok) {
+      const problem = await response.json().catch(() => ({}));
+      pendingAttachment = null;
+      onError({ message_id: null, detail: problem.detail || "The attachment could not be sent." });
+      return;
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = frame.split("\n").find((line) => line.startsWith("data: "));
+        if (data) onEvent(JSON.parse(data.slice(6)));
+      }
+    }
+  }
+
+  function showAttachment() {
+    const file = attachInput.files[0];
+    chip.replaceChildren();
+    chip.hidden = !file;
+    if (!file) return;
+    const remove = el("button", { type: "button", class: "link", text: "Remove", "aria-label": `Remove ${file.name}` });
+    remove.addEventListener("click", clearAttachment);
+    chip.append(el("span", { text: `📎 ${file.name}` }), remove);
+  }
+
+  function clearAttachment() {
+    if (!attachInput) return;
+    attachInput.value = "";
+    showAttachment();
   }
 
   function stop() {
@@ -265,10 +336,15 @@
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const text = input.value.trim();
-      if (!text || pendingText !== null) return;
+      const file = attachInput && attachInput.files[0];
+      if ((!text && !file) || pendingText !== null) return;
       pendingText = text;
-      if (!send({ type: "user_message", content: text })) pendingText = null;
+      if (file) {
+        pendingAttachment = file.name;
+        sendWithAttachment(text, file);
+      } else if (!send({ type: "user_message", content: text })) pendingText = null;
     });
+    attachInput?.addEventListener("change", showAttachment);
     stopButton.addEventListener("click", stop);
     document.addEventListener("keydown", (e) => {
       if (e.key === "Escape") stop();
