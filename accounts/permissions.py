@@ -17,6 +17,8 @@ from django.utils import formats, timezone
 
 from currechat.errors import CurreChatError, NotFound
 
+REMOVED = "You are no longer a student of this assistant, so its chats are closed to you. Ask your teacher."
+
 
 class Forbidden(CurreChatError):
     status_code = 403
@@ -175,6 +177,8 @@ def get_session_for_read(user, pk: int):
     require_login(user)
     session = ChatSession.objects.select_related("prompt").filter(pk=pk).first()
     if session is None or not session.is_readable_by(user):
+        if session is not None and session.user_id == user.pk:  # their own chat: say why, it hides nothing
+            raise Forbidden(REMOVED)
         raise NotFound("There is no such chat.")
     return session
 

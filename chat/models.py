@@ -33,6 +33,14 @@ class ChatVisibility(models.TextChoices):
     NAMED = "named", "Teachers read chats under the student's name"
 
 
+# What a student is told, on the join page and above every chat, about what teachers see.
+STUDENT_SENTENCES = {
+    "none": "Your teachers see only statistics (how much the assistant is used), never what you write.",
+    "pseudonymous": "Your teachers can read your chats, labelled “Student N” — not with your name.",
+    "named": "Your teachers can read your chats under your name.",
+}
+
+
 class PromptState(models.TextChoices):
     DRAFT = "draft", "Not open yet"
     OPEN = "open", "Open"

@@ -21,7 +21,7 @@ from accounts.permissions import (
 from chat import enrollment, roster, writes
 from chat.agent import fail_orphaned_replies, new_session
 from chat.forms import PromptForm
-from chat.models import ChatSession, ChatVisibility, PromptState
+from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
 from chat.serializers import message_dict
 from currechat.errors import CurreChatError, NotFound
 from currechat.health import get_health
@@ -181,6 +181,7 @@ def _chat_page(request, prompt, session):
         "preview": teaching and state != PromptState.OPEN,
         "state_sentence": state_sentence(prompt, state),
         "example_questions": prompt.example_questions if writable else [],
+        "visibility_sentence": STUDENT_SENTENCES[session.visibility] if session else "",
         "attachment_limit": f"{settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024):.0f} MB, "
         f"{settings.CHAT_ATTACHMENT_MAX_PAGES} pages",
         "chat_config": config,

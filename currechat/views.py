@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.models import Role, User
 from accounts.permissions import state_sentence
 from chat.enrollment import join_prompt
-from chat.models import ChatVisibility, Prompt, PromptState
+from chat.models import STUDENT_SENTENCES, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
 from currechat.errors import CurreChatError
 
@@ -101,7 +101,7 @@ def join_link(request, code: str):
         "prompt": prompt,
         "form": form,
         "already_joined": request.user.is_authenticated and prompt.is_enrolled(request.user),
-        "visibility": ChatVisibility(prompt.chat_visibility).label,
+        "visibility": STUDENT_SENTENCES[prompt.chat_visibility],
         "state_sentence": state_sentence(prompt) if prompt.state() != PromptState.OPEN else "",
     }
     return render(request, "registration/join.html", context)

@@ -138,7 +138,7 @@ def test_students_cannot_read_the_roster(client_for, student, prompt):
 def test_removed_student_cannot_post_and_may_join_again_unless_blocked(client_for, owner, student, session, ollama):
     prompt = session.prompt
     assert api(client_for(owner), "delete", f"/prompts/{prompt.pk}/students/1").status_code == 204
-    assert api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Q"}).status_code == 404
+    assert api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Q"}).status_code == 403
     search_url = f"/collections/{prompt.collections.first().pk}/search"
     searched = api(client_for(student), "post", search_url, {"query": "bias"})
     assert searched.status_code == 404, "no search runs for a removed student"

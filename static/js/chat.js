@@ -109,7 +109,7 @@
 
   function userBubble(text, attachment) {
     const box = el("div", { class: "msg user", text });
-    if (attachment) box.append(el("span", { class: "attachment-chip", text: `📎 ${attachment}` }));
+    if (attachment) box.append(el("span", { class: "attachment-chip", text: `Attached: ${attachment}` }));
     return box;
   }
 
@@ -286,7 +286,7 @@
     if (!file) return;
     const remove = el("button", { type: "button", class: "link", text: "Remove", "aria-label": `Remove ${file.name}` });
     remove.addEventListener("click", clearAttachment);
-    chip.append(el("span", { text: `📎 ${file.name}` }), remove);
+    chip.append(el("span", { text: `Attached: ${file.name}` }), remove);
   }
 
   function clearAttachment() {
@@ -301,8 +301,16 @@
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "stop" }));
   }
 
+  let queued = null; // a message sent while the socket was still connecting: sent once it opens
+
   function send(payload) {
-    if (!socket || socket.readyState !== WebSocket.OPEN) {
+    if (!socket || socket.readyState === WebSocket.CONNECTING) {
+      queued = payload;
+      note.textContent = "Connecting…";
+      setBusy(true);
+      return true;
+    }
+    if (socket.readyState !== WebSocket.OPEN) {
       note.textContent = "Not connected; reconnecting…";
       return false;
     }
@@ -317,6 +325,11 @@
     socket = new WebSocket(`${scheme}://${location.host}${config.ws_path}`);
     socket.addEventListener("open", () => {
       connection.textContent = "";
+      if (queued) {
+        const payload = queued;
+        queued = null;
+        send(payload);
+      }
       if (retryDelay > 1000) refresh(); // catch up on anything that happened while we were away
       retryDelay = 1000;
     });
