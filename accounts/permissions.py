@@ -102,6 +102,46 @@ def get_file_for_edit(user, pk: int):
     return source
 
 
+def get_file_for_source(user, pk: int, *, page: int | None = None, position: int | None = None):
+    """A file whose page `page` (or passage at `position`) the user may see in the original.
+
+    Its collection's editors see any of it. A student never downloads a collection: they see a page
+    or section only when a search in one of their own chats returned a passage from it, in a
+    collection they may still search — the reach they already had through that passage."""
+    from collections_app.models import Collection, SourceFile
+
+    require_login(user)
+    source = SourceFile.objects.select_related("collection").filter(pk=pk).first()
+    if source is None or not searchable_collections(user).filter(pk=source.collection_id).exists():
+        raise NotFound("There is no such file, or it is not shared with you.")
+    if Collection.objects.editable_by(user).filter(pk=source.collection_id).exists():
+        return source
+    if not _was_shown_to(user, source, page=page, position=position):
+        raise NotFound("This page was not among the passages your searches returned.")
+    return source
+
+
+def _was_shown_to(user, source, *, page: int | None, position: int | None) -> bool:
+    """Did a search in one of the user's own chats return a passage of this file on this page (or
+    at this position)? Read from the stored tool results, the record of what they were shown."""
+    from chat.models import Message, MessageRole
+
+    answers = Message.objects.filter(
+        session__user=user, role=MessageRole.ASSISTANT, tool_results__icontains=f'"file_id": {source.pk}'
+    ).values_list("tool_results", flat=True)
+    for results in answers.iterator():
+        for result in results:
+            for passage in result.get("passages", []):
+                if passage.get("file_id") != source.pk:
+                    continue
+                first, last = passage.get("page"), passage.get("page_end") or passage.get("page")
+                if page is not None and first is not None and first <= page <= last:
+                    return True
+                if position is not None and str(passage.get("chunk_id", "")).endswith(f":{source.pk}:{position}"):
+                    return True
+    return False
+
+
 def get_prompt_for_edit(user, pk: int):
     """A prompt the user teaches (owner or co-teacher)."""
     from chat.models import Prompt

@@ -5,11 +5,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.permissions import get_collection_for_edit, get_file_for_edit, require_teacher
-from collections_app import files, writes
+from accounts.permissions import get_collection_for_edit, get_file_for_edit, get_file_for_source, require_teacher
+from collections_app import files, originals, writes
 from collections_app.forms import CollectionForm
 from collections_app.models import FileStatus, PdfMode
 from currechat.errors import CurreChatError
@@ -114,3 +115,40 @@ def file_action(request, pk: int, action: str):
     except CurreChatError as exc:
         messages.error(request, str(exc))
     return redirect("collection_detail", pk=collection_id)
+
+
+@login_required
+@require_GET
+def file_download(request, pk: int):
+    """The file as it was uploaded, for the collection's teachers."""
+    source = get_file_for_edit(request.user, pk)
+    return FileResponse(source.file.open("rb"), as_attachment=True, filename=source.original_name)
+
+
+@login_required
+@require_GET
+def source_page(request, pk: int, page: int):
+    """A cited PDF page as the reader saw it, with the passage's file, page and section."""
+    source = get_file_for_source(request.user, pk, page=page)
+    context = {"file": source, "page": page, "can_edit": source.collection.is_editable_by(request.user)}
+    return render(request, "collections/source_page.html", context)
+
+
+@login_required
+@require_GET
+def source_page_image(request, pk: int, page: int):
+    source = get_file_for_source(request.user, pk, page=page)
+    response = HttpResponse(originals.page_image(source, page), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@login_required
+@require_GET
+def source_context(request, pk: int, position: int):
+    """A cited passage of a text file in its section, with the passages around it."""
+    source = get_file_for_source(request.user, pk, position=position)
+    found = originals.section_context(source, position)
+    rows = [(c, render_markdown(c.text), c is found.cited) for c in [*found.before, found.cited, *found.after]]
+    context = {"file": source, "section": found.cited.heading_path, "rows": rows}
+    return render(request, "collections/source_context.html", context)

@@ -38,9 +38,17 @@
     return parts.join(", ");
   }
 
+  // The original behind a passage: its PDF page, or for text files the passage in its section.
+  function originalLink(p) {
+    const position = String(p.chunk_id || "").split(":").pop();
+    const href = p.page ? `/collections/files/${p.file_id}/pages/${p.page}/` : `/collections/files/${p.file_id}/passages/${position}/`;
+    const text = p.page ? `Open page ${p.page} of the original` : "Show it in its section";
+    return el("a", { class: "passage-link", href, target: "_blank", rel: "noopener", text });
+  }
+
   function passageDetails(p, id) {
     const details = el("details", id ? { id } : {});
-    details.append(el("summary", { text: `[${p.n}] ${where(p)}` }), el("div", { class: "passage-text", text: p.text }));
+    details.append(el("summary", { text: `[${p.n}] ${where(p)}` }), el("div", { class: "passage-text", text: p.text }), originalLink(p));
     return details;
   }
 
