@@ -106,15 +106,22 @@ def stop_turn(user, session_id: int) -> None:
 
 
 def start_turn(
-    session: ChatSession, content: str | None, *, retry: bool = False, attachment: Attachment | None = None
+    session: ChatSession,
+    content: str | None,
+    *,
+    retry: bool = False,
+    regenerate: bool = False,
+    attachment: Attachment | None = None,
 ) -> Turn:
     """Check and store the student's message (and the text of a file attached to it). With
-    `retry`, answer the last question again."""
+    `retry`, answer the last question again after a failed answer; with `regenerate`, whatever its
+    answer was (the earlier answer stays in the chat)."""
+    retry = retry or regenerate
     text = (content or "").strip()
     if attachment is not None and not text:
         text = f"(attached “{attachment.name}”)"
     if retry:
-        question = _question_to_retry(session)
+        question = _question_to_retry(session, answered=regenerate)
     else:
         if not text:
             raise CurreChatError("Write a message first.")
@@ -154,12 +161,12 @@ def _title(text: str) -> str:
     return line if len(line) <= 60 else line[:57].rstrip() + "…"
 
 
-def _question_to_retry(session: ChatSession) -> Message:
+def _question_to_retry(session: ChatSession, *, answered: bool = False) -> Message:
     last_question = session.messages.filter(role=MessageRole.USER).last()
     if last_question is None:
         raise CurreChatError("There is no question to retry in this chat.")
     later = session.messages.filter(role=MessageRole.ASSISTANT, id__gt=last_question.id)
-    if later.filter(status=MessageStatus.COMPLETE).exists():
+    if not answered and later.filter(status=MessageStatus.COMPLETE).exists():
         raise CurreChatError("The last question already has an answer; only a failed answer can be retried.")
     return last_question
 

@@ -410,6 +410,13 @@ def export_prompt_chats(request, prompt_id: int):
     return response
 
 
+@router.post("/chats/{int:chat_id}/regenerate", tags=["chats"], response={200: MessageOut, 409: dict, 429: dict})
+async def regenerate_answer(request, chat_id: int):
+    """Answer the last question again, whatever its answer was (that answer stays in the chat)."""
+    turn = await sync_to_async(start_turn_for)(request.user, chat_id, None, regenerate=True)
+    return await _answer(request, turn)
+
+
 @router.post("/chats/{int:chat_id}/retry", tags=["chats"], response={200: MessageOut, 409: dict, 429: dict})
 async def retry_message(request, chat_id: int):
     """Answer the last question again after a failed answer."""

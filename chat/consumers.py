@@ -1,6 +1,7 @@
 """`/ws/chats/{id}/`: a chat's live answers. Authenticates, checks permission, forwards events.
 
-The session's student may send `{"type": "user_message", "content": ...}`, `{"type": "retry"}` or
+The session's student may send `{"type": "user_message", "content": ...}`, `{"type": "retry"}`
+(after a failed answer), `{"type": "regenerate"}` (answer the last question again) or
 `{"type": "stop"}`; the prompt's teacher may connect but only to read. Events are those of
 `chat.events`. Every message is checked against the current state (the user still signed in,
 active, in the course; the prompt open): access taken away stops an open socket's next message.
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 
 # Close codes in the application range, so the page can tell "not allowed" from a network drop.
 CLOSE_NOT_ALLOWED = 4403
-KINDS = ("user_message", "retry", "stop")
+KINDS = ("user_message", "retry", "regenerate", "stop")
 
 
 def _still_signed_in(session: SessionBase | None, user) -> bool:
@@ -75,7 +76,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._stop()
             return
         try:
-            turn = await start_turn_async(self.scope["user"], self.session_id, text, retry=kind == "retry")
+            turn = await start_turn_async(
+                self.scope["user"], self.session_id, text, retry=kind == "retry", regenerate=kind == "regenerate"
+            )
         except CurreChatError as exc:
             await self.send_json(error_event(exc))
             return

@@ -238,7 +238,7 @@ class ChatSession(models.Model):
         ordering = ["-updated", "-id"]
 
     def __str__(self) -> str:
-        return self.title or f"Chat {self.pk}"
+        return self.title or "New chat"
 
     def is_readable_by(self, user) -> bool:
         return ChatSession.objects.readable_by(user).filter(pk=self.pk).exists()

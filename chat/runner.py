@@ -146,7 +146,13 @@ async def run_turn_async(turn: Turn, sink) -> Message:
 
 
 def start_turn_for(
-    user, session_id: int, content: str | None, *, retry: bool = False, attachment: Attachment | None = None
+    user,
+    session_id: int,
+    content: str | None,
+    *,
+    retry: bool = False,
+    regenerate: bool = False,
+    attachment: Attachment | None = None,
 ) -> Turn:
     """Permission check and `start_turn`, for the async edges (one sync call, one DB thread hop)."""
     from accounts.permissions import current, get_session_for_write
@@ -154,23 +160,25 @@ def start_turn_for(
     # The user as they are now: a websocket keeps the user of its handshake, who may have been
     # deactivated or demoted since.
     session = get_session_for_write(current(user), session_id)
-    return start_turn(session, content, retry=retry, attachment=attachment)
+    return start_turn(session, content, retry=retry, regenerate=regenerate, attachment=attachment)
 
 
-def _start_in_thread(user, session_id: int, content: str | None, retry: bool) -> Turn:
+def _start_in_thread(user, session_id: int, content: str | None, retry: bool, regenerate: bool) -> Turn:
     close_old_connections()
     try:
-        return start_turn_for(user, session_id, content, retry=retry)
+        return start_turn_for(user, session_id, content, retry=retry, regenerate=regenerate)
     finally:
         close_old_connections()
 
 
-async def start_turn_async(user, session_id: int, content: str | None, *, retry: bool = False) -> Turn:
+async def start_turn_async(
+    user, session_id: int, content: str | None, *, retry: bool = False, regenerate: bool = False
+) -> Turn:
     """`start_turn_for` on the turn pool. Not channels' `database_sync_to_async`: that runs every
     consumer's calls on one shared thread, so with many chats busy, new questions queued behind
     each other for seconds before reaching the model."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor(), _start_in_thread, user, session_id, content, retry)
+    return await loop.run_in_executor(executor(), _start_in_thread, user, session_id, content, retry, regenerate)
 
 
 def error_event(exc: CurreChatError) -> ErrorEvent:

@@ -13,4 +13,5 @@ urlpatterns = [
     path("<int:pk>/chat/new/", views.chat_new, name="chat_new"),
     path("<int:pk>/chat/<int:session_id>/", views.chat_session, name="chat_session"),
     path("<int:pk>/chat/<int:session_id>/delete/", views.chat_delete, name="chat_delete"),
+    path("<int:pk>/chat/<int:session_id>/rename/", views.chat_rename, name="chat_rename"),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -19,7 +20,7 @@ from accounts.permissions import (
     state_sentence,
 )
 from chat import enrollment, roster, writes
-from chat.agent import fail_orphaned_replies, new_session
+from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
 from chat.serializers import message_dict
@@ -155,10 +156,12 @@ def _may_chat(user, prompt) -> tuple[bool, str]:
 
 
 def _chat_page(request, prompt, session):
+    """A chat (or, without `session`, a blank one: it is created by its first message)."""
     owner = session.user if session else request.user
-    sessions = ChatSession.objects.filter(prompt=prompt, user=owner)
+    query = request.GET.get("q", "").strip()[:200]
+    sessions = _chat_list(prompt, owner, query)
     may_chat, closed_reason = _may_chat(request.user, prompt)
-    writable = bool(session and session.user_id == request.user.id and may_chat)
+    writable = may_chat and owner.id == request.user.id
     teaching = prompt.is_taught_by(request.user)
     state = prompt.state()
     config = {
@@ -168,6 +171,7 @@ def _chat_page(request, prompt, session):
         "writable": writable,
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
         "model_status": _model_status(prompt),
+        "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},
     }
     context = {
         "prompt": prompt,
@@ -181,6 +185,8 @@ def _chat_page(request, prompt, session):
         "preview": teaching and state != PromptState.OPEN,
         "state_sentence": state_sentence(prompt, state),
         "example_questions": prompt.example_questions if writable else [],
+        "query": query,
+        "max_chars": settings.CHAT_MAX_MESSAGE_CHARS,
         "visibility_sentence": STUDENT_SENTENCES[session.visibility] if session else "",
         "attachment_limit": f"{settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024):.0f} MB, "
         f"{settings.CHAT_ATTACHMENT_MAX_PAGES} pages",
@@ -199,26 +205,49 @@ def _reader_label(prompt, session) -> str:
     return enrollment.label if enrollment else "a teacher"
 
 
+def _chat_list(prompt, owner, query: str):
+    """The side list: chats with at least one message (a chat exists from its first message on),
+    newest first, those matching `query` in their title or messages when one is given."""
+    chats = ChatSession.objects.filter(prompt=prompt, user=owner, messages__isnull=False)
+    if query:
+        chats = chats.filter(Q(title__icontains=query) | Q(messages__content__icontains=query))
+    return chats.distinct()
+
+
 @login_required
 def chat_home(request, pk: int):
-    """A prompt's chats: straight into the latest one, so a student can ask at once.
-
-    A first visit opens a fresh chat (only when the user has none, so reloading creates nothing).
-    """
+    """A prompt's chats: straight into the latest one, or a blank chat to ask in at once."""
     prompt = get_prompt_for_chat(request.user, pk)
-    latest = ChatSession.objects.filter(prompt=prompt, user=request.user).first()
-    if latest is None and _may_chat(request.user, prompt)[0]:
-        latest = new_session(request.user, pk)
-    if latest is not None:
+    latest = _chat_list(prompt, request.user, "").first()
+    if latest is not None and not request.GET.get("q"):
         return redirect("chat_session", pk=pk, session_id=latest.pk)
     return _chat_page(request, prompt, None)
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def chat_new(request, pk: int):
-    session = new_session(request.user, pk)
-    return redirect("chat_session", pk=pk, session_id=session.pk)
+    """A blank chat: nothing is stored until its first message (no empty chats)."""
+    prompt = get_prompt_for_chat(request.user, pk)
+    if request.method == "POST":
+        return redirect("chat_new", pk=pk)
+    return _chat_page(request, prompt, None)
+
+
+@login_required
+@require_POST
+def chat_rename(request, pk: int, session_id: int):
+    session = get_session_for_read(request.user, session_id)
+    if session.prompt_id != pk or session.user_id != request.user.pk:
+        raise NotFound("There is no such chat.")
+    title = " ".join(request.POST.get("title", "").split())[:200]
+    if title:
+        session.title = title
+        session.save(update_fields=["title", "updated"])
+        messages.success(request, "Chat renamed.")
+    else:
+        messages.error(request, "Give the chat a title.")
+    return redirect("chat_session", pk=pk, session_id=session_id)
 
 
 @login_required

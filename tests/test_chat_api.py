@@ -130,10 +130,36 @@ def test_student_home_links_each_prompt_to_its_chat(client_for, student, chat_pr
     assert f'href="/prompts/{chat_prompt.id}/chat/"' in page
 
 
-def test_new_chat_page_creates_a_session_and_opens_it(client_for, student, chat_prompt):
-    response = client_for(student).post(f"/prompts/{chat_prompt.id}/chat/new/")
-    session = ChatSession.objects.get(user=student)
-    assert response.status_code == 302 and response["Location"] == f"/prompts/{chat_prompt.id}/chat/{session.id}/"
+def test_a_new_chat_is_stored_only_from_its_first_message(client_for, student, chat_prompt, ollama):
+    client = client_for(student)
+    for _ in range(3):  # "New chat" clicked again and again leaves nothing behind
+        page = client.get(f"/prompts/{chat_prompt.id}/chat/new/")
+        assert page.status_code == 200 and 'id="composer"' in page.content.decode()
+    assert client.get(f"/prompts/{chat_prompt.id}/chat/").status_code == 200
+    assert not ChatSession.objects.filter(user=student).exists()
+    created = post_json(client, "/api/v1/chats", {"prompt_id": chat_prompt.id}).json()
+    ollama.script(Reply(content="Hello."))
+    post_json(client, f"/api/v1/chats/{created['id']}/messages", {"content": "What is a sample?"})
+    home = client.get(f"/prompts/{chat_prompt.id}/chat/")
+    assert home.status_code == 302 and home["Location"].endswith(f"/chat/{created['id']}/")
+    page = client.get(home["Location"]).content.decode()
+    assert "What is a sample?" in page, "titled from its first message"
+
+
+def test_students_rename_search_and_regenerate_their_chats(client_for, student, session, ollama):
+    client = client_for(student)
+    ollama.script(Reply(content="First answer."), Reply(content="Second answer."))
+    post_json(client, f"/api/v1/chats/{session.id}/messages", {"content": "Explain variance"})
+    again = client.post(f"/api/v1/chats/{session.id}/regenerate")
+    assert again.status_code == 200 and again.json()["content"] == "Second answer."
+    answers = [m["content"] for m in client.get(f"/api/v1/chats/{session.id}").json()["messages"]]
+    assert answers == ["Explain variance", "First answer.", "Second answer."], "the earlier answer stays"
+    client.post(f"/prompts/{session.prompt_id}/chat/{session.id}/rename/", {"title": "Variance notes"})
+    session.refresh_from_db()
+    assert session.title == "Variance notes"
+    found = client.get(f"/prompts/{session.prompt_id}/chat/{session.id}/?q=variance").content.decode()
+    missing = client.get(f"/prompts/{session.prompt_id}/chat/{session.id}/?q=entropy").content.decode()
+    assert "Variance notes</a>" in found and "No chat matches “entropy”" in missing
 
 
 def test_the_teacher_sees_what_students_asked(client_for, owner, session):

@@ -104,6 +104,7 @@
     const cites = citationsBlock(message);
     if (cites) box.append(cites);
     if (message.status === "stopped") box.append(el("p", { class: "muted", text: "You stopped this answer." }));
+    if (message.status === "complete" || message.status === "stopped") box.append(answerTools(message, isLast));
     if (message.status === "failed") {
       box.append(el("p", { class: "error", text: message.error || "The answer failed." }));
       if (isLast && config.writable) {
@@ -119,6 +120,28 @@
     const box = el("div", { class: "msg user", text });
     if (attachment) box.append(el("span", { class: "attachment-chip", text: `Attached: ${attachment}` }));
     return box;
+  }
+
+  // Copy an answer's text; answer the last question again (the earlier answer stays).
+  function answerTools(message, isLast) {
+    const tools = el("div", { class: "answer-tools" });
+    const copy = el("button", { type: "button", class: "link", text: "Copy answer" });
+    copy.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(message.content);
+        copy.textContent = "Copied";
+      } catch {
+        copy.textContent = "Could not copy";
+      }
+      setTimeout(() => (copy.textContent = "Copy answer"), 1500);
+    });
+    tools.append(copy);
+    if (isLast && config.writable) {
+      const again = el("button", { type: "button", class: "link", text: "Regenerate", "data-testid": "regenerate" });
+      again.addEventListener("click", () => send({ type: "regenerate" }));
+      tools.append(again);
+    }
+    return tools;
   }
 
   function render() {
@@ -185,7 +208,7 @@
   // The first question names the chat in the list on the side.
   function nameChat(text) {
     const current = document.querySelector(".session-list li.current a");
-    if (current && /^Chat \d+$/.test(current.textContent.trim())) {
+    if (current && current.textContent.trim() === "New chat") {
       current.textContent = text.length > 60 ? `${text.slice(0, 57)}…` : text;
     }
   }
@@ -217,6 +240,7 @@
   }
 
   async function refresh() {
+    if (!config.api_path) return;
     try {
       const response = await fetch(config.api_path, { headers: { Accept: "application/json" }, credentials: "same-origin" });
       if (!response.ok) return;
@@ -248,6 +272,11 @@
   async function sendWithAttachment(text, file) {
     note.textContent = "";
     setBusy(true);
+    if (!(await ensureSession())) {
+      pendingText = null;
+      setBusy(false);
+      return;
+    }
     const body = new FormData();
     body.append("content", text);
     body.append("attachment", file);
@@ -311,7 +340,45 @@
 
   let queued = null; // a message sent while the socket was still connecting: sent once it opens
 
+  // A chat is stored from its first message on: the blank chat page creates it when it is needed.
+  async function ensureSession() {
+    if (config.session_id) return true;
+    const csrf = form.querySelector("[name=csrfmiddlewaretoken]").value;
+    const response = await fetch(config.create.url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
+      body: JSON.stringify({ prompt_id: config.create.prompt_id }),
+    }).catch(() => null);
+    if (!response || !response.ok) {
+      const problem = response ? await response.json().catch(() => ({})) : {};
+      note.textContent = problem.detail || "Not connected; try again.";
+      return false;
+    }
+    const chat = await response.json();
+    config.session_id = chat.id;
+    config.ws_path = `/ws/chats/${chat.id}/`;
+    config.api_path = `/api/v1/chats/${chat.id}`;
+    history.replaceState(null, "", `${config.create.page}${chat.id}/`);
+    const list = document.querySelector(".session-list");
+    list.querySelector(".empty")?.remove();
+    list.querySelector("li.current")?.classList.remove("current");
+    list.prepend(el("li", { class: "current" }, el("a", { href: location.pathname, "aria-current": "page", text: "New chat" })));
+    connect();
+    return true;
+  }
+
   function send(payload) {
+    if (!config.session_id) {
+      ensureSession().then((ok) => {
+        if (ok) send(payload);
+        else {
+          pendingText = null;
+          setBusy(false);
+        }
+      });
+      return true;
+    }
     if (!socket || socket.readyState === WebSocket.CONNECTING) {
       queued = payload;
       note.textContent = "Connecting…";
@@ -378,6 +445,18 @@
     });
   }
 
+  // How much of the longest allowed message is used.
+  const counter = document.getElementById("char-count");
+  if (counter && input) {
+    const max = Number(counter.dataset.max);
+    const update = () => {
+      counter.textContent = `${input.value.length.toLocaleString()} / ${max.toLocaleString()}`;
+      counter.classList.toggle("bad", input.value.length > max * 0.9);
+    };
+    input.addEventListener("input", update);
+    update();
+  }
+
   // Example questions: a click asks it; they are starters, shown only while the chat is empty.
   const examples = document.getElementById("examples");
   if (examples) {
@@ -408,5 +487,5 @@
   const last = messages[messages.length - 1];
   if (last && last.role === "assistant" && (last.status === "pending" || last.status === "streaming")) refresh();
   // Events go to the socket that asked; a reader (the teacher) follows an answer by polling instead.
-  if (config.writable) connect();
+  if (config.writable && config.session_id) connect();
 })();
