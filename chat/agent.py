@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chat import grounding
+from chat import grounding, insight
 from chat.budget import Budget, MessageTooLong, context_window, fit_history, tools_tokens
 from chat.citations import map_citations
 from chat.events import EventSink, PassageView, ToolResultEvent
@@ -207,6 +207,7 @@ def _finish(reply: Message, progress: _Progress, status: str) -> None:
     reply.token_usage = progress.usage
     reply.status = status
     reply.save()
+    insight.record_answer(reply)  # teachers' statistics and material gaps; never raises
 
 
 def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, detail=None) -> None:
