@@ -61,6 +61,20 @@ def give_feedback(message: Message, rating: str, comment: str = "") -> Feedback:
     return feedback
 
 
+def own_ratings(session) -> dict[int, dict[str, str]]:
+    """{answer id: {"rating", "comment"}} of a chat, for its own student's page."""
+    rated = Feedback.objects.filter(message__session=session).values("message_id", "rating", "comment")
+    return {row["message_id"]: {"rating": row["rating"], "comment": row["comment"]} for row in rated}
+
+
+def note_for_student(session) -> str:
+    """What the chat's student is told their teachers see of a rating (the chat's own level)."""
+    if session.visibility == ChatVisibility.NONE:
+        return "Your teachers see only how many answers were rated up or down."
+    who = "your name" if session.visibility == ChatVisibility.NAMED else "“Student N”, not your name"
+    return f"Your teachers see the rating and comment with this question and answer, under {who}."
+
+
 @dataclass(frozen=True)
 class FeedbackRow:
     """One rating as a teacher sees it; text fields are None when the chat's level hides them."""
@@ -93,6 +107,7 @@ def feedback_rows(prompt: Prompt, *, limit: int = 200) -> list[FeedbackRow]:
             continue  # a teacher's own chat
         readable = session.visibility != ChatVisibility.NONE
         asked = [q for q in questions.get(session.pk, []) if q.pk < answer.pk]
+        student: str | None
         if session.visibility == ChatVisibility.NAMED:
             student = session.user.get_full_name() or session.user.username
         else:

@@ -208,9 +208,11 @@ def statistics(prompt: Prompt, days: int = 30, now: datetime | None = None) -> S
     by_day = []
     for offset in range(days):
         day = start + timedelta(days=offset)
-        row = rows.get(day)
+        found = rows.get(day)
         by_day.append(
-            DayRow(day, row.questions + row.answers, row.tokens, row.searches) if row else DayRow(day, 0, 0, 0)
+            DayRow(day, found.questions + found.answers, found.tokens, found.searches)
+            if found
+            else DayRow(day, 0, 0, 0)
         )
     return Statistics(
         days=days,
@@ -246,11 +248,7 @@ class GapRow:
 
 def gaps(prompt: Prompt, *, limit: int = 500) -> list[GapRow]:
     """The prompt's gaps, open ones first, most asked first (one query)."""
-    found = (
-        MaterialGap.objects.filter(prompt=prompt)
-        .select_related("example__session")
-        .order_by("-last_asked")[:limit]
-    )
+    found = MaterialGap.objects.filter(prompt=prompt).select_related("example__session").order_by("-last_asked")[:limit]
     rows = [_gap_row(gap) for gap in found]
     rows.sort(key=lambda r: (r.handled, -r.count, -r.last_asked.timestamp()))
     return rows

@@ -45,7 +45,7 @@ def expired_chats(now: datetime | None = None):
     expired = ChatSession.objects.none()
     site = settings.CHAT_RETENTION_DAYS or None
     own = Prompt.objects.filter(retention_days__isnull=False).values_list("pk", "retention_days")
-    shorter = {pk: days for pk, days in own if not site or days < site}
+    shorter: dict[int, int] = {pk: days for pk, days in own if days and (not site or days < site)}
     if site:
         expired = ChatSession.objects.filter(updated__lt=now - timedelta(days=site)).exclude(prompt_id__in=shorter)
     for prompt_id, days in shorter.items():

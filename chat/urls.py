@@ -13,4 +13,6 @@ urlpatterns = [
     path("<int:pk>/chat/new/", views.chat_new, name="chat_new"),
     path("<int:pk>/chat/<int:session_id>/", views.chat_session, name="chat_session"),
     path("<int:pk>/chat/<int:session_id>/delete/", views.chat_delete, name="chat_delete"),
+    path("<int:pk>/insight/", views.prompt_insight, name="prompt_insight"),
+    path("<int:pk>/insight/gaps/<int:gap_id>/handled/", views.gap_handled, name="gap_handled"),
 ]

@@ -93,6 +93,8 @@
     const cites = citationsBlock(message);
     if (cites) box.append(cites);
     if (message.status === "stopped") box.append(el("p", { class: "muted", text: "You stopped this answer." }));
+    const rating = feedbackControls(message);
+    if (rating) box.append(rating);
     if (message.status === "failed") {
       box.append(el("p", { class: "error", text: message.error || "The answer failed." }));
       if (isLast && config.writable) {
@@ -101,6 +103,65 @@
         box.append(retry);
       }
     }
+    return box;
+  }
+
+  // --- Feedback: thumbs up or down, with an optional comment, on each finished answer ----------
+  // `config.feedback` is {message id: {rating, comment}} for the student's own chat, else null.
+  const feedbackState = config.feedback;
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|; )csrftoken=([^;]*)/);
+    if (match) return decodeURIComponent(match[1]);
+    const field = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  async function sendFeedback(messageId, body, status) {
+    status.textContent = "Saving…";
+    try {
+      const response = await fetch(`/api/v1/messages/${messageId}/feedback`, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+        body: JSON.stringify(body),
+      });
+      const data = await response.json();
+      if (!response.ok) throw new Error(data.detail || "Could not save your feedback.");
+      feedbackState[messageId] = { rating: data.rating, comment: data.comment };
+      status.textContent = `Thanks! ${config.feedback_note}`;
+      return true;
+    } catch (error) {
+      status.textContent = error.message || "Could not save your feedback; try again.";
+      return false;
+    }
+  }
+
+  function feedbackControls(message) {
+    if (!feedbackState || !["complete", "stopped"].includes(message.status)) return null;
+    const given = feedbackState[message.id] || { rating: null, comment: "" };
+    const box = el("div", { class: "feedback", "data-testid": "feedback" });
+    const status = el("span", { class: "muted feedback-status", role: "status" });
+    const comment = el("textarea", { rows: "2", maxlength: "2000", "aria-label": "Comment on this answer (optional)", placeholder: "What was good or missing? (optional)" });
+    comment.value = given.comment || "";
+    const save = el("button", { type: "button", class: "secondary", text: "Send comment" });
+    const details = el("div", { class: "feedback-comment" }, comment, save);
+    details.hidden = !given.rating;
+    const buttons = [["up", "👍", "Helpful"], ["down", "👎", "Not helpful"]].map(([rating, icon, label]) => {
+      const button = el("button", { type: "button", class: "rate", "aria-label": label, title: label, "aria-pressed": String(given.rating === rating), "data-rating": rating, text: icon });
+      button.addEventListener("click", async () => {
+        if (await sendFeedback(message.id, { rating, comment: comment.value }, status)) {
+          for (const b of buttons) b.setAttribute("aria-pressed", String(b === button));
+          details.hidden = false;
+        }
+      });
+      return button;
+    });
+    save.addEventListener("click", () => {
+      const rating = (feedbackState[message.id] || {}).rating;
+      if (rating) sendFeedback(message.id, { rating, comment: comment.value }, status);
+    });
+    box.append(el("span", { class: "muted", text: "Was this helpful?" }), ...buttons, status, details);
     return box;
   }
 
