@@ -439,13 +439,9 @@ class GapOut(Schema):
     search_url: str | None = Field(description="'Try a search' with the query, in a collection you may search.")
 
 
-class HandledIn(Schema):
-    handled: bool = True
-
-
 class FeedbackIn(Schema):
     rating: Literal["up", "down"]
-    comment: str = ""
+    comment: str | None = Field(None, description="Left out: the earlier comment stays; empty: removed.")
 
 
 class FeedbackOut(Schema):
@@ -470,10 +466,10 @@ def prompt_gaps(request, prompt_id: int):
 
 
 @router.post("/prompts/{int:prompt_id}/gaps/{int:gap_id}/handled", tags=["insight"], response=GapOut)
-def gap_handled(request, prompt_id: int, gap_id: int, data: HandledIn | None = None):
-    """Mark a gap handled (`{"handled": false}` opens it again); it opens again when asked after this."""
+def gap_handled(request, prompt_id: int, gap_id: int, handled: bool = True):
+    """Mark a gap handled (`?handled=false` opens it again); it opens again when asked after this."""
     prompt = get_prompt_for_edit(request.user, prompt_id)
-    row = insight.mark_gap_handled(prompt, gap_id, handled=data.handled if data else True)
+    row = insight.mark_gap_handled(prompt, gap_id, handled=handled)
     return _gap_out(row, insight_csv.search_page(request.user, prompt))
 
 

@@ -31,13 +31,14 @@ MAX_COMMENT_CHARS = 2000
 _RATED = (MessageStatus.COMPLETE, MessageStatus.STOPPED)
 
 
-def give_feedback(message: Message, rating: str, comment: str = "") -> Feedback:
+def give_feedback(message: Message, rating: str, comment: str | None = None) -> Feedback:
     """Store (or change) the feedback on `message`, an answer the caller has checked is in the
-    user's own chat (`accounts.permissions.get_answer_for_feedback`)."""
+    user's own chat (`accounts.permissions.get_answer_for_feedback`). A `comment` of None keeps
+    the one given before; "" removes it."""
     if rating not in FeedbackRating.values:
         raise InvalidInput("Rate the answer with 'up' or 'down'.", field="rating")
-    comment = (comment or "").strip()
-    if len(comment) > MAX_COMMENT_CHARS:
+    comment = comment.strip() if comment is not None else None
+    if comment is not None and len(comment) > MAX_COMMENT_CHARS:
         raise InvalidInput(
             f"The comment has {len(comment)} characters; the most is {MAX_COMMENT_CHARS}.", field="comment"
         )
@@ -51,7 +52,9 @@ def give_feedback(message: Message, rating: str, comment: str = "") -> Feedback:
         before = feedback.rating if feedback else None
         if feedback is None:
             feedback = Feedback(message=message, prompt_id=session.prompt_id)
-        feedback.rating, feedback.comment = rating, comment
+        feedback.rating = rating
+        if comment is not None:
+            feedback.comment = comment
         feedback.save()
         if counted and before != rating:
             change = {f"feedback_{rating}": 1}

@@ -26,6 +26,10 @@ def _nice_max(value: int) -> int:
         step *= 10
 
 
+def _n(value: float) -> str:
+    return f"{value:.1f}"  # format_html escapes its arguments into strings: format numbers first
+
+
 def messages_chart(days: Sequence[DayRow], title: str) -> SafeString:
     top = _nice_max(max((d.messages for d in days), default=0))
     plot_w, plot_h = WIDTH - LEFT - 8, HEIGHT - BOTTOM - TOP
@@ -33,13 +37,13 @@ def messages_chart(days: Sequence[DayRow], title: str) -> SafeString:
     bar_w = max(slot * 0.7, 1.0)
     bars = format_html_join(
         "",
-        '<rect class="bar" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}"><title>{}: {} messages</title></rect>',
+        '<rect class="bar" x="{}" y="{}" width="{}" height="{}"><title>{}: {} messages</title></rect>',
         (
             (
-                LEFT + i * slot + (slot - bar_w) / 2,
-                TOP + plot_h - plot_h * d.messages / top,
-                bar_w,
-                plot_h * d.messages / top,
+                _n(LEFT + i * slot + (slot - bar_w) / 2),
+                _n(TOP + plot_h - plot_h * d.messages / top),
+                _n(bar_w),
+                _n(plot_h * d.messages / top),
                 d.date.isoformat(),
                 d.messages,
             )
@@ -49,9 +53,9 @@ def messages_chart(days: Sequence[DayRow], title: str) -> SafeString:
     every = max(1, len(days) // 6)  # about six date labels, whatever the period
     labels = format_html_join(
         "",
-        '<text class="axis" x="{:.1f}" y="{}" text-anchor="middle">{}</text>',
+        '<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>',
         (
-            (LEFT + i * slot + slot / 2, HEIGHT - 6, d.date.strftime("%d %b"))
+            (_n(LEFT + i * slot + slot / 2), HEIGHT - 6, d.date.strftime("%d %b"))
             for i, d in enumerate(days)
             if i % every == 0
         ),
