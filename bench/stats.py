@@ -63,8 +63,12 @@ def build_prompt(owner, name: str, students: list, messages: int, rng: random.Ra
                     role=MessageRole.ASSISTANT,
                     content="An answer [1].",
                     tool_results=[
-                        {"query": query, "status": "nothing_relevant" if missing else "ok",
-                         "passages": [] if missing else [{}] * 3, "dropped": 2}  # fmt: skip
+                        {
+                            "query": query,
+                            "status": "nothing_relevant" if missing else "ok",
+                            "passages": [] if missing else [{}] * 3,
+                            "dropped": 2,
+                        }  # fmt: skip
                     ],
                     citations=cited,
                     token_usage={"prompt_tokens": 900, "completion_tokens": 150},

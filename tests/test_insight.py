@@ -315,7 +315,7 @@ def test_a_change_of_level_applies_only_to_later_chats(prompt, client_for, owner
 
 def test_csv_cells_cannot_run_as_spreadsheet_formulas(prompt, student, client_for, owner):
     chat = ChatSession.objects.create(prompt=prompt, user=student)
-    answer(chat, "=HYPERLINK(\"http://evil\")", searches=[("=cmd|' /C calc'!A0", "nothing_relevant", 0, 0)])
+    answer(chat, '=HYPERLINK("http://evil")', searches=[("=cmd|' /C calc'!A0", "nothing_relevant", 0, 0)])
     text = client_for(owner).get(f"/api/v1/prompts/{prompt.pk}/export.csv?what=gaps").content.decode()
     assert "'=cmd" in text and "'=HYPERLINK" in text
     assert "\n=" not in text and ",=" not in text
