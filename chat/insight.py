@@ -284,3 +284,17 @@ def mark_gap_handled(prompt: Prompt, gap_id: int, handled: bool = True) -> GapRo
     gap.handled_at = timezone.now() if handled else None
     gap.save(update_fields=["handled_at"])
     return _gap_row(gap)
+
+
+def backfill(batch: int = 1000) -> int:
+    """Count the stored answers of prompts that have no statistics yet (chats from before this
+    feature existed), as if each had just ended. Prompts with any counts are left alone, so
+    running it twice counts nothing twice. Returns the number of answers counted."""
+    counted = PromptDay.objects.values("prompt_id")
+    answers = Message.objects.filter(role=MessageRole.ASSISTANT).exclude(session__prompt_id__in=counted)
+    ids = list(answers.order_by("id").values_list("id", flat=True))
+    for start in range(0, len(ids), batch):
+        with transaction.atomic():
+            for reply in Message.objects.filter(id__in=ids[start : start + batch]).select_related("session__prompt"):
+                record_answer(reply)
+    return len(ids)

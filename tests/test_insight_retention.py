@@ -110,3 +110,23 @@ def test_the_worker_schedules_one_daily_purge_that_reschedules_itself(settings, 
     run_worker()
     assert ChatSession.objects.count() == 0
     assert scheduled.count == 2, "the run queued the next one (the first is still waiting for its time)"
+
+
+def test_backfill_counts_answers_stored_before_statistics_existed_once(prompt, student):
+    chat = ChatSession.objects.create(prompt=prompt, user=student)
+    Message.objects.create(session=chat, role=MessageRole.USER, content="Old question")
+    Message.objects.create(
+        session=chat,
+        role=MessageRole.ASSISTANT,
+        content="Old answer",
+        tool_results=[{"query": "ancient topic", "status": "nothing_relevant", "passages": []}],
+        token_usage={"prompt_tokens": 5, "completion_tokens": 2},
+    )
+    out = StringIO()
+    call_command("backfill_insight", stdout=out)
+    assert "Counted 1 stored answer(s)" in out.getvalue()
+    call_command("backfill_insight", stdout=out)
+    assert "Counted 0 stored answer(s)" in out.getvalue()
+    stats = insight.statistics(prompt, 30)
+    assert (stats.chats, stats.messages, stats.tokens) == (1, 2, 7)
+    assert [(g.query, g.count, g.example) for g in insight.gaps(prompt)] == [("ancient topic", 1, "Old question")]
