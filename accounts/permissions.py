@@ -230,3 +230,16 @@ def get_session_for_write(user, pk: int):
         raise Forbidden("You can read this chat but only its student can write in it.")
     check_may_chat(user, session.prompt)
     return session
+
+
+def get_answer_for_feedback(user, pk: int):
+    """An answer in the user's own chat, which they may rate (on a prompt they still may open)."""
+    from chat.models import Message, MessageRole
+
+    require_login(user)
+    message = Message.objects.select_related("session__prompt").filter(pk=pk, role=MessageRole.ASSISTANT).first()
+    if message is None or not message.session.is_readable_by(user):
+        raise NotFound("There is no such answer.")
+    if message.session.user_id != user.pk:
+        raise Forbidden("Only the chat's student can rate its answers.")
+    return message

@@ -8,7 +8,7 @@ from accounts.models import User
 from accounts.permissions import Forbidden
 from chat import writes
 from chat.enrollment import check_enrollment
-from chat.models import ChatSession, Enrollment, Message, Prompt
+from chat.models import ChatSession, Enrollment, Feedback, MaterialGap, Message, Prompt, PromptDay, SourceDay
 from currechat.errors import InvalidInput
 
 
@@ -127,3 +127,41 @@ class MessageAdmin(admin.ModelAdmin):
     list_filter = ("role", "status", "mode")
     search_fields = ("content",)
     raw_id_fields = ("session",)
+
+
+# --- Teacher insight: counts are written by chat/insight.py and chat/feedback.py, read-only here ---
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Aggregates change only through the code that keeps them consistent with the chats."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(PromptDay)
+class PromptDayAdmin(ReadOnlyAdmin):
+    list_display = ("prompt", "day", "chats", "questions", "answers", "tokens", "searches", "answers_nothing_relevant")
+    list_filter = ("prompt",)
+    date_hierarchy = "day"
+
+
+@admin.register(SourceDay)
+class SourceDayAdmin(ReadOnlyAdmin):
+    list_display = ("prompt", "day", "file_name", "section", "citations")
+    list_filter = ("prompt",)
+
+
+@admin.register(MaterialGap)
+class MaterialGapAdmin(ReadOnlyAdmin):
+    list_display = ("query", "prompt", "count", "last_asked", "handled_at")
+    search_fields = ("query", "key")
+    raw_id_fields = ("example",)
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(ReadOnlyAdmin):
+    list_display = ("message", "prompt", "rating", "updated")
+    list_filter = ("rating",)
+    raw_id_fields = ("message", "prompt")

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chat import grounding
+from chat import grounding, insight
 from chat.attachments import Attachment
 from chat.attachments import model_text as attachment_model_text
 from chat.budget import Budget, MessageTooLong, context_window, fit_history, tools_tokens
@@ -225,6 +225,7 @@ def _finish(reply: Message, progress: _Progress, status: str) -> None:
     reply.token_usage = progress.usage
     reply.status = status
     reply.save()
+    insight.record_answer(reply)  # teachers' statistics and material gaps; never raises
 
 
 def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, detail=None) -> None:

@@ -40,6 +40,7 @@ class ToolOutcome:
     error: str = ""
     passages: list[PassageView] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    dropped: int = 0  # passages curation (or the similarity threshold) left out: teachers' statistics
 
     def record(self) -> dict[str, Any]:
         """As stored in Message.tool_results."""
@@ -50,6 +51,7 @@ class ToolOutcome:
             "error": self.error,
             "passages": self.passages,
             "notes": self.notes,
+            "dropped": self.dropped,
         }
 
 
@@ -137,7 +139,14 @@ class SearchTool:
             detail = str(exc) if isinstance(exc, CurreChatError) else "The search index cannot be reached."
             return ToolOutcome(call.id, query, "error", f"Error: the search failed ({detail})", error=detail)
         if outcome.nothing_relevant or not outcome.results:
-            return ToolOutcome(call.id, query, "nothing_relevant", grounding.nothing_found(query), notes=outcome.notes)
+            return ToolOutcome(
+                call.id,
+                query,
+                "nothing_relevant",
+                grounding.nothing_found(query),
+                notes=outcome.notes,
+                dropped=len(outcome.dropped),
+            )
         return self._numbered(call.id, query, outcome)
 
     def _search(self, query: str):
@@ -159,4 +168,5 @@ class SearchTool:
         if not kept:
             text = "Error: no room is left for more passages. Answer with the passages you already have."
             return ToolOutcome(call_id, query, "error", text, error="No room for more passages.", notes=notes)
-        return ToolOutcome(call_id, query, "ok", grounding.format_passages(query, kept), passages=kept, notes=notes)
+        text = grounding.format_passages(query, kept)
+        return ToolOutcome(call_id, query, "ok", text, passages=kept, notes=notes, dropped=len(outcome.dropped))

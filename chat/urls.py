@@ -14,4 +14,6 @@ urlpatterns = [
     path("<int:pk>/chat/<int:session_id>/", views.chat_session, name="chat_session"),
     path("<int:pk>/chat/<int:session_id>/delete/", views.chat_delete, name="chat_delete"),
     path("<int:pk>/chat/<int:session_id>/rename/", views.chat_rename, name="chat_rename"),
+    path("<int:pk>/insight/", views.prompt_insight, name="prompt_insight"),
+    path("<int:pk>/insight/gaps/<int:gap_id>/handled/", views.gap_handled, name="gap_handled"),
 ]

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.permissions import (
@@ -19,7 +20,7 @@ from accounts.permissions import (
     require_teacher,
     state_sentence,
 )
-from chat import enrollment, roster, writes
+from chat import enrollment, feedback, insight, insight_chart, insight_csv, roster, writes
 from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
@@ -172,6 +173,9 @@ def _chat_page(request, prompt, session):
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
         "model_status": _model_status(prompt),
         "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},
+        # Ratings of the student's own answers (feedback controls under each answer).
+        "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,
+        "feedback_note": feedback.note_for_student(session) if session else "",
     }
     context = {
         "prompt": prompt,
@@ -270,3 +274,46 @@ def chat_delete(request, pk: int, session_id: int):
     session.delete()
     messages.success(request, "Chat deleted.")
     return redirect("chat_home", pk=pk)
+
+
+# --- Teacher insight -------------------------------------------------------------------------------
+INSIGHT_PERIODS = (7, 30, 90, 365)
+
+
+@login_required
+def prompt_insight(request, pk: int):
+    """Statistics, material gaps and feedback of a prompt, for its teachers (the privacy level of
+    each chat decides what of its text is shown; see chat/insight.py and chat/feedback.py)."""
+    prompt = get_prompt_for_edit(request.user, pk)
+    try:
+        days = int(request.GET.get("days", 30))
+    except ValueError:
+        days = 30
+    days = days if days in INSIGHT_PERIODS else 30
+    stats = insight.statistics(prompt, days)
+    search = insight_csv.search_page(request.user, prompt)
+    gap_rows = [(gap, insight_csv.search_url(search, gap.query)) for gap in insight.gaps(prompt, limit=200)]
+    context = {
+        "prompt": prompt,
+        "days": days,
+        "periods": INSIGHT_PERIODS,
+        "stats": stats,
+        "chart": insight_chart.messages_chart(stats.by_day, f"Messages per day, last {days} days"),
+        "busy_days": [d for d in reversed(stats.by_day) if d.messages],
+        "gaps": gap_rows,
+        "open_gaps": sum(1 for gap, _ in gap_rows if not gap.handled),
+        "feedback": feedback.feedback_rows(prompt, limit=50),
+        "visibility": ChatVisibility(prompt.chat_visibility),
+    }
+    return render(request, "prompts/insight.html", context)
+
+
+@login_required
+@require_POST
+def gap_handled(request, pk: int, gap_id: int):
+    prompt = get_prompt_for_edit(request.user, pk)
+    handled = request.POST.get("handled", "1") == "1"
+    row = insight.mark_gap_handled(prompt, gap_id, handled=handled)
+    sentence = "marked handled; it comes back if students ask it again" if handled else "open again"
+    messages.success(request, f"“{row.query}” {sentence}.")
+    return redirect(f"{reverse('prompt_insight', args=[pk])}#gaps")

@@ -34,9 +34,24 @@ def preload_modules() -> float | None:
     return time.perf_counter() - started
 
 
+def schedule_daily_jobs() -> None:
+    """Queue the daily chat purge (retention) unless another worker already has: the run queues
+    the next one itself, so the schedule lives in the queue and survives worker restarts."""
+    from datetime import timedelta
+
+    from chat.retention import schedule_purge
+
+    if schedule_purge(after=timedelta(minutes=1)):
+        log.info("The daily purge of expired chats is scheduled")
+
+
 class PreloadingWorker(Worker):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        try:
+            schedule_daily_jobs()
+        except Exception:  # noqa: BLE001  (a worker that cannot schedule still ingests files)
+            log.exception("Could not schedule the daily purge of expired chats")
         try:
             seconds = preload_modules()
         except ImportError:  # the horse will raise the same error where a user can see it

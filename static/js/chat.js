@@ -105,6 +105,8 @@
     if (cites) box.append(cites);
     if (message.status === "stopped") box.append(el("p", { class: "muted", text: "You stopped this answer." }));
     if (message.status === "complete" || message.status === "stopped") box.append(answerTools(message, isLast));
+    const rating = feedbackControls(message);
+    if (rating) box.append(rating);
     if (message.status === "failed") {
       box.append(el("p", { class: "error", text: message.error || "The answer failed." }));
       if (isLast && config.writable) {
@@ -142,6 +144,65 @@
       tools.append(again);
     }
     return tools;
+  }
+
+  // --- Feedback: thumbs up or down, with an optional comment, on each finished answer ----------
+  // `config.feedback` is {message id: {rating, comment}} for the student's own chat, else null.
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|; )csrftoken=([^;]*)/);
+    if (match) return decodeURIComponent(match[1]);
+    const field = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  async function sendFeedback(messageId, body, status) {
+    status.textContent = "Saving…";
+    try {
+      const response = await fetch(`/api/v1/messages/${messageId}/feedback`, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+        body: JSON.stringify(body),
+      });
+      const data = await response.json();
+      if (!response.ok) throw new Error(data.detail || "Could not save your feedback.");
+      config.feedback[messageId] = { rating: data.rating, comment: data.comment };
+      status.textContent = `Thanks! ${config.feedback_note}`;
+      return true;
+    } catch (error) {
+      status.textContent = error.message || "Could not save your feedback; try again.";
+      return false;
+    }
+  }
+
+  function feedbackControls(message) {
+    if (!config.feedback || !["complete", "stopped"].includes(message.status)) return null;
+    const given = config.feedback[message.id] || { rating: null, comment: "" };
+    const box = el("div", { class: "feedback", "data-testid": "feedback" });
+    const status = el("span", { class: "muted feedback-status", role: "status" });
+    const comment = el("textarea", { rows: "2", maxlength: "2000", "aria-label": "Comment on this answer (optional)", placeholder: "What was good or missing? (optional)" });
+    comment.value = given.comment || "";
+    const save = el("button", { type: "button", class: "secondary", text: "Send comment" });
+    const details = el("div", { class: "feedback-comment" }, comment, save);
+    details.hidden = !given.rating;
+    // Words, not emoji: they read the same with every font and screen reader.
+    const buttons = [["up", "Helpful"], ["down", "Not helpful"]].map(([rating, label]) => {
+      const button = el("button", { type: "button", class: "rate", "aria-pressed": String(given.rating === rating), "data-rating": rating, text: label });
+      button.addEventListener("click", async () => {
+        if (await sendFeedback(message.id, { rating, comment: comment.value }, status)) {
+          for (const b of buttons) b.setAttribute("aria-pressed", String(b === button));
+          details.hidden = false;
+        }
+      });
+      return button;
+    });
+    save.addEventListener("click", () => {
+      const rating = (config.feedback[message.id] || {}).rating;
+      if (rating) sendFeedback(message.id, { rating, comment: comment.value }, status);
+    });
+    box.append(el("span", { class: "muted", text: "Was this helpful?" }), ...buttons, status, details);
+    return box;
   }
 
   function render() {
@@ -359,6 +420,7 @@
     config.session_id = chat.id;
     config.ws_path = `/ws/chats/${chat.id}/`;
     config.api_path = `/api/v1/chats/${chat.id}`;
+    config.feedback = {}; // the student's own new chat: its answers can be rated
     history.replaceState(null, "", `${config.create.page}${chat.id}/`);
     const list = document.querySelector(".session-list");
     list.querySelector(".empty")?.remove();
