@@ -96,7 +96,12 @@ class _ProcessBeacon:
                 self._pid, self.id = os.getpid(), f"{uuid.uuid4().hex[:12]}"
                 self._beat()
                 threading.Thread(target=self._run, args=(self.id,), name="alive-beacon", daemon=True).start()
+            else:
+                self._beat()  # a turn starts: say so now, in case Redis lost the key since the last beat
             return self.id
+
+    def is_me(self, process_id: str) -> bool:
+        return self._pid == os.getpid() and process_id == self.id
 
     def _beat(self) -> None:
         get_redis().set(alive_key(self.id), "1", ex=ALIVE_TTL)
@@ -162,6 +167,8 @@ _COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redi
 def holder_alive(token: str) -> bool:
     """Whether the process named in a lock token still shows signs of life."""
     process_id, _, _ = token.partition(":")
+    if _beacon.is_me(process_id):
+        return True
     return bool(process_id) and bool(get_redis().exists(alive_key(process_id)))
 
 
