@@ -142,6 +142,12 @@ class PostgresServer:
         self._run(
             str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.base / "log"), "-w", "start"
         )
+        # The database itself too, for the processes a test starts (`make run`'s script migrates it).
+        subprocess.run(
+            [str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", self.USER, self.USER],
+            check=True,
+            capture_output=True,
+        )
         return f"postgres://{self.USER}@127.0.0.1:{self.port}/{self.USER}"
 
     def stop(self) -> None:
