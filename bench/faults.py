@@ -12,8 +12,8 @@ Scenarios:
             Retry re-reads only the pages the VLM had not read (checkpoints), and the file is ready.
   worker    the worker's main process is killed (kill -9) mid-file: its job process dies with it,
             and a new worker fails the file within INGEST_STALE_SECONDS + its sweep interval.
-  redis     Redis is down for 12 s while the worker is idle: the worker waits and then ingests the
-            next file (rq alone quit for good).
+  redis     Redis is down for 12 s during a job: that file ends ready or failed with a reason, the
+            worker stays up and ingests the next file (rq alone quit for good).
   web       the process writing a chat answer is killed (kill -9) mid-stream: the text streamed
             up to the last second is stored, and the chat takes the next question at once.
 """
@@ -126,11 +126,12 @@ def scenario_horse(env: Env, user) -> str:
     seconds = time.monotonic() - killed_at
     assert "killed by signal 9" in source.error and "Retry" in source.error, source.error
     assert worker.poll() is None, "the worker survived its job's death"
+    error = source.error
     files.retry_file(source)
     started = time.monotonic()
     wait_for(lambda: _state(source).status == "ready", 120, "the retried file to be ready")
     return (
-        f"file failed {seconds:.1f} s after the kill (“{source.error[:60]}…”); Retry ready in "
+        f"file failed {seconds:.1f} s after the kill (“{error[:70]}…”); Retry ready in "
         f"{time.monotonic() - started:.1f} s; worker kept running"
     )
 
@@ -151,17 +152,30 @@ def scenario_worker(env: Env, user) -> str:
 
 
 def scenario_redis(env: Env, user, redis_server) -> str:
+    from rq import Worker
+
+    from currechat.redis_client import get_redis
+
     worker = env.start_worker()
-    time.sleep(3)  # idle, listening
+    wait_for(lambda: Worker.count(connection=get_redis()) > 0, 60, "the worker to listen")
+    busy = _upload(user, "redis-busy", NOTES_EN, "vlm")
+    wait_for(lambda: _state(busy).progress >= 10, 120, "the job to be under way")
     redis_server.stop()
     time.sleep(12)
     redis_server.start()
-    assert worker.poll() is None, "the worker quit during the outage"
+    wait_for(lambda: _state(busy).status in ("ready", "failed"), 120, "the job under way to end")
+    assert busy.status == "ready" or "Redis" in busy.error or "Retry" in busy.error, busy.error
+    log = (env.tmp / f"worker{len(env.workers) - 1}.log").read_text()
+    assert worker.poll() is None, "the worker quit during the outage:\n" + log[-3000:]
     markdown = env.tmp / "after-outage.md"
     markdown.write_text("# After the outage\n\nThe worker is still here and reads this file.\n")
     source = _upload(user, "redis", markdown, "fast")
     wait_for(lambda: _state(source).status == "ready", 60, "the file uploaded after the outage")
-    return "worker rode out a 12 s outage and ingested the next file"
+    return (
+        f"12 s outage during a job: that file ended {busy.status}"
+        + (f" (“{busy.error[:60]}…”)" if busy.error else "")
+        + "; the worker kept running and ingested the next file"
+    )
 
 
 def _answer_in_child(session_id: int, done) -> None:
