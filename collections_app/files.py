@@ -108,8 +108,7 @@ def add_file(collection: Collection, upload, user, pdf_mode: str = PdfMode.AUTO)
         source.file.delete(save=False)
         source.delete()
         raise ServiceUnavailable(
-            f"“{name}” was not added: the ingestion queue (Redis) cannot be reached right now. "
-            "Upload it again shortly."
+            f"“{name}” was not added: the ingestion queue (Redis) cannot be reached right now. Upload it again shortly."
         ) from exc
     return source
 
