@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint format venv redis-libssl browser clean
+.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,6 +24,12 @@ browser:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+
+# Debian's PostgreSQL for the second run of the suite (tests/services.py starts a throwaway cluster).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "The PostgreSQL run of the tests needs Debian's postgresql: sudo apt-get install postgresql"; exit 1; fi; }
 
 # axe-core, injected into pages by the browser tests to check accessibility.
 node_modules/axe-core/axe.min.js: package.json package-lock.json
@@ -48,8 +54,14 @@ format: $(STAMP)
 PYTEST_WORKERS ?= 2
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
-test: $(STAMP) redis-libssl browser node_modules/axe-core/axe.min.js lint
+test: $(STAMP) redis-libssl browser postgres node_modules/axe-core/axe.min.js lint
 	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-postgres
+
+# The suite again on PostgreSQL (every model, migration and write path; the browser tests, which
+# exercise pages rather than the database, run on SQLite only).
+test-postgres: $(STAMP) redis-libssl postgres
+	TEST_DATABASE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not browser" $(PYTEST_ARGS)
 
 # Quick feedback while working: no browser tests, no tests marked slow, no type check.
 test-fast: $(STAMP) redis-libssl

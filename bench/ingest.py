@@ -1,6 +1,7 @@
 """Ingestion benchmark: fast-path speed, pipeline overhead, re-upload cost, VLM concurrency.
 
     .venv/bin/python bench/ingest.py [--page-seconds 0.25] [--concurrency 4] [--no-write]
+    .venv/bin/python bench/ingest.py --memory [--no-write]
 
 Everything is real except the vision model: a private Redis Stack server, a SQLite database, the
 real ingestion loop (`collections_app.lifecycle.run_ingest`, the body of the background task) over
@@ -14,6 +15,9 @@ Reported (and written to the "Ingestion" section of docs/BENCHMARKS.md):
 3. uploading an unchanged file again (into another collection, and after deleting it) as a ratio
    to the first upload;
 4. VLM path: total time / (sum of page times / concurrency).
+
+With --memory, instead: the peak memory (RSS and PSS) of the process that ingests one file, forked
+from a process that has imported everything, as rq's work horse is (section "Ingestion memory").
 """
 
 from __future__ import annotations
@@ -189,6 +193,104 @@ def vlm_concurrency(user, page_seconds: float, concurrency: int) -> dict[str, fl
     return {"pages": source.pages, "ideal": ideal, "extract": report.seconds["extract"], "total": total}
 
 
+def _peak_memory(pid: int, peak: dict[str, int], stop) -> None:
+    """Sample the child's PSS (what it costs beyond pages shared with its parent) until `stop`."""
+    while not stop.is_set():
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    peak["pss"] = max(peak.get("pss", 0), int(line.split()[1]))
+        except OSError:
+            return
+        stop.wait(0.05)
+
+
+def ingest_in_child(source_id: int, attempt: int) -> dict[str, float]:
+    """Ingest in a forked process, like the worker's job process; its peak RSS/PSS in MiB."""
+    import threading
+
+    from django.db import connections
+
+    connections.close_all()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            from collections_app.lifecycle import run_ingest
+
+            status = run_ingest(source_id, attempt).status
+            os._exit(0 if status in ("ready", "failed") else 3)
+        except BaseException:  # noqa: BLE001
+            os._exit(4)
+    peak: dict[str, int] = {}
+    stop = threading.Event()
+    sampler = threading.Thread(target=_peak_memory, args=(pid, peak, stop), daemon=True)
+    sampler.start()
+    started = time.perf_counter()
+    _, status, usage = os.wait4(pid, 0)
+    stop.set()
+    sampler.join()
+    assert status == 0, f"ingestion process exited with {status}"
+    return {"rss": usage.ru_maxrss / 1024, "pss": peak.get("pss", 0) / 1024, "seconds": time.perf_counter() - started}
+
+
+def big_pdf(tmp: Path, copies: int) -> Path:
+    """The 119-page course notes repeated: a 1,000-page PDF of real material."""
+    import pymupdf
+
+    source = pymupdf.open(NOTES_EN)
+    doc = pymupdf.open()
+    for _ in range(copies):
+        doc.insert_pdf(source)
+    path = tmp / f"notes-x{copies}.pdf"
+    doc.save(path, garbage=3, deflate=True)
+    return path
+
+
+def memory(user, tmp: Path, page_seconds: float) -> list[tuple[str, str, str]]:
+    """Peak memory of one file's ingestion, per kind of file."""
+    from django.conf import settings
+
+    from collections_app.models import Collection, SourceFile
+
+    parent, child = multiprocessing.Pipe()
+    thousand = big_pdf(tmp, 9)
+    server = multiprocessing.Process(target=_vlm_server, args=(child, page_seconds, str(thousand)), daemon=True)
+    server.start()
+    nested = tmp / "nested.html"
+    nested.write_text("<html><body>" + "<div>" * 1_000_000 + "deep" + "</div>" * 1_000_000 + "</body></html>")
+    small = tmp / "notes.md"
+    small.write_text("# Notes\n\nOne short paragraph of course notes.\n")
+    cases = [
+        ("baseline: a 3-line Markdown file", small, "fast", FAKE_EMBEDDER),
+        (f"{NOTES_EN.name} (119 pages), fast, local embedder", NOTES_EN, "fast", "local:all-MiniLM-L6-v2"),
+        (f"{NOTES_EN.name} (119 pages), VLM", NOTES_EN, "vlm", FAKE_EMBEDDER),
+        ("1,071-page PDF, fast", thousand, "fast", FAKE_EMBEDDER),
+        ("1,071-page PDF, VLM", thousand, "vlm", FAKE_EMBEDDER),
+        ("nested HTML (1,000,000 levels, 11 MB), refused", nested, "fast", FAKE_EMBEDDER),
+    ]
+    rows = [("file (one job process each)", "peak RSS / PSS", "target")]
+    try:
+        settings.OLLAMA_HOST = parent.recv()
+        for name, path, mode, embedder in cases:
+            collection = Collection.objects.create(name=name[:100], owner=user, embedding_model=embedder)
+            source = upload(collection, path, user, mode)
+            SourceFile.objects.filter(pk=source.pk).update(status="queued")
+            figures = ingest_in_child(source.pk, source.attempt)
+            source.refresh_from_db()
+            target = "≤ 1024 MiB" if "1,071" in name else ""
+            rows.append(
+                (
+                    f"{name} [{source.status}, {figures['seconds']:.0f} s]",
+                    f"{figures['rss']:.0f} / {figures['pss']:.0f} MiB",
+                    target,
+                )
+            )
+            print(rows[-1], flush=True)
+    finally:
+        server.terminate()
+    return rows
+
+
 def table(rows: list[tuple[str, str, str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in rows]
@@ -203,9 +305,12 @@ def main() -> int:
     parser.add_argument("--page-seconds", type=float, default=1.0, help="the test VLM's time per page")
     parser.add_argument("--concurrency", type=int, default=4, help="INGEST_VLM_CONCURRENCY for the VLM run")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
+    parser.add_argument("--memory", action="store_true", help="peak memory of one file's job process instead")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="currechat-bench-ingest-"))
     redis_server, fake = setup(tmp)
+    if args.memory:
+        return memory_main(args, tmp, redis_server, fake)
     try:
         from accounts.models import User
 
@@ -229,6 +334,31 @@ def main() -> int:
             "ingestion loop; the VLM is the test server (its own process) with a fixed time per page. "
             "At a quarter of that time per page, rendering and PNG-encoding pages (about 60 ms of CPU each on "
             "this 2-core machine) start to set the pace.\n\n" + text
+        )
+    return 0
+
+
+def memory_main(args, tmp: Path, redis_server, fake) -> int:
+    try:
+        from accounts.models import User
+
+        user = User.objects.create_user("bench", password="bench-only", role="teacher")
+        text = table(memory(user, tmp, page_seconds=0.01))
+    finally:
+        fake.stop()
+        stop_services(redis_server)
+    print(text)
+    if not args.no_write:
+        stamp = time.strftime("%Y-%m-%d", time.gmtime())
+        write_section(
+            "## Ingestion memory (`bench/ingest.py --memory`)\n\n"
+            f"`{COMMAND} --memory` ({stamp}). Each file is ingested by a process forked from one that "
+            "has imported everything, as the worker's job process is; peak RSS from the kernel "
+            "(`wait4`), peak PSS sampled every 50 ms (PSS counts pages shared with the parent "
+            "proportionally, so it is what each job really adds). Embeddings from the test server "
+            "except where the local embedder is named; the VLM is the test server at 10 ms per page. "
+            "The baseline row is what any job costs.\n\n" + text,
+            after="## Ingestion (",
         )
     return 0
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -28,11 +30,11 @@ from chat.budget import Budget, MessageTooLong, context_window, fit_history, too
 from chat.citations import map_citations
 from chat.events import EventSink, PassageView, ToolResultEvent
 from chat.extractive import extractive_answer
-from chat.limits import StopSignal, TurnLock, check_rate
+from chat.limits import StopSignal, TurnLock, check_rate, holder_alive, token_age
 from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
 from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
-from currechat.errors import Conflict, CurreChatError, ProviderError
+from currechat.errors import Conflict, CurreChatError, ProviderError, ServiceUnavailable
 from currechat.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
 from rag.providers.base import ToolCallEvent
@@ -40,6 +42,12 @@ from rag.providers.base import ToolCallEvent
 log = logging.getLogger(__name__)
 
 ROUND_SEPARATOR = "\n\n"
+# Streamed text is written to the reply at most this often, so a crashed process loses at most
+# this much of what the student already saw (never before the first token: it is sent first).
+STREAM_SAVE_SECONDS = 1.0
+# A turn lock younger than this may belong to a turn still storing its question; older, with no
+# unfinished reply in the chat, its turn ended without releasing it (Redis was away at the end).
+LOCK_GRACE_SECONDS = 15.0
 
 
 class TurnFailed(CurreChatError):
@@ -80,6 +88,7 @@ class _Progress:
     tool_results: list[dict] = field(default_factory=list)
     passages: dict[int, PassageView] = field(default_factory=dict)
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "rounds": 0})
+    saved_at: float = field(default_factory=time.monotonic)
 
 
 def new_session(user, prompt_id: int) -> ChatSession:
@@ -100,9 +109,12 @@ def stop_turn(user, session_id: int) -> None:
     session = get_session_for_read(user, session_id)
     if session.user_id != user.pk:
         raise Forbidden("Only the chat's student can stop its answers.")
-    if not TurnLock(session.id).held():
-        raise Conflict("Nothing is being answered in this chat.")
-    StopSignal(session.id).request()
+    try:
+        if not TurnLock(session.id).held():
+            raise Conflict("Nothing is being answered in this chat.")
+        StopSignal(session.id).request()
+    except redis.RedisError as exc:
+        raise ServiceUnavailable("Stop could not reach the chat service (Redis); try again in a moment.") from exc
 
 
 def start_turn(
@@ -175,15 +187,24 @@ ORPHANED = "The server stopped before this answer was finished. Ask again or ret
 
 
 def fail_orphaned_replies(session: ChatSession) -> None:
-    """Mark answers left unfinished by a crashed or restarted server as failed.
+    """Mark answers left unfinished by a crashed or restarted server as failed (keeping the text
+    they had streamed), and free a chat whose turn lock has no turn behind it any more.
 
-    A reply is written while its chat's turn lock is held, so an unfinished reply in a chat whose
-    lock is free has no turn behind it any more. Ids are read before the lock is checked, and the
-    update re-checks the status, so a turn that starts or finishes meanwhile is never touched.
+    A reply is written while its chat's turn lock is held by a live process. The lock is broken
+    when its holder is gone, or when it outlived its turn (no unfinished reply, and older than
+    LOCK_GRACE_SECONDS: Redis was away when the turn tried to release it). Ids are read before the
+    lock is checked, and the update re-checks the status, so a turn that starts or finishes
+    meanwhile is never touched.
     """
     unfinished = [MessageStatus.PENDING, MessageStatus.STREAMING]
     ids = list(session.messages.filter(role=MessageRole.ASSISTANT, status__in=unfinished).values_list("id", flat=True))
-    if ids and not TurnLock(session.id).held():
+    lock = TurnLock(session.id)
+    token = lock.current()
+    if token is not None and (not holder_alive(token) or (not ids and token_age(token) > LOCK_GRACE_SECONDS)):
+        if lock.break_stale(token):
+            log.warning("Chat %s: broke the turn lock of a turn that is gone (%s)", session.id, token)
+        token = lock.current()
+    if ids and token is None:
         Message.objects.filter(id__in=ids, status__in=unfinished).update(status=MessageStatus.FAILED, error=ORPHANED)
 
 
@@ -244,6 +265,21 @@ def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, 
 def _emit_text(reply: Message, progress: _Progress, text: str, sink: EventSink) -> None:
     progress.text += text
     sink.emit({"type": "token", "message_id": reply.id, "text": text})
+    now = time.monotonic()
+    if now - progress.saved_at >= STREAM_SAVE_SECONDS:
+        progress.saved_at = now
+        _save_streamed(reply, progress)
+
+
+def _save_streamed(reply: Message, progress: _Progress) -> None:
+    """Write the text streamed so far, while the reply is unfinished (a Stop or an orphan check
+    that already ended it wins). Throttled by the caller; a failed write waits for the next one."""
+    try:
+        Message.objects.filter(pk=reply.pk, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).update(
+            content=progress.text, status=MessageStatus.STREAMING, mode=reply.mode, model=reply.model
+        )
+    except Exception:  # noqa: BLE001 — the final save still stores everything
+        log.warning("Could not save the streamed text of chat reply %s", reply.id, exc_info=True)
 
 
 def _as_model_reads(question: Message) -> str:

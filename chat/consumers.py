@@ -44,6 +44,10 @@ def _still_signed_in(session: SessionBase | None, user) -> bool:
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
+    # No channel layer: events come from the turn's own thread, never through Redis, so a Redis
+    # blip must not close every open chat (channels closes a consumer whose layer read fails, 1011).
+    channel_layer_alias = "__none__"
+
     async def connect(self):
         self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
         self.turns: set[asyncio.Task] = set()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import os
+import threading
 import time
 import uuid
 
@@ -11,8 +14,14 @@ from django.conf import settings
 from currechat.errors import Conflict, CurreChatError
 from currechat.redis_client import get_redis
 
-# A turn that crashed without releasing its lock frees the chat after this long.
+log = logging.getLogger(__name__)
+
+# A turn that crashed without releasing its lock frees the chat after this long, at the latest:
+# a lock whose process is gone is broken at once (`TurnLock.holder_alive`).
 TURN_LOCK_SECONDS = 600
+# Every process that runs turns says it is alive this often; silent for ALIVE_TTL, it is gone.
+ALIVE_BEAT_SECONDS = 2.0
+ALIVE_TTL = 10
 
 
 class ChatBusy(Conflict):
@@ -70,29 +79,106 @@ def check_rate(user_id: int) -> None:
         )
 
 
+class _ProcessBeacon:
+    """This process's sign of life in Redis, so another process can tell a turn lock whose
+    holder died (a crash, `kill -9`, a restart) from one whose turn is still being answered. A
+    daemon thread refreshes a short-lived key; a new id after a fork (the child is another process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = 0
+        self.id = ""
+
+    def ensure(self) -> str:
+        """This process's id, its beacon running (started on first use)."""
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid, self.id = os.getpid(), f"{uuid.uuid4().hex[:12]}"
+                self._beat()
+                threading.Thread(target=self._run, args=(self.id,), name="alive-beacon", daemon=True).start()
+            else:
+                self._beat()  # a turn starts: say so now, in case Redis lost the key since the last beat
+            return self.id
+
+    def is_me(self, process_id: str) -> bool:
+        return self._pid == os.getpid() and process_id == self.id
+
+    def _beat(self) -> None:
+        get_redis().set(alive_key(self.id), "1", ex=ALIVE_TTL)
+
+    def _run(self, beacon_id: str) -> None:
+        while beacon_id == self.id and self._pid == os.getpid():
+            time.sleep(ALIVE_BEAT_SECONDS)
+            try:
+                self._beat()
+            except Exception:  # noqa: BLE001 — Redis away: the next beat retries
+                log.debug("alive beacon missed a beat", exc_info=True)
+
+
+def alive_key(process_id: str) -> str:
+    return _key("alive", process_id)
+
+
+_beacon = _ProcessBeacon()
+
+
 class TurnLock:
-    """Held while a chat's answer is being written, so two tabs cannot interleave turns."""
+    """Held while a chat's answer is being written, so two tabs cannot interleave turns.
+
+    The lock's value names the process that holds it ("<process id>:<time>"), so a lock left by a
+    process that is gone can be broken at once instead of after TURN_LOCK_SECONDS."""
 
     def __init__(self, session_id: int):
         self.key = _key("turn", session_id)
-        self.token = f"{time.time_ns()}"
+        self.token = ""
 
     def acquire(self) -> None:
+        self.token = f"{_beacon.ensure()}:{time.time_ns()}"
         if not get_redis().set(self.key, self.token, nx=True, ex=TURN_LOCK_SECONDS):
             raise ChatBusy("The assistant is still answering your previous message in this chat. Wait for it.")
 
+    def current(self) -> str | None:
+        """The holder's token, or None when the chat is free."""
+        value = get_redis().get(self.key)
+        return value.decode() if isinstance(value, bytes) else value
+
     def held(self) -> bool:
-        """Whether any turn holds this chat's lock."""
-        return bool(get_redis().exists(self.key))
+        """Whether a live process holds this chat's lock."""
+        token = self.current()
+        return token is not None and holder_alive(token)
+
+    def break_stale(self, token: str) -> bool:
+        """Remove the lock if it still holds `token` (whose holder is gone or whose turn ended)."""
+        return bool(get_redis().eval(_COMPARE_AND_DELETE, 1, self.key, token))
 
     def release(self) -> None:
-        # Only the holder releases (compare-and-delete), in case the lock expired and was retaken.
-        get_redis().eval(
-            "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
-            1,
-            self.key,
-            self.token,
-        )
+        """Only the holder releases (compare-and-delete), in case the lock expired and was retaken.
+        Never raises: with Redis away the lock stays, and the next turn breaks it once it sees the
+        reply finished (`chat.agent.fail_orphaned_replies`)."""
+        try:
+            get_redis().eval(_COMPARE_AND_DELETE, 1, self.key, self.token)
+        except Exception:  # noqa: BLE001 — see above
+            log.warning("Could not release the turn lock %s", self.key, exc_info=True)
+
+
+_COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+def holder_alive(token: str) -> bool:
+    """Whether the process named in a lock token still shows signs of life."""
+    process_id, _, _ = token.partition(":")
+    if _beacon.is_me(process_id):
+        return True
+    return bool(process_id) and bool(get_redis().exists(alive_key(process_id)))
+
+
+def token_age(token: str) -> float:
+    """Seconds since the lock with this token was taken."""
+    _, _, stamp = token.partition(":")
+    try:
+        return time.time() - int(stamp) / 1e9
+    except ValueError:
+        return float("inf")
 
 
 STOP_CHECK_SECONDS = 0.2

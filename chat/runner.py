@@ -14,6 +14,7 @@ import weakref
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
+import redis
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
@@ -22,7 +23,7 @@ from chat.agent import Turn, run_turn, start_turn
 from chat.attachments import Attachment
 from chat.events import CallbackSink, ChatEventOut, ErrorEvent
 from chat.models import Message
-from currechat.errors import CurreChatError
+from currechat.errors import CurreChatError, ServiceUnavailable
 
 _executor: ThreadPoolExecutor | None = None
 
@@ -160,7 +161,12 @@ def start_turn_for(
     # The user as they are now: a websocket keeps the user of its handshake, who may have been
     # deactivated or demoted since.
     session = get_session_for_write(current(user), session_id)
-    return start_turn(session, content, retry=retry, regenerate=regenerate, attachment=attachment)
+    try:
+        return start_turn(session, content, retry=retry, regenerate=regenerate, attachment=attachment)
+    except redis.RedisError as exc:  # the rate limit and the turn lock live in Redis
+        raise ServiceUnavailable(
+            "The chat service cannot reach Redis right now; your message was not sent. Try again in a moment."
+        ) from exc
 
 
 def _start_in_thread(user, session_id: int, content: str | None, retry: bool, regenerate: bool) -> Turn:

@@ -28,7 +28,7 @@ from collections_app.lifecycle import (
     stored_index,
 )
 from collections_app.models import Collection, PdfMode, SourceFile
-from currechat.errors import Conflict
+from currechat.errors import Conflict, ServiceUnavailable
 from rag.index import IndexedChunk
 from rag.ingest import pdf, sniff
 from rag.ingest.job import IngestFailed, TooLarge
@@ -101,7 +101,15 @@ def add_file(collection: Collection, upload, user, pdf_mode: str = PdfMode.AUTO)
     except IntegrityError:  # the same file uploaded twice at the same moment
         source.file.delete(save=False)
         raise Conflict(f"“{name}” is already in this collection.")
-    queue_for_ingestion(source)
+    try:
+        queue_for_ingestion(source)
+    except ServiceUnavailable as exc:
+        # Refused uploads leave nothing behind: uploading the same file again must work, not 409.
+        source.file.delete(save=False)
+        source.delete()
+        raise ServiceUnavailable(
+            f"“{name}” was not added: the ingestion queue (Redis) cannot be reached right now. Upload it again shortly."
+        ) from exc
     return source
 
 

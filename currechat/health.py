@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 
 import redis
 from django.conf import settings
@@ -74,14 +75,27 @@ def check_redis() -> ServiceState:
     return ServiceState(True, "Redis with search is reachable.")
 
 
+# A live worker beats every 20-30 s (currechat.worker.WORKER_TTL, rq's job monitoring interval);
+# one silent for longer has died, although rq keeps its registration for another minute.
+WORKER_SILENT_SECONDS = 60
+
+
 def check_workers() -> ServiceState:
-    """Background workers registered in Redis (RQ keeps a heartbeat per worker)."""
+    """Background workers that showed a sign of life recently (RQ keeps a heartbeat per worker)."""
     from rq import Worker
 
     try:
-        count = Worker.count(connection=get_redis())
+        workers = Worker.all(connection=get_redis())
     except redis.RedisError:
         return ServiceState(False, "Unknown: Redis cannot be reached.")
+    now = datetime.now(UTC)
+    count = sum(
+        1
+        for w in workers
+        if w.last_heartbeat is not None
+        and (now - w.last_heartbeat.replace(tzinfo=w.last_heartbeat.tzinfo or UTC)).total_seconds()
+        < WORKER_SILENT_SECONDS
+    )
     if count == 0:
         return ServiceState(False, "No background worker is running: uploaded files wait until one starts.")
     return ServiceState(True, f"{count} background worker{'s' if count != 1 else ''} running.")

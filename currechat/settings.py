@@ -139,8 +139,10 @@ INGEST_MAX_TEXT_CHARS = env_int("INGEST_MAX_TEXT_CHARS", 20_000_000, minimum=100
 # A step that fails in a way that may pass (model server or Redis briefly down) is tried again.
 INGEST_STEP_RETRIES = env_int("INGEST_STEP_RETRIES", 2, minimum=0)
 INGEST_RETRY_DELAY = env_float("INGEST_RETRY_DELAY", 2.0, minimum=0)
-# A file still "processing" with no progress for this long lost its worker; it may be retried.
-INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 600, minimum=1)
+# A running file's job proves it is alive every INGEST_HEARTBEAT_SECONDS; a file still "processing"
+# without a sign of life for INGEST_STALE_SECONDS lost its worker and is failed (Retry offered).
+INGEST_HEARTBEAT_SECONDS = env_float("INGEST_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+INGEST_STALE_SECONDS = env_int("INGEST_STALE_SECONDS", 30, minimum=1)
 # Cached embeddings expire after this many days unused (they are keyed by model and text hash).
 INGEST_EMBED_CACHE_DAYS = env_int("INGEST_EMBED_CACHE_DAYS", 30, minimum=1)
 

@@ -1,5 +1,8 @@
 """`make run`: start Redis Stack (unless REDIS_URL is set), migrate, seed the demo, then the worker
 and the web server together; Ctrl-C stops them all.
+
+A worker or web server that exits (killed, crashed, quit after an outage) is started again, after a
+pause that grows while it keeps failing, rather than taking the whole app down.
 """
 
 from __future__ import annotations
@@ -17,6 +20,56 @@ sys.path.insert(0, str(ROOT))
 from scripts.redis_stack import RedisStackError, embedded_server  # noqa: E402
 
 PY = sys.executable
+RESTART_DELAY_MAX = 30.0
+STABLE_SECONDS = 60.0  # a child that ran this long had worked: its next restart is immediate again
+
+
+class Child:
+    """One supervised process, in a process group of its own so that stopping it also stops what
+    it started (rq's scheduler process)."""
+
+    def __init__(self, name: str, command: list[str], env: dict):
+        self.name, self.command, self.env = name, command, env
+        self.process: subprocess.Popen | None = None
+        self.started = 0.0
+        self.delay = 1.0
+        self.restart_at: float | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.command, cwd=ROOT, env=self.env, start_new_session=True)
+        self.started, self.restart_at = time.monotonic(), None
+
+    def check(self) -> None:
+        """Restart the process if it exited (after its back-off delay)."""
+        now = time.monotonic()
+        if self.restart_at is not None:
+            if now >= self.restart_at:
+                print(f"Starting the {self.name} again.", file=sys.stderr)
+                self.start()
+            return
+        if self.process is None or (code := self.process.poll()) is None:
+            return
+        self._kill_group(signal.SIGKILL)  # whatever it left behind
+        self.delay = 1.0 if now - self.started > STABLE_SECONDS else min(self.delay * 2, RESTART_DELAY_MAX)
+        print(f"The {self.name} exited (code {code}); restarting it in {self.delay:.0f} s.", file=sys.stderr)
+        self.restart_at = now + self.delay
+
+    def _kill_group(self, sig: int) -> None:
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, sig)
+            except OSError:  # the group is gone already
+                pass
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self._kill_group(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._kill_group(signal.SIGKILL)
+            self.process.wait()
 
 
 def manage(*args: str, env: dict) -> None:
@@ -43,17 +96,11 @@ def main() -> int:
             print(f"Redis Stack started on {redis_server.url} (data in var/redis)")
         env["REDIS_URL"] = f"redis://127.0.0.1:{os.environ.get('EMBEDDED_REDIS_PORT', '6479')}/0"
 
-    children: list[subprocess.Popen] = []
+    children: list[Child] = []
 
     def stop(*_args) -> None:
         for child in children:
-            if child.poll() is None:
-                child.terminate()
-        for child in children:
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.kill()
+            child.stop()
         if redis_server is not None:
             redis_server.stop()
             print("Redis Stack stopped.")
@@ -72,21 +119,19 @@ def main() -> int:
             "default",
             "ingest",
         ]
-        children.append(subprocess.Popen(worker, cwd=ROOT, env=env))
-        children.append(
-            subprocess.Popen(
-                [PY, "-m", "daphne", "-b", host, "-p", port, "currechat.asgi:application"], cwd=ROOT, env=env
-            )
-        )
+        web = [PY, "-m", "daphne", "-b", host, "-p", port, "currechat.asgi:application"]
+        children.extend([Child("worker", worker, env), Child("web server", web, env)])
+        for child in children:
+            child.start()
         print(f"\nCurreChat is running at http://{host}:{port}/  (Ctrl-C stops the web server, worker and Redis)\n")
         # Ctrl-C and SIGTERM both mean "stop everything"; set SIGINT explicitly because a process
         # started in the background of a shell inherits it ignored.
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-        while all(child.poll() is None for child in children):
+        while True:
             time.sleep(0.5)
-        print("A CurreChat process exited; stopping the others.", file=sys.stderr)
-        return 1
+            for child in children:
+                child.check()
     except subprocess.CalledProcessError as exc:
         print(f"error: '{' '.join(exc.cmd[1:])}' failed; see the message above.", file=sys.stderr)
         return 1

@@ -6,12 +6,19 @@ Parallel runs (pytest-xdist): every worker is its own pytest process and starts 
 Stack, so the search indexes, the channel layer, the task queues and the FLUSHDB after each test
 (tests/conftest.py) never reach another worker's data. The controller process that only hands out
 tests starts nothing.
+
+With TEST_DATABASE=postgres each test process also starts its own PostgreSQL (Debian's package,
+`make test` installs it) on a free port with a throwaway data directory, and the suite runs on it
+instead of SQLite: SQLite serialises writes and hides races that PostgreSQL shows.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -40,6 +47,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
     ollama = FakeOllama().start()
     _state["ollama"] = ollama
     _point_settings_at(tmp, redis_server.url, ollama.url, prefix=f"cctest{worker}p{redis_server.port}")
+    if os.environ.get("TEST_DATABASE", "sqlite") == "postgres":
+        _state["postgres"] = postgres = PostgresServer(Path(tempfile.mkdtemp(prefix=f"currechat-pg-{worker}-")))
+        os.environ["DATABASE_URL"] = postgres.start()
 
 
 def _is_xdist_controller(early_config) -> bool:
@@ -101,7 +111,54 @@ def _point_settings_at(tmp: Path, redis_url: str, ollama_url: str, *, prefix: st
     )
 
 
+class PostgresServer:
+    """A throwaway PostgreSQL cluster on a free loopback port. PostgreSQL refuses to run as root,
+    so as root the cluster belongs to the `postgres` user the Debian package creates."""
+
+    USER = "currechat"
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.data = base / "pg"
+        self.port = free_port()
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+        if not bins:
+            raise RuntimeError("TEST_DATABASE=postgres needs Debian's postgresql package (make test installs it).")
+        self.bin = Path(bins[-1]).parent
+
+    def _run(self, *args: str) -> None:
+        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        subprocess.run([*prefix, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def start(self) -> str:
+        """Start the cluster; its database URL (pytest-django creates the test database in it)."""
+        if os.geteuid() == 0:
+            self.base.chmod(0o755)
+            shutil.chown(self.base, "postgres", "postgres")
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", self.USER, "--no-sync")
+        # Durability off: a test cluster is thrown away, and fsync is most of a test's write time.
+        options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options += " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        self._run(
+            str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.base / "log"), "-w", "start"
+        )
+        # The database itself too, for the processes a test starts (`make run`'s script migrates it).
+        subprocess.run(
+            [str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", self.USER, self.USER],
+            check=True,
+            capture_output=True,
+        )
+        return f"postgres://{self.USER}@127.0.0.1:{self.port}/{self.USER}"
+
+    def stop(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
+            self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
 def pytest_unconfigure(config):
+    if "postgres" in _state:
+        _state["postgres"].stop()
     if "ollama" in _state:
         _state["ollama"].stop()
     if "redis" in _state:

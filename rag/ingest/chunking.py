@@ -68,23 +68,28 @@ def _join_pages(pages: Sequence[PageText]) -> tuple[str, list[int], list[int | N
 
 
 def split_sections(text: str) -> list[Section]:
-    """Sections at ATX headings outside code fences; a heading with no body joins the next section."""
+    """Sections at ATX headings outside code fences; a heading with no body joins the next section.
+
+    One pass over the lines (linear: a run of 50,000 headings without text once took minutes when
+    each heading re-read everything since the last section)."""
     sections: list[Section] = []
     path: list[tuple[int, str]] = []
     start, in_fence, offset = 0, False, 0
     current_path = ""
+    has_body = False  # the text since `start` holds a line that is not a heading
     for line in text.splitlines(keepends=True):
         if _FENCE.match(line):
             in_fence = not in_fence
         match = None if in_fence else _HEADING.match(line.rstrip("\n"))
         if match:
-            body = text[start:offset]
-            if body.strip() and not _only_headings(body):
-                sections.append(Section(start, body, current_path))
-                start = offset
+            if has_body:
+                sections.append(Section(start, text[start:offset], current_path))
+                start, has_body = offset, False
             level = len(match.group(1))
             path = [(lvl, title) for lvl, title in path if lvl < level] + [(level, _clean_heading(match.group(2)))]
             current_path = " > ".join(title for _, title in path)
+        elif line.strip() and not _HEADING.match(line.rstrip("\n")):
+            has_body = True
         offset += len(line)
     if text[start:].strip():
         sections.append(Section(start, text[start:], current_path))

@@ -7,6 +7,13 @@ import re
 from bs4 import BeautifulSoup
 from markdownify import MarkdownConverter
 
+from rag.ingest.job import IngestFailed
+
+NESTED_TOO_DEEP = (
+    "This HTML file nests its elements too deeply to be read (thousands of levels, which no page "
+    "needs). Open it in a browser and save or print it as PDF, or upload its text, then try again."
+)
+
 # Page chrome and active content carry no course material (and scripts must never reach the model).
 _DROP = [
     "script",
@@ -35,6 +42,15 @@ class _Converter(MarkdownConverter):
 
 
 def html_to_markdown(html: str) -> str:
+    """The page's Markdown. Raises IngestFailed for markup nested too deeply to walk (a retry would
+    fail the same way, so the teacher is told what to change)."""
+    try:
+        return _convert(html)
+    except RecursionError as exc:
+        raise IngestFailed(NESTED_TOO_DEEP) from exc
+
+
+def _convert(html: str) -> str:
     soup = BeautifulSoup(html, "html.parser")
     for tag in soup(_DROP):
         tag.decompose()

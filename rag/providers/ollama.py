@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import ssl
 import threading
@@ -15,6 +16,7 @@ from typing import Any, Self
 import certifi
 import httpx
 import ollama
+import pydantic
 from django.conf import settings
 
 from currechat.errors import ProviderError
@@ -54,6 +56,14 @@ def _translate_errors(host: str, model: str):
         raise ProviderError(f"The model server failed: {exc.error}.", retryable=retryable) from exc
     except httpx.TimeoutException as exc:
         raise ProviderError(f"The model server at {host} did not answer in time.") from exc
+    except (json.JSONDecodeError, pydantic.ValidationError) as exc:
+        # A garbage line mid-stream, or a tool call whose arguments are not an object: the client
+        # library rejects the whole reply, so the turn cannot go on; say so plainly.
+        log.warning("Unreadable reply from the model server at %s: %s", host, exc)
+        raise ProviderError(
+            f"The model server at {host} sent a reply that could not be read (the model '{model}' may have "
+            "produced a malformed tool call). Try again."
+        ) from exc
     except (ConnectionError, httpx.TransportError) as exc:
         raise ProviderError(f"The model server at {host} cannot be reached.") from exc
 

@@ -94,7 +94,10 @@ def _drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
     cleaned = []
     for blocks in pages:
         edge = set(range(min(2, len(blocks)))) | set(range(max(len(blocks) - 2, 0), len(blocks)))
-        cleaned.append([b for i, b in enumerate(blocks) if i not in edge or repeat_key(b) not in running])
+        kept = [b for i, b in enumerate(blocks) if i not in edge or repeat_key(b) not in running]
+        # A page whose every block looks "running" (one line per page, "Slide 3: ...") is content,
+        # not a header: keep it rather than delete the document and call it scanned.
+        cleaned.append(kept or blocks)
     return cleaned
 
 

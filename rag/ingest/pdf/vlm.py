@@ -7,15 +7,18 @@ model calls run concurrently. A page the model cannot read falls back to its tex
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import re
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import pymupdf
+import redis
 from django.conf import settings
 
 from currechat.errors import ProviderError
+from currechat.redis_client import get_redis
 from rag.ingest.job import IngestCancelled, PageText
 from rag.ingest.pdf.headings import headings_by_page
 from rag.ingest.pdf.images import render_png
@@ -42,6 +45,30 @@ def clean_vlm_markdown(text: str) -> str:
     text = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
     fenced = re.fullmatch(r"\s*```(?:markdown|md)?[ \t]*\n(.*?)\n?```\s*", text, flags=re.DOTALL)
     return (fenced.group(1) if fenced else text).strip()
+
+
+# Pages the model has read are kept a while, keyed by the page image and the model: a retry after a
+# crash, a Redis outage or a model-server failure halfway through a long PDF reads only the rest.
+CHECKPOINT_SECONDS = 7 * 24 * 3600
+
+
+def _checkpoint_key(model_name: str, png: bytes) -> str:
+    return f"{settings.REDIS_INDEX_PREFIX}:vlmpage:{model_name}:{hashlib.sha256(png).hexdigest()}"
+
+
+def _read_checkpoint(key: str) -> str | None:
+    try:
+        value = get_redis().get(key)
+    except redis.RedisError:  # a checkpoint only saves work; without Redis the page is read again
+        return None
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _save_checkpoint(key: str, text: str) -> None:
+    try:
+        get_redis().set(key, text, ex=CHECKPOINT_SECONDS)
+    except redis.RedisError:
+        log.info("Could not checkpoint a VLM page", exc_info=True)
 
 
 def _read_page(model, png: bytes, number: int, total: int, retries: int) -> str:
@@ -81,6 +108,7 @@ def vlm_pages(
         return page_text(doc[index], headings.get(index + 1, []), outline)
 
     results: dict[int, str] = {}
+    keys: dict[int, str] = {}
     fallbacks: list[int] = []
     model_unusable = False
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vlm") as pool:
@@ -91,7 +119,12 @@ def vlm_pages(
                 # Render a little ahead so the model never waits for an image.
                 while next_index < total and len(pending) < concurrency * 2 and not model_unusable:
                     png = render_png(doc[next_index], dpi)
-                    pending[pool.submit(_read_page, model, png, next_index + 1, total, retries)] = next_index
+                    keys[next_index] = _checkpoint_key(model_name, png)
+                    saved = _read_checkpoint(keys[next_index])
+                    if saved is not None:
+                        results[next_index] = saved
+                    else:
+                        pending[pool.submit(_read_page, model, png, next_index + 1, total, retries)] = next_index
                     next_index += 1
                 done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 if cancelled():
@@ -100,6 +133,7 @@ def vlm_pages(
                     index = pending.pop(future)
                     try:
                         results[index] = future.result()
+                        _save_checkpoint(keys[index], results[index])
                     except ProviderError as exc:
                         log.warning("VLM failed on page %s: %s", index + 1, exc)
                         model_unusable = model_unusable or not exc.retryable

@@ -1,0 +1,237 @@
+"""Processes die mid-work and nothing is lost or stuck (issue 13; docs/RELIABILITY.md lists every
+scenario, `bench/faults.py` kills real processes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import timedelta
+
+import pymupdf
+import pytest
+from django.utils import timezone
+from rq import Worker
+from rq.job import Job
+
+from chat.agent import ORPHANED, run_turn, start_turn
+from chat.events import CallbackSink
+from chat.limits import ALIVE_TTL, TurnLock, alive_key
+from chat.models import Message, MessageStatus
+from collections_app import lifecycle
+from collections_app.models import FileStatus, SourceFile
+from currechat.health import check_workers
+from currechat.redis_client import get_redis
+from currechat.worker import PreloadingWorker
+from rag.ingest import chunking
+from rag.ingest.html import NESTED_TOO_DEEP
+from rag.ingest.job import PageText
+from rag.ingest.pdf.text_layer import fast_pages
+from tests.fake_ollama import Reply
+from tests.fixtures_ingest import upload
+
+NOTES = b"# Optics\n\nLight bends when it passes from air into water, which is called refraction.\n"
+
+
+def api(client, method: str, url: str, data=None):
+    import json
+
+    kwargs = {"content_type": "application/json"} if data is not None else {}
+    return getattr(client, method)(f"/api/v1{url}", json.dumps(data) if data is not None else None, **kwargs)
+
+
+# Item 1: a dead worker ------------------------------------------------------------------------------
+
+
+def _processing(collection, client, name="optics.md", content: bytes = NOTES) -> SourceFile:
+    """A file uploaded and claimed by a worker that then vanished (its job never ran further)."""
+    response = upload(client, collection, content, name)
+    assert response.status_code == 201
+    source = SourceFile.objects.get(pk=response.json()["id"])
+    assert lifecycle.claim(source.pk, source.attempt) is not None
+    return source
+
+
+def test_a_killed_job_process_fails_its_file_at_once_with_retry(fast_collection, client_for, owner, run_worker):
+    source = _processing(fast_collection, client_for(owner))
+    job = Job.create(
+        "collections_app.tasks.ingest_file", args=(source.pk, source.attempt, True), connection=get_redis()
+    )
+    worker = PreloadingWorker(["ingest"], connection=get_redis())
+    # What rq calls when the job's process ended without a result, here killed with SIGKILL.
+    worker.handle_work_horse_killed(job, 4242, signal.SIGKILL, None)
+    source.refresh_from_db()
+    assert source.status == FileStatus.FAILED and "killed by signal 9" in source.error and "Retry" in source.error
+    assert api(client_for(owner), "post", f"/files/{source.pk}/retry").status_code == 200
+    run_worker()
+    source.refresh_from_db()
+    assert source.status == FileStatus.READY and source.chunk_count >= 1
+
+
+def test_a_worker_fails_files_whose_job_stopped_beating(fast_collection, client_for, owner, settings):
+    lost = _processing(fast_collection, client_for(owner))
+    alive = _processing(fast_collection, client_for(owner), "waves.md", b"# Waves\n\nWaves carry energy.\n")
+    long_ago = timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
+    SourceFile.objects.filter(pk=lost.pk).update(updated=long_ago)
+    assert lifecycle.fail_stalled_files() == 1
+    lost.refresh_from_db()
+    alive.refresh_from_db()
+    assert lost.status == FileStatus.FAILED and "no sign of life" in lost.error
+    assert alive.status == FileStatus.PROCESSING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_running_job_beats_so_a_slow_step_is_not_taken_for_a_dead_worker(
+    fast_collection, client_for, owner, settings
+):
+    settings.INGEST_HEARTBEAT_SECONDS = 0.05
+    source = _processing(fast_collection, client_for(owner))
+    long_ago = timezone.now() - timedelta(hours=1)
+    SourceFile.objects.filter(pk=source.pk).update(updated=long_ago)
+    with lifecycle.Heartbeat(source.pk, source.attempt):
+        time.sleep(0.5)  # a step that reports nothing (one slow VLM page)
+    source.refresh_from_db()
+    assert not lifecycle.is_stalled(source) and lifecycle.fail_stalled_files() == 0
+
+
+def test_health_counts_only_workers_that_beat_recently(db):
+    dead = Worker(["ingest"], connection=get_redis(), name="dead-worker")
+    dead.register_birth()
+    get_redis().hset(dead.key, "last_heartbeat", "2020-01-01T00:00:00.000000Z")
+    assert check_workers().ok is False
+    live = Worker(["ingest"], connection=get_redis(), name="live-worker")
+    live.register_birth()
+    state = check_workers()
+    assert state.ok and state.detail == "1 background worker running."
+
+
+# Item 2: a web process dies mid-answer ----------------------------------------------------------------
+
+
+def _orphan(session, token: str, content: str = "Refraction is") -> Message:
+    Message.objects.create(session=session, role="user", content="What is refraction?")
+    reply = Message.objects.create(session=session, role="assistant", status=MessageStatus.STREAMING, content=content)
+    get_redis().set(TurnLock(session.id).key, token, ex=600)
+    return reply
+
+
+def test_a_chat_whose_answering_process_died_is_free_at_once_and_keeps_the_streamed_text(
+    client_for, student, session, ollama
+):
+    reply = _orphan(session, f"deadprocess:{time.time_ns()}")  # no process with that id beats
+    ollama.script(Reply(content="Light bends."))
+    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Again?"})
+    assert response.status_code == 200, response.json()
+    reply.refresh_from_db()
+    assert reply.status == MessageStatus.FAILED and reply.error == ORPHANED and reply.content == "Refraction is"
+
+
+def test_a_live_process_keeps_its_chat_locked(client_for, student, session):
+    get_redis().set(alive_key("otherprocess"), "1", ex=ALIVE_TTL)
+    reply = _orphan(session, f"otherprocess:{time.time_ns()}")
+    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Again?"})
+    assert response.status_code == 409 and response.json()["code"] == "busy"
+    reply.refresh_from_db()
+    assert reply.status == MessageStatus.STREAMING
+
+
+def test_a_lock_left_behind_by_a_finished_turn_is_broken(client_for, student, session, ollama):
+    """Redis was away when the turn ended: its answer is stored, its lock stayed."""
+    get_redis().set(alive_key("otherprocess"), "1", ex=ALIVE_TTL)
+    reply = _orphan(session, f"otherprocess:{time.time_ns() - 60 * 10**9}")
+    Message.objects.filter(pk=reply.pk).update(status=MessageStatus.COMPLETE)
+    ollama.script(Reply(content="Light bends."))
+    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Again?"})
+    assert response.status_code == 200
+
+
+def test_streamed_text_is_stored_while_the_answer_is_written(session, ollama):
+    ollama.script(Reply(chunks=[f"w{i} " for i in range(30)], delay=0.05))
+    turn = start_turn(session, "Talk a while")
+    seen: list[tuple[str, str]] = []
+
+    def watch(event) -> None:
+        if event["type"] == "token":
+            stored = Message.objects.get(pk=turn.reply.pk)
+            seen.append((stored.status, stored.content))
+
+    reply = run_turn(turn, CallbackSink(watch))
+    assert reply.status == MessageStatus.COMPLETE
+    midway = [content for status, content in seen if status == MessageStatus.STREAMING and content]
+    assert midway, "some text was stored before the answer finished"
+    assert all(reply.content.startswith(content) and content != reply.content for content in midway)
+
+
+# Item 4 and 5: inputs that held or broke a worker ---------------------------------------------------
+
+
+def test_chunking_fifty_thousand_empty_headings_takes_well_under_a_second_per_megabyte():
+    markdown = "\n\n".join(f"## Heading {i}" for i in range(50_000)) + "\n\nThe only text.\n"
+    started = time.perf_counter()
+    chunks = chunking.chunk_pages([PageText(None, markdown)])
+    assert time.perf_counter() - started < 5  # was 8 min 49 s (quadratic)
+    assert [c.text for c in chunks][-1].endswith("The only text.")
+    assert chunks[-1].heading_path == "Heading 49999"
+
+
+def test_deeply_nested_html_fails_with_a_reason_not_an_internal_error(fast_collection, ingest_upload):
+    html = ("<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000 + "</body></html>").encode()
+    source = ingest_upload(fast_collection, html, "nested.html")
+    assert source.status == FileStatus.FAILED and source.error == NESTED_TOO_DEEP
+
+
+def test_one_line_pages_are_not_taken_for_running_headers():
+    doc = pymupdf.open()
+    for n in range(1, 7):
+        doc.new_page().insert_text((72, 72), f"Slide {n}: the key idea of part {n}")
+    pages = fast_pages(doc, lambda _done: None, lambda: False)
+    assert [p.markdown for p in pages] == [f"Slide {n}: the key idea of part {n}" for n in range(1, 7)]
+
+
+def test_malformed_tool_call_arguments_end_the_turn_with_a_clear_error(client_for, student, session, ollama):
+    ollama.script(Reply(tool_calls=[{"name": "document_search", "arguments": "not json"}]))
+    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Search"})
+    body = response.json()
+    assert response.status_code in (200, 502, 503), body
+    reply = Message.objects.filter(session=session, role="assistant").get()
+    assert reply.status == MessageStatus.FAILED and "could not be read" in reply.error
+    assert "Something went wrong" not in reply.error
+
+
+def test_an_upload_refused_because_the_queue_is_down_can_be_uploaded_again(
+    fast_collection, client_for, owner, settings, run_worker
+):
+    queues = settings.RQ_QUEUES
+    settings.RQ_QUEUES = {name: {**spec, "URL": "redis://127.0.0.1:1/0"} for name, spec in queues.items()}
+    refused = upload(client_for(owner), fast_collection, NOTES, "optics.md")
+    assert refused.status_code == 503 and "Upload it again" in refused.json()["detail"]
+    assert not SourceFile.objects.filter(collection=fast_collection).exists()
+    settings.RQ_QUEUES = queues
+    assert upload(client_for(owner), fast_collection, NOTES, "optics.md").status_code == 201
+
+
+def test_job_processes_die_with_their_worker():
+    """The horse asks Linux for SIGKILL when its parent dies (no orphaned job holding the file)."""
+    from currechat.worker import die_with_parent
+
+    read, write = os.pipe()
+    middle = os.fork()
+    if middle == 0:  # the "worker": starts a "job" and is then killed
+        job = os.fork()
+        if job == 0:
+            die_with_parent()
+            time.sleep(30)
+            os._exit(0)
+        os.write(write, str(job).encode())
+        time.sleep(0.5)  # the job has asked for the signal by now
+        os._exit(0)
+    os.waitpid(middle, 0)
+    job_pid = int(os.read(read, 32))
+    for _ in range(50):
+        try:
+            os.kill(job_pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(job_pid, signal.SIGKILL)
+    pytest.fail("the job process outlived its worker")
