@@ -116,10 +116,10 @@ def keyword_queries(ds: Dataset, words: int = 4) -> dict[str, str]:
     from rag.query import normalise, tokenize
 
     stop = stopwords(ds.language)
-    df = Counter(t for c in ds.chunks for t in set(tokenize(normalise(c.text))))
+    df = Counter(t for c in ds.chunks for t in set(tokenize(normalise(c.text), ds.language)))
     out = {}
     for qid, text in ds.queries.items():
-        content = list(dict.fromkeys(t for t in tokenize(normalise(text)) if t not in stop))
+        content = list(dict.fromkeys(t for t in tokenize(normalise(text), ds.language) if t not in stop))
         keep = set(sorted(content, key=lambda t: (df.get(t, 0), content.index(t)))[:words])
         out[qid] = " ".join(t for t in content if t in keep) or text
     return out

@@ -97,7 +97,7 @@ def search_collections(
         chosen = select(targets, limit, weights or settings.SEARCH_WEIGHTS, k)
     with clock.stage("fetch"):
         passages = fetch(client, chosen)
-    notes += retriever_notes(targets, query)
+    notes += retriever_notes(targets, query) + stale_notes(client, targets)
     if not passages:
         notes.append("No passage matched.")
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
@@ -130,6 +130,22 @@ def retriever_notes(targets: Sequence[retrievers.Target], query: str) -> list[st
             log.warning("%s search failed in collection %s for %r: %s", retriever, target.collection_id, query, error)
             notes.append(f"The {retrievers.LABELS[retriever]} search failed; the other searches still ran.")
     return notes
+
+
+def stale_notes(client: redis.Redis, targets: Sequence[retrievers.Target]) -> list[str]:
+    """A sentence when an index was built with an older storage format (see rag/index.py): its
+    capitalised non-ASCII words are not found until `manage.py reindex --stale` rebuilds it."""
+    stores = [ChunkStore(t.collection_id, client) for t in targets]
+    pipe = client.pipeline(transaction=False)
+    for store in stores:
+        pipe.get(store.format_key())
+    unversioned = [store for store, version in zip(stores, pipe.execute(), strict=True) if version is None]
+    if any(store.is_stale() for store in unversioned):  # rare: FT.INFO only for those without a version
+        return [
+            "This collection's index was built by an older version of CurreChat and some words are not "
+            "found until it is rebuilt (an administrator runs `manage.py reindex --stale`)."
+        ]
+    return []
 
 
 def build_targets(collections: Sequence, query: str, notes: list[str] | None = None) -> list[retrievers.Target]:
