@@ -24,8 +24,14 @@ class Command(BaseCommand):
 
 
 def _stale_collections() -> list[str]:
+    """Collections whose index has an older storage format; none before the first `migrate`."""
+    from django.db import DatabaseError
+
     from collections_app.management.commands.reindex import stale_collection_ids
     from collections_app.models import Collection
 
-    ids = stale_collection_ids(Collection.objects.all())
+    try:
+        ids = stale_collection_ids(Collection.objects.all())
+    except DatabaseError:  # check_services runs before migrate on a fresh install
+        return []
     return [f"{c.name} (#{c.pk})" for c in Collection.objects.filter(pk__in=ids).order_by("pk")]
