@@ -4,12 +4,14 @@
     .venv/bin/python bench/retrieval.py --sets scifact  # one set
     .venv/bin/python bench/retrieval.py --tune          # tune RRF k and weights on training queries
     .venv/bin/python bench/retrieval.py --keywords      # short keyword queries (as a chat model writes)
+    .venv/bin/python bench/retrieval.py --tune-foreign  # the foreign-language vector weight, training queries
 
 Each document is ingested as a Markdown upload would be (bench/datasets.py: the pipeline's
 normaliser, chunker at 1000/200 and embedding input), embedded with the local all-MiniLM-L6-v2
 (cached under var/bench-cache/) and written into a private Redis Stack through CollectionIndex.
 Then, per query, in the same run:
-- CurreChat: the real `search_collections` (curation off);
+- CurreChat: the real `search_collections` (curation off), and the same without the language rule
+  ("no rule": the vector list keeps its full weight where MiniLM does not know the language);
 - vector only: the same index's KNN; BM25 only: RediSearch BM25STD over the stemmed OR of the
   query words without stop words (the "any word" retriever alone);
 - Open-WebUI-style: rank_bm25 over whitespace tokens (langchain's BM25Retriever default) of each
@@ -114,10 +116,14 @@ def run_set(name: str, collection_id: int, keywords: bool = False) -> dict[str, 
     started = time.monotonic()
     corpus = Corpus(name, collection_id, keywords=keywords)
     bm25 = BM25Okapi([c.embed_text.split() for c in corpus.ds.chunks])  # heading + text: generous
-    runs: dict[str, dict[str, list[str]]] = {m: {} for m in ("CurreChat", "vector", "BM25", "open-webui")}
+    runs: dict[str, dict[str, list[str]]] = {m: {} for m in METHODS}
     for qid, query in corpus.ds.queries.items():
         outcome = search_collections([corpus.collection], query, limit=RESULT_CHUNKS, curate=False)
         runs["CurreChat"][qid] = corpus.docs(p.chunk_id for p in outcome.results)
+        outcome = search_collections(
+            [corpus.collection], query, limit=RESULT_CHUNKS, curate=False, foreign_vector_weight=1.0
+        )
+        runs["no rule"][qid] = corpus.docs(p.chunk_id for p in outcome.results)
         lists = corpus.lists(query, qid, (VECTOR, ANY_WORD))
         runs["vector"][qid] = corpus.docs(lists.get(VECTOR, []))
         runs["BM25"][qid] = corpus.docs(lists.get(ANY_WORD, []))
@@ -131,8 +137,11 @@ def run_set(name: str, collection_id: int, keywords: bool = False) -> dict[str, 
     return scores
 
 
+METHODS = ("vector", "BM25", "open-webui", "no rule", "CurreChat")
+
+
 def print_table(results: dict[str, dict[str, dict[str, float]]]) -> None:
-    methods = ["vector", "BM25", "open-webui", "CurreChat"]
+    methods = list(METHODS)
     header = "| set | " + " | ".join(f"{m} nDCG@10 / R@15 / MRR@10" for m in methods) + " |"
     print(header)
     print("|" + "---|" * (len(methods) + 1))
@@ -154,6 +163,11 @@ def main() -> int:
         action="store_true",
         help="search with each query's 4 rarest content words (the short searches a chat model writes)",
     )
+    parser.add_argument(
+        "--tune-foreign",
+        action="store_true",
+        help="tune SEARCH_FOREIGN_VECTOR_WEIGHT on the training queries of the sets MiniLM does not know",
+    )
     args = parser.parse_args()
     server = start_services("benchq")
     try:
@@ -161,6 +175,12 @@ def main() -> int:
             from bench.tune import tune
 
             tune([Corpus("scifact", 1, split="train"), Corpus("squad", 2, split="train")])
+            return 0
+        if args.tune_foreign:
+            from bench.datasets import FOREIGN_TO_MINILM
+            from bench.tune import tune_foreign
+
+            tune_foreign([Corpus(name, i, split="train") for i, name in enumerate(FOREIGN_TO_MINILM, start=1)])
             return 0
         results = {}
         for i, name in enumerate(args.sets.split(","), start=1):

@@ -102,3 +102,31 @@ def tune(corpora: list, rounds: int = 3) -> dict:
         solo = {r: (1.0 if r == name else 0.0) for r in GRID if r != "k"}
         print(f"train {name} alone: {scores({**solo, 'k': 60})}")
     return best
+
+
+FOREIGN_GRID = [0.0, 0.1, 0.25, 0.5, 0.75, 1.0]
+
+
+def tune_foreign(corpora: list) -> float:
+    """SEARCH_FOREIGN_VECTOR_WEIGHT on training queries of sets whose language the embedding model
+    does not know: each factor scales the vector weight of the current settings. The factor with
+    the best mean objective wins over 1.0 (no rule) only by a gain larger than its standard error."""
+    from django.conf import settings
+
+    started = time.monotonic()
+    sets = [(corpus, {qid: corpus.lists(q, qid) for qid, q in corpus.ds.queries.items()}) for corpus in corpora]
+    base = {**settings.SEARCH_WEIGHTS, "k": settings.SEARCH_RRF_K}
+    per_factor = {f: _per_query(sets, {**base, "vector": base["vector"] * f}) for f in FOREIGN_GRID}
+    print("| factor | " + " | ".join(f"{c.ds.name} nDCG@10 / R@15" for c, _ in sets) + " | mean objective |")
+    print("|---" * (len(sets) + 2) + "|")
+    for factor in FOREIGN_GRID:
+        params = {**base, "vector": base["vector"] * factor}
+        cells = [f"{s['nDCG@10']:.3f} / {s['R@15']:.3f}" for s in (_score(c, lists, params) for c, lists in sets)]
+        objective = sum(per_factor[factor]) / len(per_factor[factor])
+        print(f"| {factor} | " + " | ".join(cells) + f" | {objective:.4f} |")
+    best = max(FOREIGN_GRID, key=lambda f: sum(per_factor[f]))
+    if best != 1.0 and not _clear_gain(per_factor[best], per_factor[1.0]):
+        best = 1.0
+    names = " + ".join(f"{len(lists)} {c.ds.name}" for c, lists in sets)
+    print(f"\ntuned on {names} training queries in {time.monotonic() - started:.0f}s; best factor: {best}")
+    return best

@@ -7,6 +7,7 @@ the generous side (3 characters a token; English averages about 4) to err toward
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -16,8 +17,13 @@ from django.conf import settings
 
 from currechat.errors import CurreChatError
 from rag.providers import ChatMessage, ChatModel, ToolSpec
+from rag.query import tokenize
 
 CHARS_PER_TOKEN = 3
+# When the history does not fit, the latest exchanges are kept as they are (the conversation's
+# thread: "and the second one?") and the room left goes to the older exchanges most relevant to
+# the new message.
+RECENT_EXCHANGES = 2
 MESSAGE_OVERHEAD = 8  # role markers and separators a chat template adds around each message
 FALLBACK_CONTEXT = 8192  # when the server does not say (older servers, other protocols)
 _INFO_TTL = 300.0
@@ -88,10 +94,13 @@ class Budget:
 def fit_history(
     system: ChatMessage, history: Sequence[ChatMessage], current: ChatMessage, budget: Budget, tools_cost: int
 ) -> list[ChatMessage]:
-    """System message, then as much recent history as fits, then the student's new message.
+    """System message, then the history that fits, then the student's new message.
 
-    History is dropped oldest first, a whole exchange at a time so the model never sees an answer
-    without its question. Raises MessageTooLong when the new message alone does not fit.
+    Everything is kept when it fits. Otherwise the latest RECENT_EXCHANGES exchanges come first
+    (newest first, while they fit), then older exchanges in order of relevance to the new message
+    (`relevance`), each only if it still fits; the kept ones are given in their original order.
+    A whole exchange is kept or dropped, so the model never sees an answer without its question.
+    Raises MessageTooLong when the new message alone does not fit.
     """
     room = budget.for_messages(message_tokens(system) + tools_cost) - message_tokens(current)
     if room < 0:
@@ -99,14 +108,33 @@ def fit_history(
             "Your message is too long for this assistant's model to read together with the course material. "
             "Shorten it or split it into several questions."
         )
-    kept: list[ChatMessage] = []
-    for exchange in reversed(_exchanges(history)):
-        cost = sum(message_tokens(m) for m in exchange)
-        if cost > room:
-            break
-        kept[:0] = exchange
-        room -= cost
-    return [system, *kept, current]
+    exchanges = _exchanges(history)
+    costs = [sum(message_tokens(m) for m in exchange) for exchange in exchanges]
+    if sum(costs) <= room:
+        return [system, *history, current]
+    recent = list(range(len(exchanges) - 1, -1, -1))[:RECENT_EXCHANGES]
+    scores = relevance(current.content, exchanges)
+    older = sorted(set(range(len(exchanges))) - set(recent), key=lambda i: (-scores[i], -i))
+    kept: set[int] = set()
+    for position, i in enumerate(recent + older):
+        if costs[i] > room:
+            if position < len(recent):
+                break  # the thread is broken: nothing older would read in context
+            continue
+        kept.add(i)
+        room -= costs[i]
+    return [system, *(m for i in sorted(kept) for m in exchanges[i]), current]
+
+
+def relevance(question: str, exchanges: Sequence[Sequence[ChatMessage]]) -> list[float]:
+    """Each exchange's relevance to `question`: the summed IDF (over the exchanges) of the
+    question's words it contains, in the case-folded form search uses (rag.query.tokenize). Words
+    in every exchange ("the", "please") weigh almost nothing; 0 when it shares no word."""
+    words = {t for t in tokenize(question) if len(t) > 2}
+    bags = [{t for m in exchange for t in tokenize(m.content)} for exchange in exchanges]
+    n = len(bags)
+    idf = {w: math.log(1 + n / df) for w in words if (df := sum(1 for bag in bags if w in bag))}
+    return [sum(idf.get(w, 0.0) for w in words & bag) for bag in bags]
 
 
 def _exchanges(history: Sequence[ChatMessage]) -> list[list[ChatMessage]]:

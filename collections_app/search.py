@@ -64,6 +64,29 @@ def search_api(request, collection_id: int, body: SearchIn):
     return search_collections([collection], body.query, limit=body.limit, curate=body.curate).as_dict()
 
 
+def language_warning(collection) -> str | None:
+    """What to tell a teacher whose collection is in a language its embedding model was not trained
+    for (the search page and the collection page show it); None when the model knows it."""
+    from rag.providers import is_available
+    from rag.providers.languages import knows_language, suggest_model
+
+    if knows_language(collection.embedding_model, collection.language):
+        return None
+    language = collection.get_language_display()
+    warning = (
+        f"The embedding model {collection.embedding_model} was not trained on {language}: its meaning "
+        f"search ranks {language} text almost at random, so it counts less here and keyword search "
+        "does most of the work."
+    )
+    suggestion = suggest_model(collection.language, is_available)
+    if suggestion:
+        return (
+            warning
+            + f" The model server has a multilingual model, {suggestion}: choose it in the collection's settings."
+        )
+    return warning + " Ask your administrator to pull a multilingual model such as bge-m3 on the model server."
+
+
 @login_required
 @require_GET
 def search_page(request, pk: int):
@@ -81,6 +104,7 @@ def search_page(request, pk: int):
         "results": _rows(outcome.results) if outcome else [],
         "dropped": _rows(outcome.dropped) if outcome else [],
         "can_edit": collection.is_editable_by(request.user),
+        "language_warning": language_warning(collection),
     }
     return render(request, "search/search.html", context)
 

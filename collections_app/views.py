@@ -13,6 +13,7 @@ from accounts.permissions import get_collection_for_edit, get_file_for_edit, get
 from collections_app import files, originals, writes
 from collections_app.forms import CollectionForm
 from collections_app.models import FileStatus, PdfMode
+from collections_app.search import language_warning
 from currechat.errors import CurreChatError
 from currechat.rendering import render_markdown
 from rag.ingest.chunking import decompose
@@ -52,6 +53,7 @@ def collection_detail(request, pk: int):
         "pdf_modes": PdfMode.choices,
         "max_upload_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
         "max_pages": settings.UPLOAD_MAX_PDF_PAGES,
+        "language_warning": language_warning(collection),
     }
     return render(request, "collections/detail.html", context)
 

@@ -225,6 +225,10 @@ SEARCH_WEIGHTS = {
     "any_word": env_float("SEARCH_WEIGHT_ANY_WORD", 1.0, minimum=0),
 }
 # How many hits each retriever contributes to fusion, per collection.
+# The vector list's weight is multiplied by this when the collection's language is not one the
+# embedding model was trained for (rag/providers/languages.py); tuned on training queries of
+# Finnish, Turkish and Greek sets (docs/BENCHMARKS.md, "Language-aware fusion").
+SEARCH_FOREIGN_VECTOR_WEIGHT = env_float("SEARCH_FOREIGN_VECTOR_WEIGHT", 0.25, minimum=0)
 SEARCH_RETRIEVER_DEPTH = env_int("SEARCH_RETRIEVER_DEPTH", 50, minimum=1)
 # When no keyword retriever finds anything and no chunk is at least this similar (cosine) to the
 # query, the search says "nothing relevant" instead of returning the nearest unrelated chunks.

@@ -26,6 +26,7 @@ from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redisvl.schema import IndexSchema
 
 from currechat.redis_client import get_redis
+from rag.ingest.normalize import search_form
 from rag.languages import stopwords
 
 
@@ -47,42 +48,55 @@ class IndexedChunk:
 
 
 # The storage format: `_encode` writes a chunk's hash, `_decode` is its exact inverse.
+# Version 2: the searchable fields (`text`, `heading_terms`) hold `search_form` of the display
+# fields (`body`, `heading_path`), so capitalised non-ASCII words are found (version 1 indexed the
+# display text itself, and RediSearch keeps `Москва` capitalised). An index records its version
+# (`ChunkStore.format_version`); `manage.py reindex` rebuilds one of an older version, and search
+# says so until then (`ChunkStore.is_stale`).
+FORMAT_VERSION = 2
 # The fields a reader gets (the vector is left out on purpose: it is large).
-RETURN_FIELDS = ["text", "file_id", "file_name", "position", "page_start", "page_end", "heading_path"]
+RETURN_FIELDS = ["body", "file_id", "file_name", "position", "page_start", "page_end", "heading_path", "text"]
 _NO_PAGE = -1  # a numeric field cannot be empty
 
 
-def _encode(chunk: IndexedChunk) -> dict:
+def _searchable(text: str, language: str) -> str:
+    # RediSearch 2.10 does not split words at a bare newline ("foo\nbar" is one token, found by
+    # neither word), so the searchable copy has spaces for newlines.
+    return search_form(text, language).replace("\n", " ")
+
+
+def _encode(chunk: IndexedChunk, language: str) -> dict:
     return {
-        # RediSearch 2.10 does not split words at a bare newline ("foo\nbar" is one token, found
-        # by neither word); a space before each newline keeps both words searchable. `_decode`
-        # removes exactly that space again.
-        "text": chunk.text.replace("\n", " \n"),
+        "text": _searchable(chunk.text, language),
+        "body": chunk.text,
         "file_id": str(chunk.file_id),
         "file_name": chunk.file_name,
         "position": chunk.position,
         "page_start": _NO_PAGE if chunk.page_start is None else chunk.page_start,
         "page_end": _NO_PAGE if chunk.page_end is None else chunk.page_end,
         "heading_path": chunk.heading_path,
+        "heading_terms": _searchable(chunk.heading_path, language),
         "embedding": np.asarray(chunk.embedding, dtype=np.float32).tobytes(),
     }
 
 
 def _decode(values: Sequence[bytes | str | None]) -> IndexedChunk | None:
     """The chunk from its `RETURN_FIELDS` values; None when the hash is gone (replaced meanwhile)."""
-    if values[0] is None:
+    row = dict(zip(RETURN_FIELDS, (v.decode() if isinstance(v, bytes) else v for v in values), strict=True))
+    if row["file_id"] is None:
         return None
-    row = dict(zip(RETURN_FIELDS, (v.decode() if isinstance(v, bytes) else (v or "") for v in values), strict=True))
+    # A version 1 chunk (an index not rebuilt yet) has no `body`: its `text` was the display text,
+    # with a space before each newline. Read so, nothing stored is lost while it waits for reindex.
+    text = row["body"] if row["body"] is not None else (row["text"] or "").replace(" \n", "\n")
     start, end = int(row["page_start"] or _NO_PAGE), int(row["page_end"] or _NO_PAGE)
     return IndexedChunk(
         file_id=int(row["file_id"]),
-        position=int(row["position"]),
-        # Every stored newline has exactly one inserted space before it (see `_encode`).
-        text=row["text"].replace(" \n", "\n"),
-        file_name=row["file_name"],
+        position=int(row["position"] or 0),
+        text=text,
+        file_name=row["file_name"] or "",
         page_start=None if start == _NO_PAGE else start,
         page_end=None if end == _NO_PAGE else end,
-        heading_path=row["heading_path"],
+        heading_path=row["heading_path"] or "",
     )
 
 
@@ -126,6 +140,21 @@ class ChunkStore:
 
     def file_set(self, file_id: int) -> str:
         return f"{_prefix()}:c{self.collection_id}:f{file_id}"
+
+    def format_key(self) -> str:
+        return f"{_prefix()}:c{self.collection_id}:format"
+
+    def format_version(self) -> int | None:
+        """The storage format the index was built with (None when there is no index); an index
+        from before versions were recorded is version 1."""
+        if not self.exists():
+            return None
+        return int(self.client.get(self.format_key()) or 1)
+
+    def is_stale(self) -> bool:
+        """Whether the index was built with an older storage format and needs `manage.py reindex`."""
+        version = self.format_version()
+        return version is not None and version < FORMAT_VERSION
 
     def exists(self) -> bool:
         try:
@@ -208,7 +237,7 @@ class CollectionIndex(ChunkStore):
                     # Suffix trie: substring (infix) queries stay fast on large collections.
                     {"name": "text", "type": "text", "attrs": {"withsuffixtrie": True}},
                     {"name": "file_id", "type": "tag"},
-                    {"name": "heading_path", "type": "text", "attrs": {"weight": 0.5}},
+                    {"name": "heading_terms", "type": "text", "attrs": {"weight": 0.5}},
                     {"name": "page_start", "type": "numeric"},
                     {
                         "name": "embedding",
@@ -238,6 +267,10 @@ class CollectionIndex(ChunkStore):
             if _indexed_dims(info) in (None, self.dims):
                 return
             self.client.ft(self.name).dropindex(delete_documents=False)
+        # The version is recorded before FT.CREATE: an index never exists without its version.
+        # `rebuild` (reindex) drops the index and comes through here, so it is raised then; the
+        # chunks of the older format are re-written as their files are re-ingested.
+        self.client.set(self.format_key(), FORMAT_VERSION)
         # redisvl's schema has no LANGUAGE, so FT.CREATE goes through redis-py with redisvl's fields.
         try:
             self.client.ft(self.name).create_index(
@@ -251,6 +284,20 @@ class CollectionIndex(ChunkStore):
             # Two workers indexing the first files of a collection at once: the other one won.
             if "already exists" not in str(exc).lower():
                 raise
+        self._await_scan()
+
+    def _await_scan(self, timeout: float = 5.0) -> None:
+        """Wait (bounded) for FT.CREATE's background scan of existing keys to finish. Chunks written
+        while it runs are indexed twice; the superseded copies still count in BM25's document
+        statistics until RediSearch's garbage collector runs, which skews scores for a while."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = self.client.ft(self.name).info()
+            if str(info.get("indexing", 0)) in ("0", "b'0'"):
+                return
+            time.sleep(0.01)
 
     def replace_file(self, file_id: int, chunks: Sequence[IndexedChunk]) -> None:
         """Swap a file's chunks for `chunks` in one transaction (empty `chunks` removes the file)."""
@@ -267,7 +314,7 @@ class CollectionIndex(ChunkStore):
         for chunk in chunks:
             key = self.key(file_id, chunk.position)
             new_keys.append(key)
-            pipe.hset(key, mapping=_encode(chunk))
+            pipe.hset(key, mapping=_encode(chunk, self.language))
         if new_keys:
             pipe.sadd(self.file_set(file_id), *new_keys)
         pipe.execute()

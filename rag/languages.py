@@ -34,7 +34,10 @@ LANGUAGE_CHOICES = [(lang, lang.capitalize()) for lang in LANGUAGES]
 
 @cache
 def stopwords(language: str) -> frozenset[str]:
-    """The stop words of a supported language, lower case."""
+    """The stop words of a supported language, in `search_form` (as query terms and the index's
+    text are: `daß` -> `dass`), so the index and the query parser drop the same words."""
     from redisvl.utils.stopwords import get_stopwords
 
-    return frozenset(word.lower() for word in get_stopwords(language))
+    from rag.ingest.normalize import search_form
+
+    return frozenset(search_form(word, language).strip() for word in get_stopwords(language))

@@ -17,7 +17,7 @@ import re
 import threading
 from dataclasses import dataclass
 
-from rag.ingest.normalize import fold_characters
+from rag.ingest.normalize import fold_characters, search_form
 from rag.languages import stopwords
 
 # The characters RediSearch 2.10 splits documents on (its documented list, plus `/|?` and the
@@ -35,7 +35,7 @@ MAX_INFIX = 6
 @dataclass(frozen=True)
 class ParsedQuery:
     text: str  # the query as given, normalised
-    terms: tuple[str, ...]  # lower-cased tokens, stop words kept, in order
+    terms: tuple[str, ...]  # tokens in `search_form` (case folded), stop words kept, in order
     content: tuple[str, ...]  # tokens without stop words, in order, de-duplicated
     stems: tuple[str, ...]  # Snowball stems of `content` (for infix matching)
     language: str
@@ -85,7 +85,7 @@ class ParsedQuery:
         return [f"(\\+{escape(s)}|{escape(s)})" for s in seen]
 
     def literal(self) -> str:
-        """The query as plain lower-case words, for the substring scan of stop-word-only queries."""
+        """The query as plain case-folded words, for the substring scan of stop-word-only queries."""
         return " ".join(self.terms)
 
 
@@ -100,11 +100,13 @@ def normalise(text: str) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in fold_characters(text)).strip()
 
 
-def tokenize(text: str) -> list[str]:
-    """Lower-case terms as the index holds them. A backslash escapes the next character in the
-    document tokenizer (`\\overline` is indexed as `overline`), so it is dropped; tokens without a
-    letter or digit (`_`, `__`) are no terms at all and would only break the query syntax."""
-    tokens = (t.replace("\\", "") for t in _SPLIT.split(text.lower()))
+def tokenize(text: str, language: str = "") -> list[str]:
+    """Terms as the index holds them: in `search_form` (case folded, stress marks and quotation
+    marks gone, the same function the index applies to its text). A backslash escapes the next
+    character in the document tokenizer (`\\overline` is indexed as `overline`), so it is dropped;
+    tokens without a letter or digit (`_`, `__`) are no terms at all and would only break the
+    query syntax."""
+    tokens = (t.replace("\\", "") for t in _SPLIT.split(search_form(text, language)))
     return [t for t in tokens if any(ch.isalnum() for ch in t)]
 
 
@@ -136,7 +138,7 @@ def stem(term: str, language: str) -> str:
 
 def parse(query: str, language: str) -> ParsedQuery:
     text = normalise(query)
-    terms = tuple(tokenize(text))
+    terms = tuple(tokenize(text, language))
     stop = stopwords(language)
     content = tuple(dict.fromkeys(t for t in terms if t not in stop))[:MAX_TERMS]
     stems = tuple(stem(t, language) for t in content)

@@ -43,6 +43,9 @@ class Target:
     index_name: str
     parsed: ParsedQuery
     vector: Sequence[float] | None
+    # Multiplies the vector retriever's fusion weight: below 1 when the embedding model does not
+    # know the collection's language (rag/providers/languages.py, rag/search.build_targets).
+    vector_weight: float = 1.0
     lists: dict[str, list[Hit]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 

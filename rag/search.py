@@ -75,11 +75,13 @@ def search_collections(
     weights: Mapping[str, float] | None = None,
     rrf_k: float | None = None,
     depth: int | None = None,
+    foreign_vector_weight: float | None = None,
     client: redis.Redis | None = None,
 ) -> SearchOutcome:
     """Search `collections` (Collection objects the caller has already checked access to).
 
-    `weights`, `rrf_k` and `depth` default to the SEARCH_* settings; benchmarks pass their own.
+    `weights`, `rrf_k`, `depth` and `foreign_vector_weight` default to the SEARCH_* settings;
+    benchmarks pass their own.
     Raises EmptyQuery for a blank query and redis.RedisError when the index is unreachable; a
     failing retriever or curation call only adds a note.
     """
@@ -89,7 +91,7 @@ def search_collections(
     clock, client = _Clock(), client or get_redis()
     notes: list[str] = []
     with clock.stage("embed"):
-        targets = build_targets(collections, query, notes)
+        targets = build_targets(collections, query, notes, foreign_vector_weight)
     with clock.stage("retrieve"):
         retrievers.run(client, targets, depth or settings.SEARCH_RETRIEVER_DEPTH)
     with clock.stage("fuse"):
@@ -97,7 +99,7 @@ def search_collections(
         chosen = select(targets, limit, weights or settings.SEARCH_WEIGHTS, k)
     with clock.stage("fetch"):
         passages = fetch(client, chosen)
-    notes += retriever_notes(targets, query)
+    notes += retriever_notes(targets, query) + stale_notes(client, targets)
     if not passages:
         notes.append("No passage matched.")
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
@@ -132,13 +134,37 @@ def retriever_notes(targets: Sequence[retrievers.Target], query: str) -> list[st
     return notes
 
 
-def build_targets(collections: Sequence, query: str, notes: list[str] | None = None) -> list[retrievers.Target]:
+def stale_notes(client: redis.Redis, targets: Sequence[retrievers.Target]) -> list[str]:
+    """A sentence when an index was built with an older storage format (see rag/index.py): its
+    capitalised non-ASCII words are not found until `manage.py reindex --stale` rebuilds it."""
+    stores = [ChunkStore(t.collection_id, client) for t in targets]
+    pipe = client.pipeline(transaction=False)
+    for store in stores:
+        pipe.get(store.format_key())
+    unversioned = [store for store, version in zip(stores, pipe.execute(), strict=True) if version is None]
+    if any(store.is_stale() for store in unversioned):  # rare: FT.INFO only for those without a version
+        return [
+            "This collection's index was built by an older version of CurreChat and some words are not "
+            "found until it is rebuilt (an administrator runs `manage.py reindex --stale`)."
+        ]
+    return []
+
+
+def build_targets(
+    collections: Sequence, query: str, notes: list[str] | None = None, foreign_vector_weight: float | None = None
+) -> list[retrievers.Target]:
     """One target per collection, with the query embedded once per embedding model.
 
     When the embedding model cannot be reached the keyword retrievers still run (the app stays
-    usable without a model server); `notes` says so.
+    usable without a model server); `notes` says so. When the model was not trained for the
+    collection's language, its list counts `foreign_vector_weight` (SEARCH_FOREIGN_VECTOR_WEIGHT)
+    times its usual weight in the fusion.
     """
     from rag.providers import get_embedding_model
+    from rag.providers.languages import knows_language
+
+    if foreign_vector_weight is None:
+        foreign_vector_weight = settings.SEARCH_FOREIGN_VECTOR_WEIGHT
 
     vectors: dict[str, list[float] | None] = {}
     targets = []
@@ -152,7 +178,9 @@ def build_targets(collections: Sequence, query: str, notes: list[str] | None = N
                 if notes is not None:
                     notes.append(f"The meaning (vector) search is unavailable: {exc}")
         index = ChunkStore.index_name(collection.id)
-        targets.append(retrievers.Target(collection.id, index, parse(query, collection.language), vectors[model]))
+        weight = 1.0 if knows_language(model, collection.language) else foreign_vector_weight
+        parsed = parse(query, collection.language)
+        targets.append(retrievers.Target(collection.id, index, parsed, vectors[model], vector_weight=weight))
     return targets
 
 
@@ -160,13 +188,19 @@ def select(
     targets: Sequence[retrievers.Target], limit: int, weights: Mapping[str, float], k: float
 ) -> list[tuple[int, Fused]]:
     """Fuse each collection's lists, split `limit` between collections, order the winners."""
-    fused = {t.collection_id: weighted_rrf(_keys(t), weights, k) for t in targets}
+    fused = {t.collection_id: weighted_rrf(_keys(t), target_weights(t, weights), k) for t in targets}
     # A collection's share is the fused relevance of the best `limit` candidates it has: where
     # several retrievers agree on many chunks, that collection gets more of the budget.
     shares = {cid: sum(f.score for f in items[:limit]) for cid, items in fused.items()}
     granted = budgets(shares, {cid: len(items) for cid, items in fused.items()}, limit)
     winners = [(cid, f) for cid, items in fused.items() for f in items[: granted[cid]]]
     return sorted(winners, key=lambda pair: -pair[1].score)
+
+
+def target_weights(target: retrievers.Target, weights: Mapping[str, float]) -> dict[str, float]:
+    """The fusion weights for one collection: the vector weight scaled by the target's factor."""
+    vector = retrievers.VECTOR
+    return {**weights, vector: weights.get(vector, 0.0) * target.vector_weight}
 
 
 def _keys(target: retrievers.Target) -> dict[str, list[str]]:

@@ -43,7 +43,7 @@ def make_collection(owner, ollama):
 
     def make(name: str = "Course notes", language: str = "english", **extra) -> Collection:
         return Collection.objects.create(
-            name=name, language=language, owner=owner, embedding_model=TEST_EMBEDDER, **extra
+            name=name, language=language, owner=owner, **{"embedding_model": TEST_EMBEDDER, **extra}
         )
 
     return make

@@ -2,6 +2,9 @@
 
 `fold_characters` is the one character-level normaliser: ingestion (`normalize_text`) and search
 queries (rag/query.py) both apply it, so what a user types finds what the material says.
+`search_form` goes one step further for what RediSearch indexes and what queries look for (never for
+display): case folded, stress marks removed, quotation marks split off words. The index stores it
+next to the display text (rag/index.py), and every query term goes through it (rag/query.py).
 
 PDF text extraction is the main source of damage: LaTeX-made PDFs emit accents as separate spacing
 characters (`Sis¨allys` for `Sisällys`), words hyphenated at line ends arrive split, ligatures
@@ -76,6 +79,34 @@ def fold_characters(text: str) -> str:
     for ligature, letters in _LIGATURES.items():
         text = text.replace(ligature, letters)
     return unicodedata.normalize("NFC", _recombine(text))
+
+
+# Quotation marks RediSearch does not split words on: « » ‹ › (guillemets), the CJK corner brackets
+# and the fullwidth quote. `fold_characters` has already made the curly quotes ASCII.
+_QUOTE_MARKS = dict.fromkeys(map(ord, "\u00ab\u00bb\u2039\u203a\u300c\u300d\u300e\u300f\uff02\u2e42"), " ")
+# After NFC, an acute or grave accent still standing alone on its letter is a stress mark
+# (Russian and Ukrainian textbooks: `госуда́рство`); letters that carry the accent as part of their
+# spelling (é, á, ά) are precomposed by NFC and keep it. RediSearch's stemmer cuts words at it.
+_STRESS_MARKS = re.compile("[\u0300\u0301]")
+# `İ`.casefold() is `i` + combining dot above: the dot goes, so `İstanbul` is found as `istanbul`.
+_DOTTED_I = re.compile("i\u0307")
+# Turkish and Azerbaijani pair dotted and dotless i differently from every other language.
+_TURKIC_CASE = str.maketrans({"I": "\u0131", "\u0130": "i"})
+_TURKIC = frozenset({"turkish", "azerbaijani"})
+
+
+def search_form(text: str, language: str = "") -> str:
+    """The text as the keyword index holds it and as queries look for it: `fold_characters`,
+    case folded (`Москва` -> `москва`, `Straße` -> `strasse`, `ΟΔΟΣ` -> `οδοσ`; in Turkish
+    `I` -> `ı` and `İ` -> `i`), stress marks removed, quotation marks replaced by spaces.
+
+    Never shown to anyone: the display text keeps its case and marks. Indexed text and query
+    terms must both go through this one function, or capitalised words stop being found."""
+    text = fold_characters(text).translate(_QUOTE_MARKS)
+    if language in _TURKIC:
+        text = text.translate(_TURKIC_CASE)
+    text = _DOTTED_I.sub("i", text.casefold())
+    return unicodedata.normalize("NFC", _STRESS_MARKS.sub("", text))
 
 
 def normalize_text(text: str) -> str:

@@ -7,6 +7,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from collections_app import lifecycle
 from collections_app.models import Collection, FileStatus
+from rag.index import ChunkStore
+
+
+def stale_collection_ids(collections) -> list[int]:
+    """The collections whose index has an older storage format (rag.index.FORMAT_VERSION)."""
+    return [pk for pk in collections.values_list("pk", flat=True) if ChunkStore(pk).is_stale()]
 
 
 class Command(BaseCommand):
@@ -20,11 +26,18 @@ class Command(BaseCommand):
             help="Read every file again (PDFs through the vision model) instead of re-chunking the stored text.",
         )
         parser.add_argument(
+            "--stale",
+            action="store_true",
+            help="Only collections whose index was built by an older CurreChat (see `check_services`).",
+        )
+        parser.add_argument(
             "--queue", action="store_true", help="Queue the files for the workers instead of indexing them here."
         )
 
-    def handle(self, *args, collection=None, re_extract=False, queue=False, **options):
+    def handle(self, *args, collection=None, re_extract=False, queue=False, stale=False, **options):
         collections = Collection.objects.all()
+        if stale:
+            collections = collections.filter(pk__in=stale_collection_ids(collections))
         if collection:
             collections = collections.filter(pk__in=collection)
             missing = set(collection) - set(collections.values_list("pk", flat=True))

@@ -11,5 +11,27 @@ class Command(BaseCommand):
         if not state.ok:
             raise CommandError(state.detail)
         self.stdout.write(state.detail)
+        stale = _stale_collections()
+        if stale:
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{len(stale)} collection index(es) were built by an older CurreChat ({', '.join(stale)}): "
+                    "some words are not found until they are rebuilt with `python manage.py reindex --stale`."
+                )
+            )
         models, _ = check_model_server()
         self.stdout.write(models.detail + ("" if models.ok else " Chat answers will quote passages without an LLM."))
+
+
+def _stale_collections() -> list[str]:
+    """Collections whose index has an older storage format; none before the first `migrate`."""
+    from django.db import DatabaseError
+
+    from collections_app.management.commands.reindex import stale_collection_ids
+    from collections_app.models import Collection
+
+    try:
+        ids = stale_collection_ids(Collection.objects.all())
+    except DatabaseError:  # check_services runs before migrate on a fresh install
+        return []
+    return [f"{c.name} (#{c.pk})" for c in Collection.objects.filter(pk__in=ids).order_by("pk")]
