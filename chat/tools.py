@@ -21,6 +21,7 @@ from chat.budget import estimate_tokens
 from chat.events import PassageView, passage_view
 from currechat.errors import CurreChatError
 from rag.providers import ToolCall, ToolSpec
+from rag.providers.base import UsageSink
 from rag.results import Passage
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,9 @@ class PassageRegistry:
 class SearchTool:
     """document_search over a prompt's collections, within this turn's budget for results."""
 
-    def __init__(self, collections: Sequence, *, curate: bool, results_budget: int):
+    def __init__(self, collections: Sequence, *, curate: bool, results_budget: int, usage: UsageSink | None = None):
         self.collections = list(collections)
+        self.usage = usage  # told the tokens of the search's curation calls
         self.curate = curate
         self.tokens_left = results_budget
         self.registry = PassageRegistry()
@@ -143,7 +145,9 @@ class SearchTool:
     def _search(self, query: str):
         from rag.search import search_collections  # imported late: the search module owns its own deps
 
-        return search_collections(self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate)
+        return search_collections(
+            self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate, usage=self.usage
+        )
 
     def _numbered(self, call_id: str, query: str, outcome) -> ToolOutcome:
         """Number the passages and keep as many as the turn's results budget allows."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from currechat.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from currechat.env import env_bool, env_float, env_int, env_list, env_optional_int, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CURRECHAT_VAR_DIR", str(BASE_DIR / "var")))
@@ -200,6 +200,30 @@ CHAT_ANSWER_RESERVE_TOKENS = env_int("CHAT_ANSWER_RESERVE_TOKENS", 1024, minimum
 CHAT_RESULTS_RESERVE_TOKENS = env_int("CHAT_RESULTS_RESERVE_TOKENS", 6000, minimum=256)
 # Threads that run chat turns in each web process (each turn waits on the model server).
 CHAT_WORKER_THREADS = env_int("CHAT_WORKER_THREADS", 256, minimum=1)
+
+# --- Fair use: weekly token budgets (chat/usage.py) -------------------------------------------------
+# Tokens the model server reports for a student's calls (chat rounds, tool rounds, curation), per week.
+# CHAT_WEEKLY_TOKEN_BUDGET is a new prompt's default (empty: no limit); USER_WEEKLY_TOKEN_BUDGET caps
+# one user across all prompts (empty: no cap). The week starts at USAGE_WEEK_RESET_HOUR on
+# USAGE_WEEK_RESET_WEEKDAY (0 = Monday ... 6 = Sunday) in TIME_ZONE.
+CHAT_WEEKLY_TOKEN_BUDGET = env_optional_int("CHAT_WEEKLY_TOKEN_BUDGET", None, minimum=0)
+USER_WEEKLY_TOKEN_BUDGET = env_optional_int("USER_WEEKLY_TOKEN_BUDGET", None, minimum=0)
+USAGE_WEEK_RESET_WEEKDAY = env_int("USAGE_WEEK_RESET_WEEKDAY", 0, minimum=0)
+USAGE_WEEK_RESET_HOUR = env_int("USAGE_WEEK_RESET_HOUR", 0, minimum=0)
+if USAGE_WEEK_RESET_WEEKDAY > 6 or USAGE_WEEK_RESET_HOUR > 23:
+    raise ImproperlyConfigured("USAGE_WEEK_RESET_WEEKDAY must be 0-6 (0 = Monday) and USAGE_WEEK_RESET_HOUR 0-23.")
+
+# --- OpenAI-compatible model servers (vLLM, llama.cpp, LM Studio, TGI, Azure OpenAI) ---------------
+# Used for model names prefixed `openai:` (CHAT_MODEL=openai:Qwen/Qwen3-8B); empty: not configured.
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "").strip()
+if OPENAI_BASE_URL and not OPENAI_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"OPENAI_BASE_URL must start with http:// or https:// (got {OPENAI_BASE_URL!r}).")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
+OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 120.0, minimum=0.1)
+
+# --- Metrics -----------------------------------------------------------------------------------------
+# Prometheus text format at /metrics, only when METRICS_TOKEN is set (sent as a Bearer token).
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 
 # --- Search --------------------------------------------------------------------------------------
 # Weighted reciprocal rank fusion: score = sum over retrievers of weight / (k + rank). The defaults
