@@ -264,7 +264,7 @@ _thread_models = threading.local()
 def _chat_model(name: str):
     """The chat model, kept per worker thread: its HTTP client keeps the connection to the model
     server alive between turns, and no two concurrent turns share one client's connection pool."""
-    key = (name, settings.OLLAMA_HOST, settings.OLLAMA_TIMEOUT)
+    key = (name, settings.OLLAMA_HOST, settings.OLLAMA_TIMEOUT, settings.OPENAI_BASE_URL)
     models = _thread_models.__dict__.setdefault("by_key", {})
     if key not in models:
         models[key] = get_chat_model(name)
