@@ -31,6 +31,7 @@ from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRol
 from chat.serializers import message_dict
 from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
 from chat.usage import UsageMeter, check_budget
+from currechat import metrics
 from currechat.errors import Conflict, CurreChatError, ProviderError
 from currechat.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
@@ -205,6 +206,7 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
 
 
 def _mirror_usage(turn: Turn) -> None:
+    metrics.TURNS.labels(status=turn.reply.status, mode=turn.reply.mode).inc()
     try:
         turn.meter.flush()
     except Exception:  # noqa: BLE001  (statistics only: the budget counters in Redis are already right)
@@ -224,6 +226,8 @@ def _finish(reply: Message, progress: _Progress, status: str) -> None:
 def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, detail=None) -> None:
     """Store the reply as failed (never complete) and end the turn with an `error` event."""
     log.info("Chat turn %s failed: %s", reply.id, detail or exc)
+    if isinstance(exc, ProviderError):
+        metrics.MODEL_ERRORS.labels(retryable=str(exc.retryable).lower()).inc()
     reply.error = str(exc)
     try:
         _finish(reply, progress, MessageStatus.FAILED)
@@ -348,7 +352,7 @@ class _ModelLoop:
                 self.progress.usage["prompt_tokens"] += event.prompt_tokens
                 self.progress.usage["completion_tokens"] += event.completion_tokens
                 self.progress.usage["rounds"] += 1
-                self.turn.meter(event.prompt_tokens, event.completion_tokens)
+                self.turn.meter(event.prompt_tokens, event.completion_tokens, self.model.name)
 
 
 def _run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: _Progress, sink: EventSink) -> ToolOutcome:

@@ -19,6 +19,7 @@ from django.conf import settings
 from chat import grounding
 from chat.budget import estimate_tokens
 from chat.events import PassageView, passage_view
+from currechat import metrics
 from currechat.errors import CurreChatError
 from rag.providers import ToolCall, ToolSpec
 from rag.providers.base import UsageSink
@@ -145,9 +146,11 @@ class SearchTool:
     def _search(self, query: str):
         from rag.search import search_collections  # imported late: the search module owns its own deps
 
-        return search_collections(
+        outcome = search_collections(
             self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate, usage=self.usage
         )
+        metrics.observe_search(outcome.status, outcome.timings_ms)
+        return outcome
 
     def _numbered(self, call_id: str, query: str, outcome) -> ToolOutcome:
         """Number the passages and keep as many as the turn's results budget allows."""

@@ -28,7 +28,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from chat.models import BudgetOverride, Prompt, TokenUsage
-from currechat.errors import CurreChatError
+from currechat import metrics
+from currechat.errors import CurreChatError, InvalidInput
 from currechat.redis_client import get_redis
 
 WARNING_SHARE = 0.9  # from this share of a budget on, the chat warns
@@ -163,6 +164,7 @@ def check_budget(user_id: int, prompt: Prompt) -> Allowance:
     if which is not None:
         spent = standing.budget if which == "prompt" else standing.total_budget
         where = "in this assistant" if which == "prompt" else "across all assistants"
+        metrics.BUDGET_REFUSALS.inc()
         raise BudgetExhausted(
             f"You have used your {spent:,} tokens for this week {where}. "
             f"Your budget starts again on {describe_reset(standing.week)}.",
@@ -174,7 +176,7 @@ def check_budget(user_id: int, prompt: Prompt) -> Allowance:
 class UsageMeter:
     """Counts the tokens of one turn's model calls for its user, as each call ends.
 
-    Callable as `meter(prompt_tokens, completion_tokens)` from any thread (curation calls run in a
+    Callable as `meter(prompt_tokens, completion_tokens, model)` from any thread (curation calls run in a
     pool); the counters in Redis grow at once, the database mirror when `flush()` runs at the
     end of the turn."""
 
@@ -189,7 +191,8 @@ class UsageMeter:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def __call__(self, prompt_tokens: int, completion_tokens: int) -> None:
+    def __call__(self, prompt_tokens: int, completion_tokens: int, model: str = "") -> None:
+        metrics.count_tokens(model, prompt_tokens, completion_tokens)
         spent = max(0, prompt_tokens) + max(0, completion_tokens)
         with self._lock:
             self.prompt_tokens += max(0, prompt_tokens)
@@ -243,8 +246,6 @@ def reset_week(user_id: int, prompt: Prompt) -> int:
 def set_budget(user_id: int, prompt: Prompt, weekly_token_budget: int | None) -> None:
     """The user's own budget in the prompt (None: the prompt's again)."""
     if weekly_token_budget is not None and weekly_token_budget < 0:
-        from currechat.errors import InvalidInput
-
         raise InvalidInput("A weekly token budget is 0 or more tokens.", field="weekly_token_budget")
     BudgetOverride.objects.update_or_create(
         prompt=prompt, user_id=user_id, defaults={"weekly_token_budget": weekly_token_budget}

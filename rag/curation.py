@@ -105,7 +105,7 @@ def _ask(model_name: str, timeout: float, query: str, passage: Passage, usage: U
         if isinstance(event, TextDelta):
             parts.append(event.text)
         elif isinstance(event, Done) and usage is not None:
-            usage(event.prompt_tokens, event.completion_tokens)
+            usage(event.prompt_tokens, event.completion_tokens, model_name)
     return parse_verdict("".join(parts))
 
 

@@ -35,7 +35,7 @@ def post_json(client, url: str, data: dict):
 
 def spend(user, prompt, tokens: int) -> None:
     """Tokens reported for the user this week, as a finished model call would count them."""
-    UsageMeter(user.pk, prompt.pk)(tokens, 0)
+    UsageMeter(user.pk, prompt.pk)(tokens, 0, "qwen3:8b")
 
 
 class CountingServer:
@@ -149,7 +149,7 @@ def test_the_week_resets_at_the_configured_hour_in_the_time_zone(settings, promp
     assert old.start.isoformat() == "2026-02-23T06:00:00+13:00"
     assert old.end == new.start and new.start.isoformat() == "2026-03-02T06:00:00+13:00"
     assert usage.describe_reset(old) == "Monday 2 March at 06:00 (Pacific/Auckland)"
-    UsageMeter(student.pk, prompt.pk, week=old)(700, 0)
+    UsageMeter(student.pk, prompt.pk, week=old)(700, 0, "qwen3:8b")
     assert allowance(student.pk, prompt, week=old).used == 700
     assert allowance(student.pk, prompt, week=new).used == 0, "a new week starts from nothing"
 
@@ -268,7 +268,7 @@ def test_fifty_turns_at_once_exceed_the_budget_only_by_those_already_running(pro
             meter = UsageMeter(student.pk, prompt.pk)
             for event in get_chat_model("qwen3:8b").stream([ChatMessage(role="user", content="go")]):
                 if isinstance(event, Done):
-                    meter(event.prompt_tokens, event.completion_tokens)
+                    meter(event.prompt_tokens, event.completion_tokens, "qwen3:8b")
             outcome = (asked, time.monotonic())
         with lock:
             runs.append(outcome)

@@ -88,12 +88,14 @@ def test_curation_asks_for_structured_output_and_counts_its_tokens(served):
     )
     passage = Passage(7, "c1", 1, "notes.md", None, None, "Bias", "Selection bias is ...", 0.5, {})
     counted: list[tuple[int, int]] = []
-    run = curation.curate("what is bias", [passage], model_name=served.chat, usage=lambda p, c: counted.append((p, c)))
+    run = curation.curate(
+        "what is bias", [passage], model_name=served.chat, usage=lambda p, c, model: counted.append((p, c, model))
+    )
     assert run.verdicts[0] is not None and run.verdicts[0].score == 9 and run.verdicts[0].include
     [body] = served.fake.chat_requests()
     assert served.sent_schema(body) == curation.SCHEMA
     assert served.temperature(body) == 0
-    assert counted == [(200, 10)]
+    assert counted == [(200, 10, served.chat)]
 
 
 def test_the_vlm_gets_the_page_image(served):

@@ -63,9 +63,9 @@ class Done:
 
 ChatEvent = TextDelta | ToolCallEvent | Done
 
-# Told (prompt_tokens, completion_tokens) of each model call made for someone, from any thread: how
-# the app counts a user's tokens (chat/usage.py) through library code that knows no app.
-UsageSink = Callable[[int, int], None]
+# Told (prompt_tokens, completion_tokens, model name) of each model call made for someone, from any
+# thread: how the app counts a user's tokens (chat/usage.py) through library code that knows no app.
+UsageSink = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
