@@ -404,6 +404,7 @@ class PromptUsageOut(Schema):
     budget: int | None = Field(description="Your weekly tokens in this prompt; null: no limit.")
     exempt: bool
     warning: bool = Field(description="True from 90% of a limit on.")
+    text: str = Field(description="The chat's usage line, e.g. '12,300 of 50,000 tokens this week.'")
 
 
 class TotalUsageOut(Schema):

@@ -131,6 +131,24 @@ class Allowance:
         }
 
 
+def usage_sentence(standing: Allowance) -> str:
+    """The chat's usage line: '12,300 of 50,000 tokens this week', with what is left near the end."""
+    if standing.exempt:
+        return f"{standing.used:,} tokens this week (you are exempt from this assistant's budget)."
+    text = (
+        f"{standing.used:,} of {standing.budget:,} tokens this week"
+        if standing.budget is not None
+        else (f"{standing.used:,} tokens this week")
+    )
+    if standing.total_budget is not None:
+        text += f" ({standing.total_used:,} of {standing.total_budget:,} across all assistants)"
+    if standing.exhausted:
+        return f"{text}. Your budget is used up; it starts again on {describe_reset(standing.week)}."
+    if standing.warning:
+        return f"{text}. You are near your weekly budget; it starts again on {describe_reset(standing.week)}."
+    return f"{text}."
+
+
 def budget_for(prompt: Prompt, user_id: int) -> tuple[int | None, bool]:
     """(the user's weekly budget in the prompt, whether they are exempt)."""
     override = BudgetOverride.objects.filter(prompt=prompt, user_id=user_id).first()
@@ -283,7 +301,14 @@ def usage_for(user, prompts: list[Prompt]) -> dict:
     return {
         "week_resets_at": week.end.isoformat(),
         "prompts": [
-            {"prompt_id": p.pk, "used": r.used, "budget": r.budget, "exempt": r.exempt, "warning": r.warning}
+            {
+                "prompt_id": p.pk,
+                "used": r.used,
+                "budget": r.budget,
+                "exempt": r.exempt,
+                "warning": r.warning,
+                "text": usage_sentence(r),
+            }
             for p, r in zip(prompts, rows, strict=True)
         ],
         "total": {"used": total_used, "budget": settings.USER_WEEKLY_TOKEN_BUDGET},

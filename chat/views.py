@@ -17,7 +17,7 @@ from accounts.permissions import (
     require_teacher,
     state_sentence,
 )
-from chat import enrollment, roster, writes
+from chat import enrollment, roster, usage, writes
 from chat.agent import fail_orphaned_replies, new_session
 from chat.forms import PromptForm
 from chat.models import ChatSession, ChatVisibility, PromptState
@@ -144,6 +144,16 @@ def _model_status(prompt) -> dict:
     return {"connected": connected, "model": prompt.chat_model, "text": text}
 
 
+def _usage(user, prompt) -> dict:
+    """The chat's usage line as the page starts with it; its script refreshes it after each answer."""
+    standing = usage.allowance(user.pk, prompt)
+    return {
+        "path": f"/api/v1/me/usage?prompt_id={prompt.pk}",
+        "text": usage.usage_sentence(standing),
+        "warning": standing.warning,
+    }
+
+
 def _may_chat(user, prompt) -> tuple[bool, str]:
     """Whether the user may write to the prompt now, and the sentence that says why not."""
     try:
@@ -167,6 +177,7 @@ def _chat_page(request, prompt, session):
         "writable": writable,
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
         "model_status": _model_status(prompt),
+        "usage": _usage(request.user, prompt) if owner.id == request.user.id else None,
     }
     context = {
         "prompt": prompt,

@@ -285,3 +285,21 @@ def test_fifty_turns_at_once_exceed_the_budget_only_by_those_already_running(pro
     assert len(runs) == 50 and 5 < len(accepted) < 50
     assert all(asked < reached for asked in accepted), "no turn was let in after the budget was reached"
     assert allowance(student.pk, prompt).used == per_turn * len(accepted), "every count arrived"
+
+
+def test_the_chat_shows_the_week_and_warns_near_the_end(client_for, student, session, owner):
+    session.prompt.weekly_token_budget = 50000
+    session.prompt.save()
+    spend(student, session.prompt, 12300)
+    page = client_for(student).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
+    assert "12,300 of 50,000 tokens this week." in page and "usage-line muted warn" not in page
+    spend(student, session.prompt, 33000)
+    page = client_for(student).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
+    assert "45,300 of 50,000 tokens this week. You are near your weekly budget" in page
+    assert "usage-line muted warn" in page
+    row = client_for(student).get(f"/api/v1/me/usage?prompt_id={session.prompt_id}").json()["prompts"][0]
+    assert row["warning"] and row["text"].startswith("45,300 of 50,000")
+    # A teacher reading the student's chat sees no usage line of their own there.
+    assert (
+        "usage-line" not in client_for(owner).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
+    )
