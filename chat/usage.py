@@ -161,9 +161,12 @@ def budget_for(prompt: Prompt, user_id: int) -> tuple[int | None, bool]:
     return prompt.weekly_token_budget, False
 
 
-def allowance(user_id: int, prompt: Prompt, *, week: Week | None = None) -> Allowance:
+def allowance(
+    user_id: int, prompt: Prompt, *, week: Week | None = None, limits: tuple[int | None, bool] | None = None
+) -> Allowance:
+    """`limits` is `budget_for`'s answer when the caller has it already."""
     week = week or current_week()
-    budget, exempt = budget_for(prompt, user_id)
+    budget, exempt = limits or budget_for(prompt, user_id)
     used, total = get_redis().mget([_key(week, user_id, prompt.pk), _key(week, user_id)])
     return Allowance(
         week=week,
@@ -175,9 +178,12 @@ def allowance(user_id: int, prompt: Prompt, *, week: Week | None = None) -> Allo
     )
 
 
-def check_budget(user_id: int, prompt: Prompt) -> Allowance:
+def check_budget(user_id: int, prompt: Prompt) -> None:
     """Raise BudgetExhausted (429, naming the reset time) when a limit is reached."""
-    standing = allowance(user_id, prompt)
+    limits = budget_for(prompt, user_id)
+    if limits[1] or (limits[0] is None and settings.USER_WEEKLY_TOKEN_BUDGET is None):
+        return  # no limit applies: no counter to read (counting goes on, for the roster and statistics)
+    standing = allowance(user_id, prompt, limits=limits)
     which = standing.exhausted
     if which is not None:
         spent = standing.budget if which == "prompt" else standing.total_budget
@@ -188,7 +194,6 @@ def check_budget(user_id: int, prompt: Prompt) -> Allowance:
             f"Your budget starts again on {describe_reset(standing.week)}.",
             retry_after=standing.week.seconds_left(),
         )
-    return standing
 
 
 class UsageMeter:
