@@ -321,11 +321,14 @@ def main() -> int:
             )
             for protocol, budgets in CONFIGS
         }
+        warm_up = prepare_data(20, "warm-up", MODELS["ollama"], None)
         port = free_port()
         cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"]
         log = (tmp / "daphne.log").open("w")  # noqa: SIM115 (closed with the server, read on failure)
         daphne = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
         wait_for_port(port)
+        # Not counted: the server's first burst (thread pool, connections, caches) under load.
+        measure(port, daphne.pid, warm_up, args, first_index=0)
         results = {}
         for n, config in enumerate(CONFIGS):
             results[config] = measure(port, daphne.pid, data[config], args, first_index=(n + 1) * 100000)
