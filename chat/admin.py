@@ -8,7 +8,7 @@ from accounts.models import User
 from accounts.permissions import Forbidden
 from chat import writes
 from chat.enrollment import check_enrollment
-from chat.models import ChatSession, Enrollment, Message, Prompt
+from chat.models import BudgetOverride, ChatSession, Enrollment, Message, Prompt, TokenUsage
 from currechat.errors import InvalidInput
 
 
@@ -127,3 +127,27 @@ class MessageAdmin(admin.ModelAdmin):
     list_filter = ("role", "status", "mode")
     search_fields = ("content",)
     raw_id_fields = ("session",)
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    """Shown, never edited here: budgets change through chat.usage (roster and API), whose rules
+    (who may exempt whom, resetting the Redis counters) the admin would otherwise bypass."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(TokenUsage)
+class TokenUsageAdmin(_ReadOnlyAdmin):
+    list_display = ("user", "prompt", "week_start", "prompt_tokens", "completion_tokens", "calls")
+    list_filter = ("week_start",)
+    search_fields = ("user__username", "prompt__name")
+
+
+@admin.register(BudgetOverride)
+class BudgetOverrideAdmin(_ReadOnlyAdmin):
+    list_display = ("user", "prompt", "weekly_token_budget", "exempt", "updated")
+    search_fields = ("user__username", "prompt__name")
