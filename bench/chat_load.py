@@ -3,8 +3,12 @@
     .venv/bin/python bench/chat_load.py --chats 200 --tokens 150 --rate 10 --ramp 10
 
 Everything is real except the model: a Redis Stack server, `daphne currechat.asgi:application`
-in its own process (SQLite, the `make run` default), and the Ollama-protocol test server
-(tests/fake_ollama.FakeOllama) in a third process, streaming every answer at a fixed rate. The
+in its own process (SQLite, the `make run` default), and the model servers in processes of their
+own, streaming every answer at a fixed rate: the Ollama-protocol test server
+(tests/fake_ollama.FakeOllama) and the OpenAI-protocol one (tests/fake_openai.FakeOpenAI). Each
+run measures four configurations in turn against the same server process — each protocol with
+weekly token budgets off (the prompt has none) and on (a budget that is checked before every turn
+and counted after every model call, but never reached) — each with its own chats. The
 clients (this process, `websockets`) start chats evenly over `--ramp` seconds; answers last longer
 than the ramp, so all N chats stream at the same time.
 
@@ -43,13 +47,14 @@ MARKER = re.compile(r"chat (\d+)")
 
 
 # --- The model server, in its own process --------------------------------------------------------
-def _model_server(conn, tokens: list[str], delay: float) -> None:
+def _model_server(conn, tokens: list[str], delay: float, protocol: str) -> None:
     from tests.fake_ollama import FakeOllama, Reply
+    from tests.fake_openai import FakeOpenAI
 
     # Quiet: the app's idle keep-alive connections to it are reset when daphne stops.
     sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     arrivals: dict[int, float] = {}
-    fake = FakeOllama()
+    fake = FakeOllama() if protocol == "ollama" else FakeOpenAI()
 
     def respond(body: dict) -> Reply:
         last = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
@@ -67,25 +72,32 @@ def _model_server(conn, tokens: list[str], delay: float) -> None:
 
 
 # --- The app's data, written straight to its SQLite file -----------------------------------------
-def prepare_data(n: int) -> list[tuple[int, str]]:
-    """A teacher, a prompt without collections (the model answers directly), N students each with
-    a chat and a logged-in session. Returns [(chat id, sessionid cookie)]."""
+def setup_database() -> None:
     import django
 
     django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def prepare_data(n: int, label: str, chat_model: str, budget: int | None) -> list[tuple[int, str]]:
+    """A teacher, a prompt without collections (the model answers directly) with the given model
+    and weekly token budget, N + 1 students each with a chat and a logged-in session.
+    Returns [(chat id, sessionid cookie)]."""
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.sessions.backends.db import SessionStore
-    from django.core.management import call_command
 
     from accounts.models import Role, User
     from chat.models import ChatSession, Enrollment, Prompt
 
-    call_command("migrate", verbosity=0)
-    teacher = User.objects.create(username="bench-teacher", role=Role.TEACHER, password="!")
-    prompt = Prompt.objects.create(owner=teacher, name="Bench", system_prompt="Be brief.", chat_model="qwen3:8b")
+    teacher = User.objects.create(username=f"bench-teacher-{label}", role=Role.TEACHER, password="!")
+    prompt = Prompt.objects.create(
+        owner=teacher, name="Bench", system_prompt="Be brief.", chat_model=chat_model, weekly_token_budget=budget
+    )
     # Unusable passwords: hashing 200 real ones would take a minute and is not what we measure.
     students = User.objects.bulk_create(
-        [User(username=f"bench-student-{i}", role=Role.STUDENT, password="!") for i in range(n + 1)]
+        [User(username=f"bench-student-{label}-{i}", role=Role.STUDENT, password="!") for i in range(n + 1)]
     )
     Enrollment.objects.bulk_create([Enrollment(student=s, prompt=prompt, number=n) for n, s in enumerate(students, 1)])
     chats = []
@@ -237,6 +249,36 @@ def report(runs: list[ChatRun], arrivals: dict[int, float], expected: list[str],
     return "\n".join(rows)
 
 
+CONFIGS = [  # (protocol, budgets): "off" and "on" alternate, so neither always runs on a warmer server
+    ("ollama", "off"),
+    ("ollama", "on"),
+    ("openai", "on"),
+    ("openai", "off"),
+]
+MODELS = {"ollama": "qwen3:8b", "openai": "openai:Qwen/Qwen3-8B"}
+NEVER_REACHED = 10**9  # a budget every turn is checked against and counted towards
+
+
+def start_model_servers(ctx, expected: list[str], delay: float) -> dict[str, tuple]:
+    servers = {}
+    for protocol in ("ollama", "openai"):
+        parent, child = ctx.Pipe()
+        process = ctx.Process(target=_model_server, args=(child, expected, delay, protocol), daemon=True)
+        process.start()
+        servers[protocol] = (process, parent, parent.recv())
+    return servers
+
+
+def measure(port: int, daphne_pid: int, chats: list[tuple[int, str]], args, first_index: int) -> tuple:
+    """One configuration: a warm-up chat (not counted), then the rest over the ramp."""
+    warm = asyncio.run(run_chats(port, chats[:1], 0.0, first_index=first_index))[0]
+    if warm.error:
+        raise RuntimeError(f"warm-up chat failed: {warm.error}")
+    cpu_before, wall_before = cpu_seconds(daphne_pid), time.monotonic()
+    runs = asyncio.run(run_chats(port, chats[1:], args.ramp, first_index=first_index + 1))
+    return runs, cpu_seconds(daphne_pid) - cpu_before, time.monotonic() - wall_before
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chats", type=int, default=200)
@@ -245,22 +287,22 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="tokens per second per answer")
     parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which the chats start")
     args = parser.parse_args()
-    args.first_delay = 1.0 / args.rate  # FakeOllama sleeps this long before every chunk, the first too
+    args.first_delay = 1.0 / args.rate  # the fakes sleep this long before every chunk, the first too
 
     tmp = Path(tempfile.mkdtemp(prefix="currechat-chat-load-"))
     redis_server = RedisStackServer(port=free_port(), data_dir=tmp / "redis", persistent=False)
     expected = [f"t{i} " for i in range(args.tokens)]
     ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe()
-    model = ctx.Process(target=_model_server, args=(child, expected, args.first_delay), daemon=True)
+    servers: dict[str, tuple] = {}
     daphne = None
     try:
         redis_server.start()
-        model.start()
+        servers = start_model_servers(ctx, expected, args.first_delay)
         env = {
             **os.environ,
             "REDIS_URL": redis_server.url,
-            "OLLAMA_HOST": parent.recv(),
+            "OLLAMA_HOST": servers["ollama"][2],
+            "OPENAI_BASE_URL": servers["openai"][2],
             "DEBUG": "0",
             "SECRET_KEY": "bench-only-secret-key",
             "SECURE_COOKIES": "0",
@@ -272,34 +314,67 @@ def main() -> int:
         }
         (tmp / "var").mkdir()
         os.environ.update(env)
-        chats = prepare_data(args.chats)
+        setup_database()
+        data = {
+            (protocol, budgets): prepare_data(
+                args.chats, f"{protocol}-{budgets}", MODELS[protocol], NEVER_REACHED if budgets == "on" else None
+            )
+            for protocol, budgets in CONFIGS
+        }
+        warm_up = prepare_data(20, "warm-up", MODELS["ollama"], None)
         port = free_port()
         cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"]
         log = (tmp / "daphne.log").open("w")  # noqa: SIM115 (closed with the server, read on failure)
         daphne = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
         wait_for_port(port)
-        # One chat first, not counted: imports, the first DB connection, health and model-info caches.
-        warm = asyncio.run(run_chats(port, chats[:1], 0.0))[0]
-        if warm.error:
-            raise RuntimeError(f"warm-up chat failed: {warm.error}\n{(tmp / 'daphne.log').read_text()[-3000:]}")
-        cpu_before, wall_before = cpu_seconds(daphne.pid), time.monotonic()
-        runs = asyncio.run(run_chats(port, chats[1:], args.ramp, first_index=1))
-        args.server_cpu = cpu_seconds(daphne.pid) - cpu_before
-        args.wall = time.monotonic() - wall_before
-        parent.send("dump")
-        arrivals = parent.recv()
-        print(report(runs, arrivals, expected, args))
-        if any(r.error for r in runs):
-            print("daphne log (end):\n" + (tmp / "daphne.log").read_text()[-3000:])
+        # Not counted: the server's first burst (thread pool, connections, caches) under load.
+        measure(port, daphne.pid, warm_up, args, first_index=0)
+        results = {}
+        for n, config in enumerate(CONFIGS):
+            results[config] = measure(port, daphne.pid, data[config], args, first_index=(n + 1) * 100000)
+        arrivals: dict[int, float] = {}
+        for _, parent, _ in servers.values():
+            parent.send("dump")
+            arrivals.update(parent.recv())
+        summary = []
+        for (protocol, budgets), (runs, cpu, wall) in results.items():
+            args.server_cpu, args.wall = cpu, wall
+            print(f"\n## {protocol} protocol, budgets {budgets}\n")
+            print(report(runs, arrivals, expected, args))
+            ok = [r for r in runs if not r.error and r.first is not None and r.index in arrivals]
+            own = [((r.first - r.sent) - args.first_delay) * 1000 for r in ok]
+            lost = sum(check(r, expected)[0] for r in runs if not r.error)
+            summary.append((protocol, budgets, pct(own, 0.5), pct(own, 0.95), lost, sum(1 for r in runs if r.error)))
+            if any(r.error for r in runs):
+                print("daphne log (end):\n" + (tmp / "daphne.log").read_text()[-3000:])
+        print(summary_table(summary))
         return 0
     finally:
         if daphne is not None:
             daphne.terminate()
             daphne.wait(timeout=10)
-        if model.is_alive():
-            model.terminate()
+        for process, _, _ in servers.values():
+            if process.is_alive():
+                process.terminate()
         redis_server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def summary_table(rows: list[tuple]) -> str:
+    """Server's own time to first token per configuration, and budgets on against off per protocol."""
+    lines = [
+        "\n| protocol | budgets | own TTFT p50 (ms) | own TTFT p95 (ms) | lost tokens | failed chats |",
+        "|---|---|---|---|---|---|",
+    ]
+    p95 = {}
+    for protocol, budgets, p50, q95, lost, failed in rows:
+        lines.append(f"| {protocol} | {budgets} | {p50:.1f} | {q95:.1f} | {lost} | {failed} |")
+        p95[(protocol, budgets)] = q95
+    for protocol in ("ollama", "openai"):
+        on, off = p95.get((protocol, "on")), p95.get((protocol, "off"))
+        if on is not None and off:
+            lines.append(f"\n{protocol}: p95 with budgets on / off = {on / off:.2f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,18 @@ from accounts.models import User
 from accounts.permissions import Forbidden
 from chat import writes
 from chat.enrollment import check_enrollment
-from chat.models import ChatSession, Enrollment, Feedback, MaterialGap, Message, Prompt, PromptDay, SourceDay
+from chat.models import (
+    BudgetOverride,
+    ChatSession,
+    Enrollment,
+    Feedback,
+    MaterialGap,
+    Message,
+    Prompt,
+    PromptDay,
+    SourceDay,
+    TokenUsage,
+)  # fmt: skip
 from currechat.errors import InvalidInput
 
 
@@ -165,3 +176,16 @@ class FeedbackAdmin(ReadOnlyAdmin):
     list_display = ("message", "prompt", "rating", "updated")
     list_filter = ("rating",)
     raw_id_fields = ("message", "prompt")
+
+
+@admin.register(TokenUsage)
+class TokenUsageAdmin(ReadOnlyAdmin):
+    list_display = ("user", "prompt", "week_start", "prompt_tokens", "completion_tokens", "calls")
+    list_filter = ("week_start",)
+    search_fields = ("user__username", "prompt__name")
+
+
+@admin.register(BudgetOverride)
+class BudgetOverrideAdmin(ReadOnlyAdmin):
+    list_display = ("user", "prompt", "weekly_token_budget", "exempt", "updated")
+    search_fields = ("user__username", "prompt__name")

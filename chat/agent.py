@@ -34,6 +34,8 @@ from chat.limits import StopSignal, TurnLock, check_rate, holder_alive, token_ag
 from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
 from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
+from chat.usage import UsageMeter, check_budget
+from currechat import metrics
 from currechat.errors import Conflict, CurreChatError, ProviderError, ServiceUnavailable
 from currechat.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
@@ -70,9 +72,11 @@ class Turn:
     reply: Message
     lock: TurnLock
     stop: StopSignal = field(init=False)
+    meter: UsageMeter = field(init=False)  # every model call made for the student, curation too
 
     def __post_init__(self) -> None:
         self.stop = StopSignal(self.session.id)
+        self.meter = UsageMeter(self.session.user_id, self.session.prompt_id)
 
     def check_stop(self) -> None:
         if self.stop.requested():
@@ -142,6 +146,7 @@ def start_turn(
                 f"Your message has {len(text)} characters; the most is {settings.CHAT_MAX_MESSAGE_CHARS}. "
                 "Shorten it or split it into several questions."
             )
+    check_budget(session.user_id, session.prompt)  # before the rate limit: a refusal costs no slot
     check_rate(session.user_id)
     fail_orphaned_replies(session)
     lock = TurnLock(session.id)
@@ -215,7 +220,7 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         prompt = turn.session.prompt
         # Only the collections a teacher of the prompt may still use (co-ownership can end).
         searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
-        tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0)
+        tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
         if is_available(prompt.chat_model):
             _answer_with_model(turn, tool, progress, sink)
         else:
@@ -235,7 +240,16 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         sink.emit({"type": "message_done", "message": message_dict(reply)})
     finally:
         turn.lock.release()
+        _mirror_usage(turn)
     return reply
+
+
+def _mirror_usage(turn: Turn) -> None:
+    metrics.TURNS.labels(status=turn.reply.status, mode=turn.reply.mode).inc()
+    try:
+        turn.meter.flush()
+    except Exception:  # noqa: BLE001  (statistics only: the budget counters in Redis are already right)
+        log.exception("Could not store the token usage of chat turn %s", turn.reply.id)
 
 
 def _finish(reply: Message, progress: _Progress, status: str) -> None:
@@ -252,6 +266,8 @@ def _finish(reply: Message, progress: _Progress, status: str) -> None:
 def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, detail=None) -> None:
     """Store the reply as failed (never complete) and end the turn with an `error` event."""
     log.info("Chat turn %s failed: %s", reply.id, detail or exc)
+    if isinstance(exc, ProviderError):
+        metrics.MODEL_ERRORS.labels(retryable=str(exc.retryable).lower()).inc()
     reply.error = str(exc)
     try:
         _finish(reply, progress, MessageStatus.FAILED)
@@ -314,7 +330,7 @@ _thread_models = threading.local()
 def _chat_model(name: str):
     """The chat model, kept per worker thread: its HTTP client keeps the connection to the model
     server alive between turns, and no two concurrent turns share one client's connection pool."""
-    key = (name, settings.OLLAMA_HOST, settings.OLLAMA_TIMEOUT)
+    key = (name, settings.OLLAMA_HOST, settings.OLLAMA_TIMEOUT, settings.OPENAI_BASE_URL)
     models = _thread_models.__dict__.setdefault("by_key", {})
     if key not in models:
         models[key] = get_chat_model(name)
@@ -346,7 +362,9 @@ class _ModelLoop:
     def __init__(self, turn: Turn, model, specs, tool: SearchTool, progress: _Progress, sink: EventSink, window: int):
         self.turn, self.model, self.specs, self.tool = turn, model, specs, tool
         self.progress, self.sink = progress, sink
-        self.options = {"num_ctx": window}  # Ollama would otherwise cut the prompt to its small default
+        self.options: dict = {"num_ctx": window}  # Ollama would otherwise cut the prompt to its small default
+        if turn.session.prompt.temperature is not None:
+            self.options["temperature"] = turn.session.prompt.temperature
 
     def run(self, messages: list[ChatMessage]) -> None:
         limit = settings.CHAT_MAX_TOOL_ROUNDS
@@ -396,6 +414,7 @@ class _ModelLoop:
                 self.progress.usage["prompt_tokens"] += event.prompt_tokens
                 self.progress.usage["completion_tokens"] += event.completion_tokens
                 self.progress.usage["rounds"] += 1
+                self.turn.meter(event.prompt_tokens, event.completion_tokens, self.model.name)
 
 
 def _run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: _Progress, sink: EventSink) -> ToolOutcome:

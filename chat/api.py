@@ -21,7 +21,7 @@ from accounts.permissions import (
     require_login,
     require_teacher,
 )
-from chat import enrollment, export, feedback, insight, insight_csv, roster, writes
+from chat import enrollment, export, feedback, insight, insight_csv, roster, usage, writes
 from chat.agent import fail_orphaned_replies, new_session, stop_turn
 from chat.attachments import Attachment, check_size, read_attachment
 from chat.events import ListSink, sse_frame
@@ -188,7 +188,10 @@ def list_prompts(request):
 @router.post("/prompts", response={201: PromptOut})
 def create_prompt(request, data: PromptIn):
     require_teacher(request.user)
-    return Status(201, writes.create_prompt(request.user, _changes(data, partial=False)))
+    changes = _changes(data, partial=False)
+    if "weekly_token_budget" not in data.model_fields_set:
+        del changes["weekly_token_budget"]  # the deployment's default (CHAT_WEEKLY_TOKEN_BUDGET)
+    return Status(201, writes.create_prompt(request.user, changes))
 
 
 @router.get("/prompts/{int:prompt_id}", response=PromptOut)
@@ -537,3 +540,68 @@ def give_feedback(request, message_id: int, data: FeedbackIn):
     message = get_answer_for_feedback(request.user, message_id)
     stored = feedback.give_feedback(message, data.rating, data.comment)
     return {"message_id": message.pk, "rating": stored.rating, "comment": stored.comment, "updated": stored.updated}
+
+
+# --- Token budgets (chat/usage.py) ---------------------------------------------------------------------
+class PromptUsageOut(Schema):
+    prompt_id: int
+    used: int
+    budget: int | None = Field(description="Your weekly tokens in this prompt; null: no limit.")
+    exempt: bool
+    warning: bool = Field(description="True from 90% of a limit on.")
+    text: str = Field(description="The chat's usage line, e.g. '12,300 of 50,000 tokens this week.'")
+
+
+class TotalUsageOut(Schema):
+    used: int
+    budget: int | None
+
+
+class UsageOut(Schema):
+    week_resets_at: datetime
+    prompts: list[PromptUsageOut]
+    total: TotalUsageOut
+
+
+class BudgetIn(Schema):
+    reset: bool = Field(False, description="Forget what the student used this week in this prompt.")
+    weekly_token_budget: int | None = Field(
+        None, ge=0, description="The student's own weekly budget; null: the prompt's budget again."
+    )
+
+
+class ExemptIn(Schema):
+    exempt: bool
+
+
+@router.get("/me/usage", tags=["usage"], response=UsageOut)
+def my_usage(request, prompt_id: int | None = None):
+    """Your tokens this week in each prompt you joined or teach (`?prompt_id=` for one) and in total."""
+    require_login(request.user)
+    prompts = Prompt.objects.visible_to(request.user).order_by("name", "id")
+    if prompt_id is not None:
+        prompts = prompts.filter(pk=prompt_id)
+    return usage.usage_for(request.user, list(prompts))
+
+
+@router.post("/prompts/{int:prompt_id}/students/{int:student_id}/budget", response=StudentOut)
+def student_budget(request, prompt_id: int, student_id: int, data: BudgetIn):
+    """Teachers reset one student's week (`{reset: true}`) or give them a budget of their own
+    (`{weekly_token_budget: n}`; null goes back to the prompt's); both may be sent together."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    student = roster.enrollment_by_number(prompt, student_id).student_id
+    if "weekly_token_budget" not in data.model_fields_set and not data.reset:
+        raise InvalidInput("Send reset: true or a weekly_token_budget.", field="weekly_token_budget")
+    if "weekly_token_budget" in data.model_fields_set:
+        usage.set_budget(student, prompt, data.weekly_token_budget)
+    if data.reset:
+        usage.reset_week(student, prompt)
+    return next(row for row in roster.roster(prompt) if row.id == student_id)
+
+
+@router.post("/prompts/{int:prompt_id}/budget/exempt", response=PromptUsageOut)
+def exempt_myself(request, prompt_id: int, data: ExemptIn):
+    """Teachers of the prompt (owner, co-teachers) switch its budgets off or on for themselves."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    usage.set_exempt(request.user.pk, prompt, data.exempt)
+    return usage.usage_for(request.user, [prompt])["prompts"][0]

@@ -21,6 +21,10 @@ def _default_chat_model() -> str:
     return settings.CHAT_MODEL
 
 
+def _default_weekly_token_budget() -> int | None:
+    return settings.CHAT_WEEKLY_TOKEN_BUDGET
+
+
 class SourcePolicy(models.TextChoices):
     MATERIAL_ONLY = "material_only", "Answer only from the material (refuse otherwise)"
     MATERIAL_FIRST = "material_first", "Material first; general knowledge labelled as such"
@@ -127,7 +131,7 @@ class Prompt(models.Model):
         max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS
     )
     retention_days = models.PositiveIntegerField(null=True, blank=True)
-    weekly_token_budget = models.PositiveIntegerField(null=True, blank=True)
+    weekly_token_budget = models.PositiveIntegerField(null=True, blank=True, default=_default_weekly_token_budget)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -382,3 +386,40 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rating} on message {self.message_id}"
+
+
+class TokenUsage(models.Model):
+    """The tokens a model server reported for one user's calls in one prompt and week: the database
+    mirror of the Redis counters (chat/usage.py), for statistics. A teacher's reset clears the
+    counter the budget is checked against, never these figures."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_usage")
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="token_usage")
+    week_start = models.DateTimeField()
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    calls = models.PositiveIntegerField(default=0)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "prompt", "week_start"], name="unique_weekly_token_usage")
+        ]
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class BudgetOverride(models.Model):
+    """A teacher's decision about one user's budget in a prompt: a budget of their own (raised or
+    lowered from the prompt's), or, for a teacher of the prompt, no budget at all (`exempt`)."""
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="budget_overrides")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="budget_overrides")
+    weekly_token_budget = models.PositiveIntegerField(null=True, blank=True)
+    exempt = models.BooleanField(default=False)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["prompt", "user"], name="unique_budget_override")]

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from django.db.models import Count, Q
 
+from chat import usage
 from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, MessageRole, Prompt
 from currechat.errors import NotFound
 
@@ -37,10 +38,13 @@ def label_for(prompt: Prompt, enrollment: Enrollment) -> str:
 
 
 def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
-    """Every student who joined the prompt, enrolled first, with their activity (two queries)."""
-    enrollments = prompt.enrollments.select_related("student").order_by("number")
+    """Every student who joined the prompt, enrolled first, with their activity and this week's
+    tokens against their budget (three queries and one Redis round trip)."""
+    enrollments = list(prompt.enrollments.select_related("student").order_by("number"))
     if not include_removed:
-        enrollments = enrollments.filter(status=EnrollmentStatus.ENROLLED)
+        enrollments = [e for e in enrollments if e.status == EnrollmentStatus.ENROLLED]
+    student_ids = [e.student_id for e in enrollments]
+    used, budgets = usage.used_this_week(prompt, student_ids), usage.budgets_of(prompt, student_ids)
     questions = Count("messages", filter=Q(messages__role=MessageRole.USER))
     per_user = ChatSession.objects.filter(prompt=prompt).values("user_id")
     activity: dict[int, dict] = {
@@ -58,8 +62,8 @@ def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
                 last_active=enrollment.last_active,
                 chats=seen.get("n_chats", 0),
                 messages=seen.get("n_messages", 0),
-                tokens_this_week=0,
-                budget=prompt.weekly_token_budget,
+                tokens_this_week=used[enrollment.student_id],
+                budget=budgets[enrollment.student_id],
                 blocked=enrollment.status == EnrollmentStatus.BLOCKED,
             )
         )

@@ -19,8 +19,10 @@ from django.conf import settings
 from chat import grounding
 from chat.budget import estimate_tokens
 from chat.events import PassageView, passage_view
+from currechat import metrics
 from currechat.errors import CurreChatError
 from rag.providers import ToolCall, ToolSpec
+from rag.providers.base import UsageSink
 from rag.results import Passage
 
 log = logging.getLogger(__name__)
@@ -94,8 +96,9 @@ class PassageRegistry:
 class SearchTool:
     """document_search over a prompt's collections, within this turn's budget for results."""
 
-    def __init__(self, collections: Sequence, *, curate: bool, results_budget: int):
+    def __init__(self, collections: Sequence, *, curate: bool, results_budget: int, usage: UsageSink | None = None):
         self.collections = list(collections)
+        self.usage = usage  # told the tokens of the search's curation calls
         self.curate = curate
         self.tokens_left = results_budget
         self.registry = PassageRegistry()
@@ -152,7 +155,11 @@ class SearchTool:
     def _search(self, query: str):
         from rag.search import search_collections  # imported late: the search module owns its own deps
 
-        return search_collections(self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate)
+        outcome = search_collections(
+            self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate, usage=self.usage
+        )
+        metrics.observe_search(outcome.status, outcome.timings_ms)
+        return outcome
 
     def _numbered(self, call_id: str, query: str, outcome) -> ToolOutcome:
         """Number the passages and keep as many as the turn's results budget allows."""

@@ -20,7 +20,7 @@ from accounts.permissions import (
     require_teacher,
     state_sentence,
 )
-from chat import enrollment, feedback, insight, insight_chart, insight_csv, roster, writes
+from chat import enrollment, feedback, insight, insight_chart, insight_csv, roster, usage, writes
 from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
@@ -147,6 +147,16 @@ def _model_status(prompt) -> dict:
     return {"connected": connected, "model": prompt.chat_model, "text": text}
 
 
+def _usage(user, prompt) -> dict:
+    """The chat's usage line as the page starts with it; its script refreshes it after each answer."""
+    standing = usage.allowance(user.pk, prompt)
+    return {
+        "path": f"/api/v1/me/usage?prompt_id={prompt.pk}",
+        "text": usage.usage_sentence(standing),
+        "warning": standing.warning,
+    }
+
+
 def _may_chat(user, prompt) -> tuple[bool, str]:
     """Whether the user may write to the prompt now, and the sentence that says why not."""
     try:
@@ -176,6 +186,7 @@ def _chat_page(request, prompt, session):
         # Ratings of the student's own answers (feedback controls under each answer).
         "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,
         "feedback_note": feedback.note_for_student(session) if session else "",
+        "usage": _usage(request.user, prompt) if owner.id == request.user.id else None,
     }
     context = {
         "prompt": prompt,

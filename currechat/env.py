@@ -43,6 +43,16 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
+def env_optional_int(name: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
+    """A whole number, or None when the variable is empty ("no limit")."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    if raw.strip() == "":
+        return None
+    return env_int(name, 0, minimum=minimum)
+
+
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

@@ -18,6 +18,7 @@ from django.conf import settings
 
 from currechat.redis_client import get_redis
 from rag.providers import is_available
+from rag.providers import openai as openai_provider
 from rag.providers.ollama import server_models
 
 
@@ -34,6 +35,8 @@ class Health:
     models: dict[str, str]
     available_models: list[str] = field(default_factory=list)
     workers: ServiceState = field(default_factory=lambda: ServiceState(False, "Not checked."))
+    # The OpenAI-compatible server (OPENAI_BASE_URL), when one is configured; None otherwise.
+    openai_server: ServiceState | None = None
 
     @property
     def ok(self) -> bool:
@@ -108,6 +111,17 @@ def check_model_server(*, fresh: bool = False) -> tuple[ServiceState, list[str]]
     return ServiceState(True, f"Model server at {settings.OLLAMA_HOST} lists {len(available)} models."), available
 
 
+def check_openai_server(*, fresh: bool = False) -> tuple[ServiceState | None, list[str]]:
+    """The OpenAI-compatible server and its models (named `openai:<id>`, as settings take them)."""
+    if not settings.OPENAI_BASE_URL:
+        return None, []
+    listed = openai_provider.server_models(fresh=fresh)
+    if listed is None:
+        return ServiceState(False, f"No OpenAI-compatible server at {settings.OPENAI_BASE_URL}."), []
+    detail = f"OpenAI-compatible server at {settings.OPENAI_BASE_URL} lists {len(listed)} models."
+    return ServiceState(True, detail), [f"openai:{name}" for name in listed]
+
+
 def configured_models() -> dict[str, str]:
     return {
         "chat": settings.CHAT_MODEL,
@@ -123,18 +137,20 @@ _cached: tuple[float, str, Health] | None = None
 
 def get_health(*, fresh: bool = False) -> Health:
     global _cached
-    key = f"{settings.REDIS_URL}|{settings.OLLAMA_HOST}"
+    key = f"{settings.REDIS_URL}|{settings.OLLAMA_HOST}|{settings.OPENAI_BASE_URL}"
     now = time.monotonic()
     with _lock:
         if not fresh and _cached and _cached[1] == key and now - _cached[0] < settings.HEALTH_CACHE_SECONDS:
             return _cached[2]
     model_state, available = check_model_server(fresh=fresh)
+    openai_state, openai_models = check_openai_server(fresh=fresh)
     health = Health(
         redis=check_redis(),
         model_server=model_state,
         models=configured_models(),
-        available_models=available,
+        available_models=available + openai_models,
         workers=check_workers(),
+        openai_server=openai_state,
     )
     with _lock:
         _cached = (time.monotonic(), key, health)

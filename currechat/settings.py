@@ -8,7 +8,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from currechat.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from currechat.env import env_bool, env_float, env_int, env_list, env_optional_int, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CURRECHAT_VAR_DIR", str(BASE_DIR / "var")))
@@ -42,6 +42,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "currechat.metrics.MetricsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -209,6 +210,30 @@ CHAT_WORKER_THREADS = env_int("CHAT_WORKER_THREADS", 256, minimum=1)
 # Chats are deleted this many days after their last message (a prompt may set fewer); 0 keeps them.
 # Statistics and material gaps keep their counts (chat/retention.py).
 CHAT_RETENTION_DAYS = env_int("CHAT_RETENTION_DAYS", 365, minimum=0)
+
+# --- Fair use: weekly token budgets (chat/usage.py) -------------------------------------------------
+# Tokens the model server reports for a student's calls (chat rounds, tool rounds, curation), per week.
+# CHAT_WEEKLY_TOKEN_BUDGET is a new prompt's default (empty: no limit); USER_WEEKLY_TOKEN_BUDGET caps
+# one user across all prompts (empty: no cap). The week starts at USAGE_WEEK_RESET_HOUR on
+# USAGE_WEEK_RESET_WEEKDAY (0 = Monday ... 6 = Sunday) in TIME_ZONE.
+CHAT_WEEKLY_TOKEN_BUDGET = env_optional_int("CHAT_WEEKLY_TOKEN_BUDGET", None, minimum=0)
+USER_WEEKLY_TOKEN_BUDGET = env_optional_int("USER_WEEKLY_TOKEN_BUDGET", None, minimum=0)
+USAGE_WEEK_RESET_WEEKDAY = env_int("USAGE_WEEK_RESET_WEEKDAY", 0, minimum=0)
+USAGE_WEEK_RESET_HOUR = env_int("USAGE_WEEK_RESET_HOUR", 0, minimum=0)
+if USAGE_WEEK_RESET_WEEKDAY > 6 or USAGE_WEEK_RESET_HOUR > 23:
+    raise ImproperlyConfigured("USAGE_WEEK_RESET_WEEKDAY must be 0-6 (0 = Monday) and USAGE_WEEK_RESET_HOUR 0-23.")
+
+# --- OpenAI-compatible model servers (vLLM, llama.cpp, LM Studio, TGI, Azure OpenAI) ---------------
+# Used for model names prefixed `openai:` (CHAT_MODEL=openai:Qwen/Qwen3-8B); empty: not configured.
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "").strip()
+if OPENAI_BASE_URL and not OPENAI_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"OPENAI_BASE_URL must start with http:// or https:// (got {OPENAI_BASE_URL!r}).")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
+OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 120.0, minimum=0.1)
+
+# --- Metrics -----------------------------------------------------------------------------------------
+# Prometheus text format at /metrics, only when METRICS_TOKEN is set (sent as a Bearer token).
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 
 # --- Search --------------------------------------------------------------------------------------
 # Weighted reciprocal rank fusion: score = sum over retrievers of weight / (k + rank). The defaults

@@ -5,6 +5,7 @@ from django.urls import include, path
 from collections_app import search
 from currechat import views
 from currechat.api import api
+from currechat.metrics import metrics_view
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -17,6 +18,7 @@ urlpatterns = [
     path("prompts/", include("chat.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("metrics", metrics_view, name="metrics"),
 ]
 
 admin.site.site_header = "CurreChat administration"

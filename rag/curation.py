@@ -21,7 +21,8 @@ import redis
 from django.conf import settings
 
 from currechat.redis_client import get_redis
-from rag.providers import ChatMessage, get_chat_model
+from rag.providers import ChatMessage, Done, TextDelta, get_chat_model
+from rag.providers.base import UsageSink
 from rag.results import Passage
 
 log = logging.getLogger(__name__)
@@ -95,18 +96,31 @@ def cache_key(model: str, query: str, text: str) -> str:
     return f"{settings.REDIS_INDEX_PREFIX}:curation:{digest}"
 
 
-def _ask(model_name: str, timeout: float, query: str, passage: Passage) -> Verdict:
+def _ask(model_name: str, timeout: float, query: str, passage: Passage, usage: UsageSink | None = None) -> Verdict:
+    """One verdict. Streamed rather than `complete()`d so the call's token counts (its `Done`)
+    reach `usage`: the student whose search it was pays for curation too, even for a bad verdict."""
     model = get_chat_model(model_name, timeout=timeout)
-    reply = model.complete(messages_for(query, passage), format=SCHEMA, options={"temperature": 0})
-    return parse_verdict(reply)
+    parts: list[str] = []
+    for event in model.stream(messages_for(query, passage), format=SCHEMA, options={"temperature": 0}):
+        if isinstance(event, TextDelta):
+            parts.append(event.text)
+        elif isinstance(event, Done) and usage is not None:
+            usage(event.prompt_tokens, event.completion_tokens, model_name)
+    return parse_verdict("".join(parts))
 
 
 def curate(
-    query: str, passages: Sequence[Passage], *, model_name: str, client: redis.Redis | None = None
+    query: str,
+    passages: Sequence[Passage],
+    *,
+    model_name: str,
+    client: redis.Redis | None = None,
+    usage: UsageSink | None = None,
 ) -> CurationRun:
     """Verdicts for `passages`: cached ones first, the rest asked concurrently within the deadline.
 
     Never raises for a model failure: a passage without a verdict is reported in the counts.
+    `usage` is told the token counts of every model call (a cached verdict costs nothing).
     """
     client = client or get_redis()
     keys = [cache_key(model_name, query, p.text) for p in passages]
@@ -117,7 +131,7 @@ def curate(
             run.cached += 1
     todo = [i for i, v in enumerate(run.verdicts) if v is None]
     if todo:
-        _ask_all(run, todo, query, passages, model_name)
+        _ask_all(run, todo, query, passages, model_name, usage)
         _store(client, keys, run, todo)
     return run
 
@@ -130,14 +144,21 @@ def _cached(client: redis.Redis, keys: list[str]) -> list:
         return [None] * len(keys)
 
 
-def _ask_all(run: CurationRun, todo: list[int], query: str, passages: Sequence[Passage], model_name: str) -> None:
+def _ask_all(
+    run: CurationRun,
+    todo: list[int],
+    query: str,
+    passages: Sequence[Passage],
+    model_name: str,
+    usage: UsageSink | None = None,
+) -> None:
     timeout = settings.SEARCH_CURATION_TIMEOUT
     pool = ThreadPoolExecutor(max_workers=min(settings.SEARCH_CURATION_CONCURRENCY, len(todo)))
     # The HTTP timeout is a little longer than the search's deadline, so a slow call is reported
     # as timed out by the deadline below (one rule), while its thread still ends on its own.
     http_timeout = timeout + 5.0
     try:
-        futures = {pool.submit(_ask, model_name, http_timeout, query, passages[i]): i for i in todo}
+        futures = {pool.submit(_ask, model_name, http_timeout, query, passages[i], usage): i for i in todo}
         done, pending = wait(futures, timeout=timeout)
         for future in done:
             try:

@@ -35,6 +35,7 @@ from rag.curation import CurationRun
 from rag.fusion import Fused, budgets, weighted_rrf
 from rag.index import ChunkStore, IndexedChunk, read_chunks
 from rag.providers import is_available
+from rag.providers.base import UsageSink
 from rag.query import parse
 from rag.results import Passage, SearchOutcome
 
@@ -77,13 +78,15 @@ def search_collections(
     depth: int | None = None,
     foreign_vector_weight: float | None = None,
     client: redis.Redis | None = None,
+    usage: UsageSink | None = None,
 ) -> SearchOutcome:
     """Search `collections` (Collection objects the caller has already checked access to).
 
     `weights`, `rrf_k`, `depth` and `foreign_vector_weight` default to the SEARCH_* settings;
     benchmarks pass their own.
     Raises EmptyQuery for a blank query and redis.RedisError when the index is unreachable; a
-    failing retriever or curation call only adds a note.
+    failing retriever or curation call only adds a note. `usage` is told the tokens of each
+    curation call (the person searching pays for them).
     """
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     if not query:
@@ -117,7 +120,7 @@ def search_collections(
     if not curate:
         return SearchOutcome(query, "ok", passages, timings_ms=clock.finish(), notes=notes)
     with clock.stage("curate"):
-        run = curate_passages(query, passages, model)
+        run = curate_passages(query, passages, model, usage)
         kept, dropped = apply_verdicts(passages, run)
     notes += curation_notes(run)
     status: Literal["ok", "nothing_relevant"] = "ok" if kept else "nothing_relevant"
@@ -238,8 +241,8 @@ def _passage(collection_id: int, fused: Fused, chunk: IndexedChunk) -> Passage:
     )
 
 
-def curate_passages(query: str, passages: Sequence[Passage], model: str) -> CurationRun:
-    return curation.curate(query, passages, model_name=model)
+def curate_passages(query: str, passages: Sequence[Passage], model: str, usage: UsageSink | None = None) -> CurationRun:
+    return curation.curate(query, passages, model_name=model, usage=usage)
 
 
 def apply_verdicts(passages: Sequence[Passage], run: CurationRun) -> tuple[list[Passage], list[Passage]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self
 
@@ -62,6 +62,10 @@ class Done:
 
 
 ChatEvent = TextDelta | ToolCallEvent | Done
+
+# Told (prompt_tokens, completion_tokens, model name) of each model call made for someone, from any
+# thread: how the app counts a user's tokens (chat/usage.py) through library code that knows no app.
+UsageSink = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Choose a model implementation by name.
 
-Names are `<provider>:<model>`: `ollama:qwen3:8b`, `local:all-MiniLM-L6-v2`. A bare name means
+Names are `<provider>:<model>`: `ollama:qwen3:8b`, `openai:Qwen/Qwen3-8B` (an OpenAI-compatible
+server at OPENAI_BASE_URL), `local:all-MiniLM-L6-v2`. A bare name means
 Ollama, since that is what teachers see in Ollama's own model list. The registry maps provider
 kinds to dotted class paths so a deployment can add one without touching callers.
 """
@@ -15,9 +16,13 @@ from rag.providers.base import ChatModel, EmbeddingModel, Provider, UnknownModel
 # Provider kind -> class path. Each class is built by `from_name(model, timeout=...)` and answers
 # `is_available(model)` (rag/providers/base.py Provider), so a new provider is one class and
 # one entry here.
-CHAT_PROVIDERS = {"ollama": "rag.providers.ollama.OllamaChatModel"}
+CHAT_PROVIDERS = {
+    "ollama": "rag.providers.ollama.OllamaChatModel",
+    "openai": "rag.providers.openai.OpenAIChatModel",
+}
 EMBEDDING_PROVIDERS = {
     "ollama": "rag.providers.ollama.OllamaEmbeddingModel",
+    "openai": "rag.providers.openai.OpenAIEmbeddingModel",
     "local": "rag.providers.local.MiniLMEmbedder",
 }
 
@@ -37,14 +42,16 @@ def get_chat_model(name: str | None = None, *, timeout: float | None = None) -> 
     """`timeout` (seconds) overrides OLLAMA_TIMEOUT for callers with a tighter budget (curation)."""
     provider, model = split_name(name or settings.CHAT_MODEL)
     if provider not in CHAT_PROVIDERS:
-        raise UnknownModel(f"'{name}' is not a chat model; use an Ollama model name such as qwen3:8b.")
+        raise UnknownModel(
+            f"'{name}' is not a chat model; use an Ollama model name such as qwen3:8b or openai:<model>."
+        )
     return import_string(CHAT_PROVIDERS[provider]).from_name(model, timeout=timeout)
 
 
 def get_embedding_model(name: str | None = None) -> EmbeddingModel:
     """The embedder for a name; instances are kept so the local model loads once per process."""
     name = name or settings.EMBEDDING_MODEL
-    key = f"{name}@{settings.OLLAMA_HOST}"
+    key = f"{name}@{settings.OLLAMA_HOST}@{settings.OPENAI_BASE_URL}"
     if key not in _embedders:
         provider, model = split_name(name)
         _embedders[key] = import_string(EMBEDDING_PROVIDERS[provider]).from_name(model)

@@ -244,8 +244,26 @@
       live = null;
       showMode(event.message);
       refresh();
+      refreshUsage();
     } else if (event.type === "error") {
       onError(event);
+      refreshUsage();
+    }
+  }
+
+  // The week's tokens, after every answer: the warning appears from 90% of the budget on.
+  async function refreshUsage() {
+    const line = document.getElementById("usage-line");
+    if (!line || !config.usage) return;
+    try {
+      const response = await fetch(config.usage.path, { credentials: "same-origin" });
+      if (!response.ok) return;
+      const [row] = (await response.json()).prompts;
+      if (!row) return;
+      line.textContent = row.text;
+      line.classList.toggle("warn", row.warning);
+    } catch {
+      // The line keeps its last figures; the next answer tries again.
     }
   }
 

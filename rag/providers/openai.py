@@ -1,0 +1,295 @@
+"""Models served over the OpenAI protocol (vLLM, llama.cpp's server, LM Studio, TGI, Azure OpenAI),
+through the official `openai` client. Names are `openai:<model>`; the server is OPENAI_BASE_URL.
+
+The protocol differs from Ollama's where it matters to us: tool calls arrive as deltas (an id and a
+name first, the JSON arguments in pieces, keyed by `index`) and are assembled here; token counts come
+in a final usage chunk (`stream_options.include_usage`); structured output is `response_format`
+json_schema; images are data URLs in the user message's content parts; a tool result names its
+call by id, which is taken from the assistant message it answers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Self, cast
+
+import httpx2
+import openai
+from django.conf import settings
+
+from currechat.errors import ProviderError
+from rag.providers.base import (
+    ChatEvent,
+    ChatMessage,
+    Done,
+    ModelInfo,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolSpec,
+    UnknownModel,
+)
+from rag.providers.ollama import LIST_TIMEOUT, _tls_context
+
+NO_KEY = "none"  # local servers need no key, but the client insists on one
+
+
+def make_client(base_url: str, timeout: float) -> openai.OpenAI:
+    """Retries are ours to decide (a chat turn must not silently wait through three). The client
+    runs on httpx2 (the SDK's own HTTP library), with the process's one TLS context."""
+    return openai.OpenAI(
+        base_url=base_url,
+        api_key=settings.OPENAI_API_KEY or NO_KEY,
+        timeout=httpx2.Timeout(timeout, connect=min(timeout, 5.0)),
+        max_retries=0,
+        http_client=httpx2.Client(verify=_tls_context()),
+    )
+
+
+@contextmanager
+def _translate_errors(base_url: str, model: str):
+    """The client's exceptions as ProviderError with a sentence and a retry hint."""
+    try:
+        yield
+    except openai.NotFoundError as exc:
+        raise ProviderError(
+            f"The model server at {base_url} does not have the model '{model}'. Choose another model.",
+            retryable=False,
+        ) from exc
+    except openai.APIStatusError as exc:
+        retryable = exc.status_code >= 500 or exc.status_code == 429
+        raise ProviderError(f"The model server failed: {_message(exc)}.", retryable=retryable) from exc
+    except openai.APITimeoutError as exc:
+        raise ProviderError(f"The model server at {base_url} did not answer in time.") from exc
+    except openai.APIConnectionError as exc:
+        raise ProviderError(f"The model server at {base_url} cannot be reached.") from exc
+
+
+def _message(exc: openai.APIStatusError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    detail = body.get("message") or (body.get("error") or {}).get("message") if body else None
+    return str(detail or exc.message or exc.status_code)
+
+
+def _image_url(data: bytes) -> str:
+    kind = "image/png" if data.startswith(b"\x89PNG") else "image/jpeg" if data[:2] == b"\xff\xd8" else "image/webp"
+    return f"data:{kind};base64,{base64.b64encode(data).decode()}"
+
+
+def _messages_payload(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Our messages in the OpenAI shape. A tool message answers the oldest unanswered call of
+    the assistant message before it (the agent appends results in the order of the calls)."""
+    payload: list[dict[str, Any]] = []
+    unanswered: list[str] = []
+    for m in messages:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.images:
+            parts = [{"type": "image_url", "image_url": {"url": _image_url(image)}} for image in m.images]
+            item["content"] = [{"type": "text", "text": m.content}, *parts]
+        if m.tool_calls:
+            item["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments),
+                    },
+                }
+                for c in m.tool_calls
+            ]
+            unanswered = [c.id for c in m.tool_calls]
+        if m.role == "tool":
+            item["tool_call_id"] = unanswered.pop(0) if unanswered else "call_0"
+        payload.append(item)
+    return payload
+
+
+def _response_format(format: dict[str, Any] | None) -> Any:
+    if format is None:
+        return openai.omit
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": format}}
+
+
+@dataclass
+class _PendingCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def call(self, index: int) -> ToolCall:
+        text = "".join(self.arguments)
+        try:
+            arguments: Any = json.loads(text) if text else {}
+        except json.JSONDecodeError:
+            arguments = text  # the tool says what is wrong with it, so the model can try again
+        return ToolCall(id=self.id or f"call_{index}", name=self.name, arguments=arguments)
+
+
+class _OpenAIModel:
+    """Built the same way for chat and embeddings: the model name plus the OPENAI_* settings."""
+
+    def __init__(self, model: str, *, base_url: str, timeout: float):
+        self.name = model
+        self.host = base_url
+        self._client = make_client(base_url, timeout)
+
+    @classmethod
+    def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
+        if not settings.OPENAI_BASE_URL:
+            raise UnknownModel(f"'openai:{model}' needs an OpenAI-compatible server: set OPENAI_BASE_URL.")
+        if not model:
+            raise UnknownModel("Name the model after 'openai:', e.g. openai:Qwen/Qwen3-8B.")
+        return cls(model, base_url=settings.OPENAI_BASE_URL, timeout=timeout or settings.OPENAI_TIMEOUT)
+
+    @classmethod
+    def is_available(cls, model: str, *, fresh: bool = False) -> bool:
+        return model in (server_models(fresh=fresh) or [])
+
+
+class OpenAIChatModel(_OpenAIModel):
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Iterator[ChatEvent]:
+        with _translate_errors(self.host, self.name):
+            chunks = self._client.chat.completions.create(
+                model=self.name,
+                messages=cast(Any, _messages_payload(messages)),
+                tools=cast(Any, [t.as_ollama() for t in tools]) or openai.omit,
+                stream=True,
+                stream_options={"include_usage": True},
+                # Of Ollama's options only these have an OpenAI twin; num_ctx has none (the
+                # server's context is fixed when it starts).
+                temperature=(options or {}).get("temperature", openai.omit),
+                max_tokens=(options or {}).get("num_predict", openai.omit),
+                response_format=_response_format(format),
+            )
+            try:
+                yield from self._events(chunks)
+            finally:
+                chunks.close()  # Stop: the server sees the connection go and stops generating
+
+    def _events(self, chunks) -> Iterator[ChatEvent]:
+        pending: dict[int, _PendingCall] = {}
+        finished, usage = False, None
+        for chunk in chunks:
+            usage = chunk.usage or usage
+            for choice in chunk.choices:
+                if choice.delta.content:
+                    yield TextDelta(choice.delta.content)
+                for delta in choice.delta.tool_calls or ():
+                    call = pending.setdefault(delta.index, _PendingCall())
+                    call.id = delta.id or call.id
+                    if delta.function is not None:
+                        call.name = delta.function.name or call.name
+                        call.arguments.append(delta.function.arguments or "")
+                finished = finished or choice.finish_reason is not None
+        if not finished:
+            # A stream that ends without a finish reason was cut off: never a complete answer.
+            raise ProviderError("The model server closed the answer before it was finished.")
+        calls = tuple(pending[i].call(i) for i in sorted(pending))
+        for made in calls:
+            yield ToolCallEvent(made)
+        yield Done(
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            tool_calls=calls,
+        )
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> str:
+        return "".join(
+            e.text for e in self.stream(messages, format=format, options=options) if isinstance(e, TextDelta)
+        )
+
+    def info(self) -> ModelInfo:
+        """The context window where the server's model list says it (vLLM: `max_model_len`,
+        LM Studio: `context_length`); the protocol has no field for it. Read from the list, not
+        `/v1/models/{id}`, which not every server has and which ids with a slash confuse."""
+        with _translate_errors(self.host, self.name):
+            listed = {m.id: m for m in self._client.models.list()}
+        extra = listed[self.name].model_extra or {} if self.name in listed else {}
+        length = extra.get("max_model_len") or extra.get("context_length")
+        return ModelInfo(name=self.name, context_length=int(length) if length else None)
+
+
+class OpenAIEmbeddingModel(_OpenAIModel):
+    query_prefix = ""
+
+    def __init__(self, model: str, *, base_url: str, timeout: float):
+        super().__init__(model, base_url=base_url, timeout=timeout)
+        self._dimensions: int | None = None
+
+    @property
+    def version(self) -> str:
+        return ""  # the protocol has no digest: a redeployed model must get a new name
+
+    @property
+    def dimensions(self) -> int:
+        if self._dimensions is None:
+            self._dimensions = len(self.embed_batch(["dimension probe"])[0])
+        return self._dimensions
+
+    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with _translate_errors(self.host, self.name):
+            response = self._client.embeddings.create(model=self.name, input=list(texts))
+        vectors = [list(item.embedding) for item in sorted(response.data, key=lambda d: d.index)]
+        if len(vectors) != len(texts):
+            raise ProviderError(f"The model server returned {len(vectors)} embeddings for {len(texts)} texts.")
+        self._dimensions = len(vectors[0])
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_batch([self.query_prefix + text])[0]
+
+
+def list_models(base_url: str, timeout: float = LIST_TIMEOUT) -> list[str]:
+    """Ids the server lists at /v1/models; raises ProviderError when it cannot be reached."""
+    client = make_client(base_url, timeout)
+    try:
+        with _translate_errors(base_url, "(list)"):
+            return [m.id for m in client.models.list()]
+    finally:
+        client.close()
+
+
+_listing_lock = threading.Lock()
+_listing: tuple[float, str, list[str] | None] | None = None
+
+
+def server_models(*, fresh: bool = False) -> list[str] | None:
+    """The models OPENAI_BASE_URL lists; None when it is not configured or cannot be reached.
+    Kept HEALTH_CACHE_SECONDS per process, as for Ollama."""
+    global _listing
+    base_url = settings.OPENAI_BASE_URL
+    if not base_url:
+        return None
+    with _listing_lock:
+        cached = _listing
+    if not fresh and cached and cached[1] == base_url and time.monotonic() - cached[0] < settings.HEALTH_CACHE_SECONDS:
+        return cached[2]
+    try:
+        models: list[str] | None = list_models(base_url)
+    except ProviderError:
+        models = None
+    with _listing_lock:
+        _listing = (time.monotonic(), base_url, models)
+    return models
