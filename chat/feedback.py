@@ -70,11 +70,11 @@ def own_ratings(session) -> dict[int, dict[str, str]]:
     return {row["message_id"]: {"rating": row["rating"], "comment": row["comment"]} for row in rated}
 
 
-def note_for_student(session) -> str:
-    """What the chat's student is told their teachers see of a rating (the chat's own level)."""
-    if session.visibility == ChatVisibility.NONE:
+def note_for_student(visibility: str) -> str:
+    """What a student is told their teachers see of a rating, at the chat's privacy level."""
+    if visibility == ChatVisibility.NONE:
         return "Your teachers see only how many answers were rated up or down."
-    who = "your name" if session.visibility == ChatVisibility.NAMED else "“Student N”, not your name"
+    who = "your name" if visibility == ChatVisibility.NAMED else "“Student N”, not your name"
     return f"Your teachers see the rating and comment with this question and answer, under {who}."
 
 

@@ -185,7 +185,7 @@ def _chat_page(request, prompt, session):
         "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},
         # Ratings of the student's own answers (feedback controls under each answer).
         "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,
-        "feedback_note": feedback.note_for_student(session) if session else "",
+        "feedback_note": feedback.note_for_student(session.visibility if session else prompt.chat_visibility),
         "usage": _usage(request.user, prompt) if owner.id == request.user.id else None,
     }
     context = {
@@ -202,7 +202,8 @@ def _chat_page(request, prompt, session):
         "example_questions": prompt.example_questions if writable else [],
         "query": query,
         "max_chars": settings.CHAT_MAX_MESSAGE_CHARS,
-        "visibility_sentence": STUDENT_SENTENCES[session.visibility] if session else "",
+        # What teachers see: the level the chat started under (a blank chat starts under today's).
+        "visibility_sentence": STUDENT_SENTENCES[session.visibility if session else prompt.chat_visibility],
         "attachment_limit": f"{settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024):.0f} MB, "
         f"{settings.CHAT_ATTACHMENT_MAX_PAGES} pages",
         "chat_config": config,

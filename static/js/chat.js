@@ -440,6 +440,12 @@
     config.api_path = `/api/v1/chats/${chat.id}`;
     config.feedback = {}; // the student's own new chat: its answers can be rated
     history.replaceState(null, "", `${config.create.page}${chat.id}/`);
+    const tools = document.getElementById("chat-tools");
+    if (tools) {
+      tools.querySelector("[data-href]").href = tools.querySelector("[data-href]").dataset.href.replace("{id}", chat.id);
+      tools.querySelectorAll("[data-action-template]").forEach((f) => (f.action = f.dataset.actionTemplate.replace("{id}", chat.id)));
+      tools.hidden = false;
+    }
     const list = document.querySelector(".session-list");
     list.querySelector(".empty")?.remove();
     list.querySelector("li.current")?.classList.remove("current");
