@@ -1,10 +1,14 @@
 """`make run`: start Redis Stack (unless REDIS_URL is set), migrate, seed the demo, then the worker
 and the web server together; Ctrl-C stops them all.
+
+On its first run it writes `.env` with a generated SECRET_KEY (currechat/settings.py reads it), so
+sessions survive restarts and `manage.py` commands work in a plain shell with the same settings.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -17,6 +21,21 @@ sys.path.insert(0, str(ROOT))
 from scripts.redis_stack import RedisStackError, embedded_server  # noqa: E402
 
 PY = sys.executable
+ENV_FILE = Path(os.environ.get("CURRECHAT_ENV_FILE", ROOT / ".env"))
+
+
+def ensure_env_file(path: Path = ENV_FILE) -> None:
+    """Write `path` with a new SECRET_KEY unless it exists (an existing file is never changed)."""
+    if path.exists():
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(
+            "# Written by `make run`; read by currechat/settings.py (environment variables win).\n"
+            "# Keep it secret: whoever has SECRET_KEY can forge sessions.\n"
+            f"SECRET_KEY={secrets.token_urlsafe(50)}\n"
+        )
+    print(f"Wrote {path.name} with a new SECRET_KEY.")
 
 
 def manage(*args: str, env: dict) -> None:
@@ -24,6 +43,7 @@ def manage(*args: str, env: dict) -> None:
 
 
 def main() -> int:
+    ensure_env_file()
     env = dict(os.environ)
     env.setdefault("DEBUG", "1")
     host = env.get("HOST", "127.0.0.1")
@@ -32,7 +52,8 @@ def main() -> int:
     if "REDIS_URL" not in env:
         redis_server = embedded_server()
         if redis_server.ping():
-            print(f"Reusing the Redis Stack already running on {redis_server.url}")
+            print(f"Reusing the Redis Stack already running on 127.0.0.1:{redis_server.port}")
+            url = redis_server.url
             redis_server = None
         else:
             try:
@@ -40,8 +61,9 @@ def main() -> int:
             except RedisStackError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 1
-            print(f"Redis Stack started on {redis_server.url} (data in var/redis)")
-        env["REDIS_URL"] = f"redis://127.0.0.1:{os.environ.get('EMBEDDED_REDIS_PORT', '6479')}/0"
+            print(f"Redis Stack started on 127.0.0.1:{redis_server.port} (data and password in var/redis)")
+            url = redis_server.url
+        env["REDIS_URL"] = url  # carries the generated password: never printed
 
     children: list[subprocess.Popen] = []
 
