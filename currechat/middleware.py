@@ -38,7 +38,8 @@ class ServiceUnavailableMiddleware:
             titles = {403: "Not allowed", 404: "Not found", 429: "Too many requests", 503: "Service unavailable"}
             context = {"title": titles.get(exception.status_code, "Something is wrong"), "message": str(exception)}
             response = render(request, "error.html", context, status=exception.status_code)
-            if getattr(exception, "retry_after", None):
-                response["Retry-After"] = str(exception.retry_after)
+            retry_after = getattr(exception, "retry_after", None)
+            if retry_after:
+                response["Retry-After"] = str(retry_after)
             return response
         return None
