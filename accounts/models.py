@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
@@ -37,9 +38,13 @@ def _hash_token(raw: str) -> str:
 
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def live(self) -> ApiTokenQuerySet:
+        """Tokens that have not expired."""
+        return self.filter(models.Q(expires__isnull=True) | models.Q(expires__gt=timezone.now()))
+
     def user_for(self, raw: str) -> User | None:
-        """The active user a raw bearer token belongs to, or None."""
-        token = self.select_related("user").filter(key_hash=_hash_token(raw)).first()
+        """The active user a raw bearer token belongs to, or None (unknown, revoked or expired)."""
+        token = self.live().select_related("user").filter(key_hash=_hash_token(raw)).first()
         if token is None or not token.user.is_active:
             return None
         # Touch at most once a minute so busy programs don't write on every request.
@@ -58,14 +63,28 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=8, editable=False, help_text="First characters, to tell tokens apart.")
     created = models.DateTimeField(auto_now_add=True)
     last_used = models.DateTimeField(null=True, blank=True)
+    expires = models.DateTimeField(null=True, blank=True, help_text="Refused from then on; empty: never expires.")
 
     objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created"]
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
 
+    @property
+    def expired(self) -> bool:
+        return self.expires is not None and self.expires <= timezone.now()
+
     @classmethod
-    def issue(cls, user: User, name: str = "") -> tuple[ApiToken, str]:
+    def issue(cls, user: User, name: str = "", *, days: int | None = None) -> tuple[ApiToken, str]:
+        """A new token and its raw value (shown once). It expires after `days` days (default:
+        API_TOKEN_DEFAULT_DAYS; 0: never)."""
+        days = settings.API_TOKEN_DEFAULT_DAYS if days is None else days
+        if days < 0:
+            raise ValueError("A token's lifetime cannot be negative.")
+        expires = timezone.now() + timedelta(days=days) if days else None
         raw = "cc_" + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, key_hash=_hash_token(raw), prefix=raw[:8])
+        token = cls.objects.create(user=user, name=name, key_hash=_hash_token(raw), prefix=raw[:8], expires=expires)
         return token, raw

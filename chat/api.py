@@ -29,6 +29,7 @@ from chat.models import ChatSession, EnrollmentStatus, Prompt
 from chat.runner import run_turn_async, start_turn_for, stream_turn
 from chat.serializers import message_dict, session_dict
 from currechat.errors import InvalidInput
+from currechat.ratelimit import client_address, join_by_address, limit_failures
 
 router = Router(tags=["prompts"])
 
@@ -253,7 +254,10 @@ def readmit_student(request, prompt_id: int, student_id: int):
 
 @router.post("/prompts/join", response=JoinedOut)
 def join(request, data: JoinIn):
-    prompt = enrollment.join_prompt(request.user, data.code)
+    # Unknown codes count against the caller's address: guessing codes gets a 429.
+    prompt = limit_failures(
+        join_by_address(), client_address(request), lambda: enrollment.join_prompt(request.user, data.code)
+    )
     return {"id": prompt.id, "name": prompt.name, "description": prompt.description}
 
 

@@ -9,10 +9,10 @@ cannot forge, and the rules below tell the model that fenced text is data, never
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from chat.events import PassageView
+from rag.untrusted import neutralise
 
 GROUNDING_RULES = """\
 ## How to answer (CurreChat rules)
@@ -48,13 +48,10 @@ def system_message(teacher_prompt: str, *, has_tool: bool) -> str:
     return f"{teacher}\n\n{rules}" if teacher else rules
 
 
-# The fence markers, and anything in retrieved text that could pass for one.
-_FENCE = re.compile(r"<{2,}\s*/?\s*PASSAGES|PASSAGES\s*>{2,}", re.IGNORECASE)
-
-
 def _defang(text: str) -> str:
-    """Retrieved text must not be able to close the fence and speak as the system."""
-    return _FENCE.sub("[marker removed]", text)
+    """Retrieved text must not be able to close the fence, or forge a chat-template turn, and
+    speak as the system: fence markers and control tokens (and look-alikes) are replaced."""
+    return neutralise(text)
 
 
 def passage_heading(n: int, file_name: str, page: int | None, page_end: int | None, section: str) -> str:
@@ -68,7 +65,7 @@ def passage_heading(n: int, file_name: str, page: int | None, page_end: int | No
 
 def format_passages(query: str, passages: Sequence[PassageView]) -> str:
     """The tool result the model reads: numbered passages fenced as untrusted data."""
-    lines = [f"Results for {query!r}. Cite them by number.", "<<<PASSAGES"]
+    lines = [f"Results for {_defang(query)!r}. Cite them by number.", "<<<PASSAGES"]
     for p in passages:
         lines.append(passage_heading(p["n"], p["file_name"], p["page"], p["page_end"], p["section"]))
         lines.append(_defang(p["text"].strip()))

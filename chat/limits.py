@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import time
@@ -11,10 +10,13 @@ import uuid
 
 from django.conf import settings
 
-from currechat.errors import Conflict, CurreChatError
+from currechat.errors import Conflict
+from currechat.ratelimit import RateLimited, SlidingWindow
 from currechat.redis_client import get_redis
 
 log = logging.getLogger(__name__)
+
+__all__ = ["ChatBusy", "RateLimited", "StopSignal", "TurnLock", "check_rate"]
 
 # A turn that crashed without releasing its lock frees the chat after this long, at the latest:
 # a lock whose process is gone is broken at once (`TurnLock.holder_alive`).
@@ -31,52 +33,20 @@ class ChatBusy(Conflict):
     retryable = True
 
 
-class RateLimited(CurreChatError):
-    status_code = 429
-    code = "rate_limited"
-
-    def __init__(self, message: str, *, retry_after: int):
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
 def _key(*parts: object) -> str:
     return ":".join([settings.REDIS_INDEX_PREFIX, "chat", *map(str, parts)])
 
 
-# Sliding window, atomically: drop the timestamps that left the window, then either refuse (and
-# say when the oldest message leaves it) or record this one.
-_RATE_SCRIPT = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] - ARGV[2])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
-  return redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
-end
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
-redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 1)
-return false
-"""
-
-
 def check_rate(user_id: int) -> None:
     """Count one message for the user; raise RateLimited when the last window already holds the
-    limit. The window slides (a sorted set of send times), so the refusal's "in the last N
-    seconds" is true at every moment, unlike a fixed window, which lets twice the limit through
-    around its boundary. A refused message is not counted. One round trip."""
-    limit = settings.CHAT_RATE_LIMIT
-    if limit <= 0:
-        return
-    window = settings.CHAT_RATE_WINDOW_SECONDS
-    now = time.time()
-    oldest = get_redis().eval(
-        _RATE_SCRIPT, 1, _key("rate", user_id), repr(now), window, limit, f"{time.time_ns()}:{uuid.uuid4().hex}"
-    )
-    if oldest is not None:
-        retry_after = max(1, math.ceil(float(oldest) + window - now))
-        raise RateLimited(
-            f"You have sent {limit} messages in the last {window} seconds, the most allowed. "
-            f"Try again in {retry_after} seconds.",
-            retry_after=retry_after,
-        )
+    limit (the shared sliding window of currechat/ratelimit.py)."""
+    SlidingWindow(
+        "chat",
+        settings.CHAT_RATE_LIMIT,
+        settings.CHAT_RATE_WINDOW_SECONDS,
+        "You have sent {limit} messages in the last {window} seconds, the most allowed. "
+        "Try again in {retry_after} seconds.",
+    ).hit(user_id)
 
 
 class _ProcessBeacon:

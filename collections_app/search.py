@@ -11,6 +11,7 @@ import dataclasses
 import typing
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -18,6 +19,7 @@ from ninja import Field, Router, Schema
 from pydantic import create_model
 
 from accounts.permissions import get_collection_for_search
+from currechat.ratelimit import search_by_user
 from currechat.rendering import render_markdown
 from rag.results import Passage
 from rag.retrievers import LABELS
@@ -61,7 +63,18 @@ class SearchOut(Schema):
 def search_api(request, collection_id: int, body: SearchIn):
     """Hybrid search in one collection: owners and co-owners, and students of a prompt using it."""
     collection = get_collection_for_search(request.user, collection_id)
-    return search_collections([collection], body.query, limit=body.limit, curate=body.curate).as_dict()
+    search_by_user().hit(request.user.pk)
+    limit = _capped_limit(request.user, collection, body.limit)
+    return search_collections([collection], body.query, limit=limit, curate=body.curate).as_dict()
+
+
+def _capped_limit(user, collection, limit: int) -> int:
+    """Students (who reach the collection through a prompt) get at most SEARCH_STUDENT_MAX_LIMIT
+    results: curation asks the model once per result, and 50 calls per request is a cheap way to
+    tie up the model server."""
+    if collection.is_editable_by(user):
+        return limit
+    return min(limit, settings.SEARCH_STUDENT_MAX_LIMIT)
 
 
 def language_warning(collection) -> str | None:
@@ -95,6 +108,8 @@ def search_page(request, pk: int):
     query = request.GET.get("q", "").strip()[:MAX_QUERY_CHARS]
     # The checkbox is absent from a submitted form when unticked; before any search it starts ticked.
     curate = "curate" in request.GET if query else True
+    if query:
+        search_by_user().hit(request.user.pk)
     outcome = search_collections([collection], query, curate=curate) if query else None
     context = {
         "collection": collection,

@@ -1,19 +1,23 @@
-"""The one NinjaAPI, under /api/v1/ (OpenAPI docs at /api/v1/docs)."""
+"""The one NinjaAPI, under /api/v1/ (OpenAPI docs at /api/v1/docs, for signed-in users unless
+API_DOCS_PUBLIC is on; Swagger UI is served from our own static files)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import redis
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
 from accounts.models import ApiToken
 from currechat.errors import CurreChatError
-from currechat.health import get_health
+from currechat.health import get_health, shows_details
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +34,35 @@ class BrowserSession(SessionAuth):
     """Session auth for the pages' scripts; unsafe methods need the CSRF token header."""
 
 
+def _bearer_user(request):
+    header = request.headers.get("Authorization", "")
+    scheme, _, raw = header.partition(" ")
+    return ApiToken.objects.user_for(raw.strip()) if scheme.lower() == "bearer" and raw.strip() else None
+
+
+def _signed_in_docs(view):
+    """The docs page and schema for signed-in users (session or bearer token) unless
+    API_DOCS_PUBLIC is on; read per request so the setting can change without a restart."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        user = request.user if request.user.is_authenticated else _bearer_user(request)
+        if settings.API_DOCS_PUBLIC or (user is not None and user.is_active):
+            return view(request, *args, **kwargs)
+        if request.path.endswith(".json"):
+            return JsonResponse({"detail": "Log in, or send 'Authorization: Bearer <token>'."}, status=401)
+        return redirect_to_login(request.get_full_path())
+
+    return wrapped
+
+
 api = NinjaAPI(
     title="CurreChat API",
     version="1",
     urls_namespace="api",
     auth=[BearerAuth(), BrowserSession()],
     docs_url="/docs",
+    docs_decorator=_signed_in_docs,
 )
 
 
@@ -91,8 +118,11 @@ def _redis_down(request, exc):
 
 @api.get("/health", auth=None, tags=["health"])
 def health(request):
-    """Whether Redis (with search) and the model server are reachable, and which models are set."""
-    return get_health().as_dict()
+    """Whether the service works: `{"ok", "status": "ok" | "degraded"}` for everyone; teachers and
+    staff (signed in or with a token) also get Redis, the model server, the workers and the models."""
+    user = request.user if request.user.is_authenticated else _bearer_user(request)
+    state = get_health()
+    return state.as_dict() if shows_details(user) else state.public_summary()
 
 
 def _register_routers() -> None:

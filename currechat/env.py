@@ -7,6 +7,7 @@ malformed, so a typo in deployment fails at start-up instead of surfacing as odd
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -80,3 +81,26 @@ def env_url(name: str, default: str, *, schemes: tuple[str, ...]) -> str:
         allowed = ", ".join(f"{s}://" for s in schemes)
         raise ImproperlyConfigured(f"{name} must start with {allowed} (got {value!r}).")
     return value
+
+
+def load_env_file(path) -> None:
+    """Read `KEY=VALUE` lines from `path` (written by `make run`) into the environment, so that
+    `manage.py` in a plain shell gets the same SECRET_KEY as the running app. Variables already
+    set win over the file; a missing file is fine. Lines may be blank, `# comments`, or
+    `export KEY=VALUE`; a value may be in single or double quotes."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        name, sep, value = line.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name.isidentifier():
+            raise ImproperlyConfigured(f"{path}, line {number}: expected KEY=VALUE (got {raw!r}).")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        os.environ.setdefault(name, value)

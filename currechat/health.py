@@ -1,6 +1,9 @@
 """Is Redis (with search) reachable? Is the model server? Which models are configured?
 
-The result feeds the status badge on every page and `/api/v1/health`. It is cached for a few
+The result feeds the status badge on every page and `/api/v1/health`. Only teachers and staff see
+the details (`shows_details`); visitors and students learn "ok" or "degraded" (`public_summary`):
+addresses and model names help an attacker and no student needs them. Addresses in the details
+never carry a password (`redact_url`). It is cached for a few
 seconds per process so a busy page doesn't ping both services on every request. Whether a model
 is available is the provider registry's answer (`rag.providers.is_available`), the same one search,
 ingestion and the agent ask.
@@ -12,6 +15,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from django.conf import settings
@@ -55,12 +59,38 @@ class Health:
     def vlm_available(self) -> bool:
         return self.has_model(self.models["vlm"])
 
+    @property
+    def degraded(self) -> bool:
+        """Something a user would notice is missing: search, the workers or the model server."""
+        return not (self.redis.ok and self.workers.ok and self.model_server.ok)
+
+    def public_summary(self) -> dict:
+        """All an anonymous visitor learns: whether the service works fully."""
+        return {"ok": self.ok, "status": "degraded" if self.degraded else "ok"}
+
     def as_dict(self) -> dict:
         data = asdict(self)
         data["ok"] = self.ok
         data["llm_available"] = self.llm_available
         data["vlm_available"] = self.vlm_available
+        data["status"] = "degraded" if self.degraded else "ok"
         return data
+
+
+def shows_details(user) -> bool:
+    """Whether `user` may see addresses, model names and worker counts: teachers and staff."""
+    return bool(user is not None and user.is_authenticated and user.is_active and (user.is_teacher or user.is_staff))
+
+
+def redact_url(url: str) -> str:
+    """`url` without its password (redis://:secret@host → redis://:***@host)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def check_redis() -> ServiceState:
@@ -68,7 +98,9 @@ def check_redis() -> ServiceState:
         client = get_redis()
         modules = client.execute_command("MODULE", "LIST")
     except redis.RedisError as exc:
-        return ServiceState(False, f"Redis at {settings.REDIS_URL} cannot be reached ({exc.__class__.__name__}).")
+        return ServiceState(
+            False, f"Redis at {redact_url(settings.REDIS_URL)} cannot be reached ({exc.__class__.__name__})."
+        )
     names = {(m.get(b"name") or m.get("name") or b"").decode().lower() if isinstance(m, dict) else "" for m in modules}
     if "search" not in names:
         return ServiceState(
@@ -107,8 +139,10 @@ def check_workers() -> ServiceState:
 def check_model_server(*, fresh: bool = False) -> tuple[ServiceState, list[str]]:
     available = server_models(fresh=fresh)
     if available is None:
-        return ServiceState(False, f"No model server at {settings.OLLAMA_HOST}."), []
-    return ServiceState(True, f"Model server at {settings.OLLAMA_HOST} lists {len(available)} models."), available
+        return ServiceState(False, f"No model server at {redact_url(settings.OLLAMA_HOST)}."), []
+    return ServiceState(
+        True, f"Model server at {redact_url(settings.OLLAMA_HOST)} lists {len(available)} models."
+    ), available
 
 
 def check_openai_server(*, fresh: bool = False) -> tuple[ServiceState | None, list[str]]:

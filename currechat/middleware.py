@@ -35,7 +35,11 @@ class ServiceUnavailableMiddleware:
             log.warning("Redis unavailable during %s: %s", request.path, exception)
             return render(request, "error.html", {"title": "Service unavailable", "message": REDIS_DOWN}, status=503)
         if isinstance(exception, CurreChatError):
-            titles = {403: "Not allowed", 404: "Not found", 503: "Service unavailable"}
+            titles = {403: "Not allowed", 404: "Not found", 429: "Too many requests", 503: "Service unavailable"}
             context = {"title": titles.get(exception.status_code, "Something is wrong"), "message": str(exception)}
-            return render(request, "error.html", context, status=exception.status_code)
+            response = render(request, "error.html", context, status=exception.status_code)
+            retry_after = getattr(exception, "retry_after", None)
+            if retry_after:
+                response["Retry-After"] = str(retry_after)
+            return response
         return None

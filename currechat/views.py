@@ -1,4 +1,9 @@
-"""Home pages and joining a prompt (with sign-up for new students)."""
+"""Home pages, logging in, and joining a prompt (with sign-up for new students).
+
+Logging in, signing up and trying join codes are rate limited (currechat/ratelimit.py): failed
+logins by account and by address, sign-ups by address, unknown join codes by address. A refusal
+is a 429 page with a `Retry-After` header and a sentence saying when to try again.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.views import LoginView
 from django.db.models import Count, Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -16,7 +22,55 @@ from accounts.permissions import state_sentence
 from chat.enrollment import join_prompt
 from chat.models import STUDENT_SENTENCES, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
-from currechat.errors import CurreChatError
+from currechat.errors import CurreChatError, NotFound
+from currechat.ratelimit import (
+    RateLimited,
+    client_address,
+    join_by_address,
+    limit_failures,
+    login_by_account,
+    login_by_address,
+    signup_by_address,
+)
+
+
+def _too_many(request, exc: RateLimited):
+    response = render(request, "error.html", {"title": "Too many attempts", "message": str(exc)}, status=429)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+def _account_key(username: str) -> str:
+    # Case-folded so "Sam" and "sam" share one window whichever the login backend accepts.
+    return username.strip().casefold()[:150]
+
+
+class RateLimitedLoginView(LoginView):
+    """Django's login, refused with 429 after too many failures for the account or the address.
+    Only failures count; a successful login forgives its account's failures."""
+
+    def post(self, request, *args, **kwargs):
+        try:
+            login_by_address().check(client_address(request))
+            login_by_account().check(_account_key(request.POST.get("username", "")))
+        except RateLimited as exc:
+            return _too_many(request, exc)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        for window, who in (
+            (login_by_address(), client_address(self.request)),
+            (login_by_account(), _account_key(self.request.POST.get("username", ""))),
+        ):
+            try:
+                window.hit(who)
+            except RateLimited:
+                pass  # already full: the next attempt is refused
+        return super().form_invalid(form)
+
+    def form_valid(self, form):
+        login_by_account().clear(_account_key(form.get_user().get_username()))
+        return super().form_valid(form)
 
 
 @login_required
@@ -58,8 +112,11 @@ class StudentSignupForm(UserCreationForm):
 def join_by_code(request):
     form = JoinForm(request.POST)
     if form.is_valid():
+        code = form.cleaned_data["code"]
         try:
-            prompt = join_prompt(request.user, form.cleaned_data["code"])
+            prompt = limit_failures(join_by_address(), client_address(request), lambda: join_prompt(request.user, code))
+        except RateLimited as exc:
+            return _too_many(request, exc)
         except CurreChatError as exc:
             messages.error(request, str(exc))
         else:
@@ -72,17 +129,20 @@ def join_by_code(request):
 def join_link(request, code: str):
     """A prompt's join link. GET only shows what joining means (a link followed from another site
     must not enroll anyone); the POST of its button enrolls, and signs a new student up first."""
-    prompt = Prompt.objects.filter(join_code=code.upper()).exclude(active=False).select_related("owner").first()
-    if prompt is None:
-        return render(
-            request,
-            "error.html",
-            {"title": "Not found", "message": "This join link is not valid any more. Ask your teacher for a new one."},
-            status=404,
-        )
+    try:
+        prompt = limit_failures(join_by_address(), client_address(request), lambda: _prompt_for_link(code))
+    except RateLimited as exc:
+        return _too_many(request, exc)
+    except NotFound as exc:
+        return render(request, "error.html", {"title": "Not found", "message": str(exc)}, status=404)
     if request.user.is_authenticated and prompt.is_taught_by(request.user):
         return redirect("prompt_detail", pk=prompt.pk)
     form = None if request.user.is_authenticated else StudentSignupForm(request.POST or None)
+    if request.method == "POST" and form is not None:
+        try:
+            signup_by_address().hit(client_address(request))
+        except RateLimited as exc:
+            return _too_many(request, exc)
     if request.method == "POST" and (form is None or form.is_valid()):
         user = request.user
         if form is not None:
@@ -105,3 +165,10 @@ def join_link(request, code: str):
         "state_sentence": state_sentence(prompt) if prompt.state() != PromptState.OPEN else "",
     }
     return render(request, "registration/join.html", context)
+
+
+def _prompt_for_link(code: str) -> Prompt:
+    prompt = Prompt.objects.filter(join_code=code.upper()).exclude(active=False).select_related("owner").first()
+    if prompt is None:
+        raise NotFound("This join link is not valid any more. Ask your teacher for a new one.")
+    return prompt

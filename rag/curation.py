@@ -1,7 +1,8 @@
 """LLM curation: one structured-output call per passage says whether it helps answer the query.
 
 Trust boundary: the passage text is untrusted data (anyone who can upload a file wrote it). It goes
-to the model inside delimiters with an instruction to ignore instructions in it, and only the
+to the model inside delimiters it cannot close (`rag.untrusted.neutralise`) with an instruction to
+ignore instructions in it, and only the
 three typed fields of the model's JSON reply are used; nothing in it is executed or shown as ours.
 
 Verdicts are cached in Redis by (model, query, chunk text hash): the chat model often repeats a
@@ -24,6 +25,7 @@ from currechat.redis_client import get_redis
 from rag.providers import ChatMessage, Done, TextDelta, get_chat_model
 from rag.providers.base import UsageSink
 from rag.results import Passage
+from rag.untrusted import neutralise
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +87,12 @@ def parse_verdict(reply: str) -> Verdict:
 
 
 def messages_for(query: str, passage: Passage) -> list[ChatMessage]:
-    where = f"file: {passage.file_name}" + (f"; section: {passage.section}" if passage.section else "")
-    user = f"Query: {query}\n\nPassage ({where}):\n<passage>\n{passage.text}\n</passage>"
+    # Everything but SYSTEM is untrusted: neither the passage nor its file name, section or the
+    # query may close the <passage> delimiter or forge a chat-template turn (rag/untrusted.py).
+    where = f"file: {neutralise(passage.file_name)}" + (
+        f"; section: {neutralise(passage.section)}" if passage.section else ""
+    )
+    user = f"Query: {neutralise(query)}\n\nPassage ({where}):\n<passage>\n{neutralise(passage.text)}\n</passage>"
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)]
 
 

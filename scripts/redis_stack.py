@@ -5,6 +5,11 @@ Its binaries need OpenSSL 1.1, which Debian 12 lacks; `ensure_libssl()` unpacks 
 
 Used by `make run` (`python -m scripts.redis_stack start|stop|status`) and by the test suite,
 which starts its own server on a free port.
+
+The embedded server listens on 127.0.0.1 only and requires a password, generated on its first
+start and kept in `var/redis/password` (mode 0600). The password reaches redis-server through a
+config file of the same mode, never the command line (which `ps` shows to every local user), and
+is never printed: the app reads the file (currechat/settings.py).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -97,11 +103,22 @@ class RedisStackServer:
     data_dir: Path
     persistent: bool = True
     with_search: bool = True  # False gives a plain Redis, to test the "no search module" message
+    password: str | None = None
     process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    @property
+    def config_file(self) -> Path:
+        return self.data_dir / "redis.conf"
+
+    def _write_config(self) -> None:
+        """The settings that must not appear on the command line, in a file only we may read."""
+        lines = [f"requirepass {self.password}"] if self.password else []
+        _write_private(self.config_file, "".join(f"{line}\n" for line in lines))
 
     @property
     def pidfile(self) -> Path:
@@ -111,6 +128,7 @@ class RedisStackServer:
         server, lib = _stack_paths()
         cmd = [
             str(server),
+            str(self.config_file),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--dir", str(self.data_dir),
@@ -126,6 +144,7 @@ class RedisStackServer:
 
     def start(self, timeout: float = 20.0) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_config()
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = f"{ensure_libssl()}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
         self.process = subprocess.Popen(self.command(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -145,8 +164,13 @@ class RedisStackServer:
         raise RedisStackError(f"Redis Stack did not answer on port {self.port} within {timeout:.0f}s.")
 
     def ping(self) -> bool:
+        """Whether our server answers (with the password, when it has one)."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                if self.password:
+                    sock.sendall(_command("AUTH", self.password))
+                    if not sock.recv(64).startswith(b"+OK"):
+                        return False
                 sock.sendall(b"PING\r\n")
                 return sock.recv(16).startswith(b"+PONG")
         except OSError:
@@ -168,9 +192,33 @@ class RedisStackServer:
         self.process = None
 
 
+def _command(*parts: str) -> bytes:
+    """One command in the Redis protocol (RESP), so a password with spaces stays one argument."""
+    body = b"".join(b"$%d\r\n%s\r\n" % (len(p.encode()), p.encode()) for p in parts)
+    return b"*%d\r\n" % len(parts) + body
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path`, readable and writable by this user only (from the first byte)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)
+
+
+def embedded_password(data_dir: Path) -> str:
+    """The embedded server's password: generated on first use, then read from data_dir/password."""
+    path = data_dir / "password"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        _write_private(path, secrets.token_urlsafe(32) + "\n")
+    return path.read_text().strip()
+
+
 def embedded_server() -> RedisStackServer:
     port = int(os.environ.get("EMBEDDED_REDIS_PORT", "6479"))
-    return RedisStackServer(port=port, data_dir=VAR / "redis")
+    data_dir = VAR / "redis"
+    return RedisStackServer(port=port, data_dir=data_dir, password=embedded_password(data_dir))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,10 +234,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if server.ping() else 1
         elif args.action == "start":
             if server.ping():
-                print(f"Redis Stack already running on {server.url}")
+                print(f"Redis Stack already running on 127.0.0.1:{server.port}")
             else:
                 server.start()
-                print(f"Redis Stack started on {server.url} (data in {server.data_dir})")
+                print(f"Redis Stack started on 127.0.0.1:{server.port} (data in {server.data_dir})")
         else:
             server.stop()
     except RedisStackError as exc:

@@ -3,11 +3,14 @@ and the web server together; Ctrl-C stops them all.
 
 A worker or web server that exits (killed, crashed, quit after an outage) is started again, after a
 pause that grows while it keeps failing, rather than taking the whole app down.
+On its first run it writes `.env` with a generated SECRET_KEY (currechat/settings.py reads it), so
+sessions survive restarts and `manage.py` commands work in a plain shell with the same settings.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -72,11 +75,29 @@ class Child:
             self.process.wait()
 
 
+ENV_FILE = Path(os.environ.get("CURRECHAT_ENV_FILE", ROOT / ".env"))
+
+
+def ensure_env_file(path: Path = ENV_FILE) -> None:
+    """Write `path` with a new SECRET_KEY unless it exists (an existing file is never changed)."""
+    if path.exists():
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(
+            "# Written by `make run`; read by currechat/settings.py (environment variables win).\n"
+            "# Keep it secret: whoever has SECRET_KEY can forge sessions.\n"
+            f"SECRET_KEY={secrets.token_urlsafe(50)}\n"
+        )
+    print(f"Wrote {path.name} with a new SECRET_KEY.")
+
+
 def manage(*args: str, env: dict) -> None:
     subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, check=True)
 
 
 def main() -> int:
+    ensure_env_file()
     env = dict(os.environ)
     env.setdefault("DEBUG", "1")
     host = env.get("HOST", "127.0.0.1")
@@ -85,7 +106,8 @@ def main() -> int:
     if "REDIS_URL" not in env:
         redis_server = embedded_server()
         if redis_server.ping():
-            print(f"Reusing the Redis Stack already running on {redis_server.url}")
+            print(f"Reusing the Redis Stack already running on 127.0.0.1:{redis_server.port}")
+            url = redis_server.url
             redis_server = None
         else:
             try:
@@ -93,8 +115,9 @@ def main() -> int:
             except RedisStackError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 1
-            print(f"Redis Stack started on {redis_server.url} (data in var/redis)")
-        env["REDIS_URL"] = f"redis://127.0.0.1:{os.environ.get('EMBEDDED_REDIS_PORT', '6479')}/0"
+            print(f"Redis Stack started on 127.0.0.1:{redis_server.port} (data and password in var/redis)")
+            url = redis_server.url
+        env["REDIS_URL"] = url  # carries the generated password: never printed
 
     children: list[Child] = []
 

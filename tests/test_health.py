@@ -7,9 +7,8 @@ import pytest
 from scripts.redis_stack import RedisStackServer, free_port
 
 
-@pytest.mark.django_db
-def test_health_reports_redis_search_and_models(client, ollama, settings):
-    data = client.get("/api/v1/health").json()
+def test_health_reports_redis_search_and_models_to_teachers(client_for, owner, ollama, settings):
+    data = client_for(owner).get("/api/v1/health").json()
     assert data["redis"]["ok"] is True
     assert data["model_server"]["ok"] is True
     assert data["models"]["chat"] == settings.CHAT_MODEL
@@ -17,10 +16,9 @@ def test_health_reports_redis_search_and_models(client, ollama, settings):
     assert data["llm_available"] is True
 
 
-@pytest.mark.django_db
-def test_health_says_when_chat_model_is_missing_on_server(client, ollama):
+def test_health_says_when_chat_model_is_missing_on_server(client_for, owner, ollama):
     ollama.models = ["some-other-model:1b"]
-    data = client.get("/api/v1/health").json()
+    data = client_for(owner).get("/api/v1/health").json()
     assert data["model_server"]["ok"] is True
     assert data["llm_available"] is False
 
@@ -62,12 +60,12 @@ def test_redis_down_then_back_without_restart(client_for, owner, settings, tmp_p
         server.stop()
 
 
-def test_redis_without_search_module_is_named_clearly(client, settings, tmp_path, db):
+def test_redis_without_search_module_is_named_clearly(client_for, owner, settings, tmp_path):
     server = RedisStackServer(port=free_port(), data_dir=tmp_path / "plain", persistent=False, with_search=False)
     server.start()
     settings.REDIS_URL = server.url
     try:
-        detail = client.get("/api/v1/health").json()["redis"]
+        detail = client_for(owner).get("/api/v1/health").json()["redis"]
         assert detail["ok"] is False
         assert "Redis Stack, or Redis 8 with the Query Engine" in detail["detail"]
     finally:

@@ -34,6 +34,7 @@ def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
         PORT=str(web_port),
         EMBEDDED_REDIS_PORT=str(redis_port),
         CURRECHAT_VAR_DIR=str(tmp_path / "var"),
+        CURRECHAT_ENV_FILE=str(tmp_path / ".env"),
     )
     log = open(tmp_path / "run.log", "w+")  # noqa: SIM115 — read after the process ends
     process = subprocess.Popen(
@@ -50,7 +51,10 @@ def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
         log.seek(0)
         output = log.read()
         assert status == 200, output
-        assert "Log in" in body and "Search index: connected" in body
+        assert "Log in" in body and "Service:" in body
+        password = (tmp_path / "var" / "redis" / "password").read_text().strip()
+        assert password not in output and password not in body, "the Redis password is never printed"
+        assert (tmp_path / ".env").exists()
         assert "demo-teacher / " in output and "demo-student / " in output
         assert (tmp_path / "var" / "redis" / "appendonlydir").exists()  # persistence is on
         # The web process loads the embedder at start, not when the first student searches; the

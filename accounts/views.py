@@ -1,0 +1,55 @@
+"""The account page: the user's API tokens, listed with created / last used / expiry, made and revoked."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.models import ApiToken
+
+MAX_TOKEN_DAYS = 3650
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, help_text="A label to tell your tokens apart.")
+    days = forms.IntegerField(
+        min_value=0,
+        max_value=MAX_TOKEN_DAYS,
+        required=False,
+        label="Expires after (days)",
+        help_text="0: never expires.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["days"].initial = settings.API_TOKEN_DEFAULT_DAYS
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account(request):
+    """GET lists the user's tokens; POST makes one and shows its raw value on this response only
+    (it is never stored and never put in a redirect or a message)."""
+    form = TokenForm(request.POST or None)
+    new_token = None
+    if request.method == "POST" and form.is_valid():
+        days = form.cleaned_data["days"]
+        token, raw = ApiToken.issue(request.user, name=form.cleaned_data["name"], days=days)
+        new_token = {"token": token, "raw": raw}
+        form = TokenForm()
+    tokens = ApiToken.objects.filter(user=request.user)
+    return render(request, "accounts/account.html", {"form": form, "tokens": tokens, "new_token": new_token})
+
+
+@login_required
+@require_POST
+def revoke_token(request, pk: int):
+    # Another user's token is "not found": its id tells nothing.
+    token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    token.delete()
+    messages.success(request, f"Token {token.prefix}… revoked: programs using it are refused from now on.")
+    return redirect("account")

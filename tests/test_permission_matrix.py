@@ -1,0 +1,390 @@
+"""The permission matrix: every page, API operation and websocket route × every kind of user.
+
+The routes are read from the URL resolver, the NinjaAPI's OpenAPI schema and the websocket URL
+patterns, so a new route without a row here fails `test_every_route_has_a_matrix_row`. Each row
+says which roles may use the route; everyone else is refused (401 / a redirect to the login page
+for anonymous visitors, 403 or 404 for the signed-in). Each cell runs in a savepoint that is
+rolled back, so a DELETE in one cell does not change the next.
+
+Roles: anonymous; `outsider` (a student not enrolled); `enrolled`; `removed` (a student the
+teacher removed); `other_teacher`; `owner` (of the collection and the prompt); `co_owner` (a
+co-owner of the collection and co-teacher of the prompt); `former_co_owner` (co-owner until
+removed, who still has a prompt of their own with the collection attached); `staff` (a teacher
+with admin-site access, not a superuser); `superuser`. "A chat" is the role's own chat when it
+has one (the enrolled and the removed student), otherwise the enrolled student's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from accounts.models import Role, User
+from chat.models import ChatSession, Enrollment, EnrollmentStatus, Prompt
+from collections_app.models import Collection, FileStatus, SourceFile
+from currechat.api import api
+from tests.websockets import open_websocket
+
+ROLES = (
+    "anonymous",
+    "outsider",
+    "enrolled",
+    "removed",
+    "other_teacher",
+    "owner",
+    "co_owner",
+    "former_co_owner",
+    "staff",
+    "superuser",
+)
+OK, LOGIN, REFUSED = "ok", "login", "refused"
+
+COLLECTION_EDIT = {"owner", "co_owner", "superuser"}
+COLLECTION_SEARCH = COLLECTION_EDIT | {"enrolled"}
+PROMPT_EDIT = {"owner", "co_owner", "superuser"}
+PROMPT_OWNER = {"owner", "superuser"}
+TEACHERS = {"other_teacher", "owner", "co_owner", "former_co_owner", "staff", "superuser"}
+SIGNED_IN = set(ROLES) - {"anonymous"}
+EVERYONE = set(ROLES)
+CHAT_START = PROMPT_EDIT | {"enrolled"}  # students while enrolled; teachers to preview
+# The enrolled student's own chat; its teachers read it (visibility "pseudonymous").
+CHAT_READ = {"enrolled"} | PROMPT_EDIT
+CHAT_WRITE = {"enrolled"}
+# Admin pages: Django's own staff check; a non-staff user is sent to the admin login.
+ADMIN = {"staff", "superuser"}
+
+
+@dataclass
+class World:
+    users: dict[str, User]
+    collection: Collection
+    source: SourceFile
+    prompt: Prompt
+    own_prompt: Prompt  # the former co-owner's, with the collection still attached
+    chats: dict[str, ChatSession]
+    enrolled_number: int
+
+    def chat(self, role: str) -> ChatSession:
+        return self.chats.get(role, self.chats["enrolled"])
+
+
+@dataclass(frozen=True)
+class Row:
+    """One route: who may use it, and how to call it."""
+
+    allowed: set[str]
+    url: Callable[[World, str], str]
+    data: Callable[[World], dict] = field(default=lambda w: {})
+    # Signed-in users the route sends to a login page anyway (Django's admin for non-staff).
+    login_for: frozenset[str] = frozenset()
+    multipart: bool = False  # an API upload: form data, not JSON
+
+
+def _c(w: World, role: str) -> int:
+    return w.collection.pk
+
+
+PAGE_ROWS: dict[tuple[str, str], Row] = {
+    ("GET", "home"): Row(SIGNED_IN, lambda w, r: "/"),
+    ("GET", "login"): Row(EVERYONE, lambda w, r: "/login/"),
+    ("POST", "logout"): Row(EVERYONE, lambda w, r: "/logout/"),
+    ("POST", "join"): Row(SIGNED_IN, lambda w, r: "/join/", lambda w: {"code": w.prompt.join_code}),
+    ("GET", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
+    ("POST", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
+    ("GET", "account"): Row(SIGNED_IN, lambda w, r: "/account/"),
+    ("POST", "account"): Row(SIGNED_IN, lambda w, r: "/account/", lambda w: {"name": "x", "days": "1"}),
+    # The owner's token: only its owner revokes it (anyone else gets a 404).
+    ("POST", "token_revoke"): Row(
+        {"owner"}, lambda w, r: f"/account/tokens/{w.users['owner'].api_tokens.get().pk}/revoke/"
+    ),
+    ("GET", "collection_create"): Row(TEACHERS, lambda w, r: "/collections/new/"),
+    ("GET", "collection_detail"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/"),
+    ("POST", "collection_delete"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/delete/"),
+    ("POST", "collection_upload"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/upload/"),
+    ("GET", "file_detail"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/"),
+    ("POST", "file_cancel"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/cancel/"),
+    ("POST", "file_retry"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/retry/"),
+    ("POST", "file_delete"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/delete/"),
+    ("GET", "collection_search"): Row(COLLECTION_SEARCH, lambda w, r: f"/collections/{_c(w, r)}/search/?q=mean"),
+    ("GET", "prompt_create"): Row(TEACHERS, lambda w, r: "/prompts/new/"),
+    ("GET", "prompt_detail"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/"),
+    ("POST", "prompt_delete"): Row(PROMPT_OWNER, lambda w, r: f"/prompts/{w.prompt.pk}/delete/"),
+    ("POST", "prompt_duplicate"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/duplicate/"),
+    ("POST", "prompt_rotate_code"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/join-code/"),
+    ("POST", "student_action"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/students/{w.enrolled_number}/remove/"
+    ),
+    ("GET", "chat_home"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/chat/"),
+    ("POST", "chat_new"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/chat/new/"),
+    ("GET", "chat_session"): Row(CHAT_READ, lambda w, r: f"/prompts/{w.prompt.pk}/chat/{w.chat(r).pk}/"),
+    ("POST", "chat_delete"): Row(CHAT_WRITE, lambda w, r: f"/prompts/{w.prompt.pk}/chat/{w.chat(r).pk}/delete/"),
+    ("GET", "admin:index"): Row(ADMIN, lambda w, r: "/admin/", login_for=frozenset(SIGNED_IN - ADMIN)),
+}
+
+_API = "/api/v1"
+API_ROWS: dict[tuple[str, str], Row] = {
+    ("GET", "/health"): Row(EVERYONE, lambda w, r: "/health"),
+    ("GET", "/openapi.json"): Row(SIGNED_IN, lambda w, r: "/openapi.json"),
+    ("GET", "/docs"): Row(SIGNED_IN, lambda w, r: "/docs"),
+    ("GET", "/collections"): Row(TEACHERS, lambda w, r: "/collections"),
+    ("POST", "/collections"): Row(TEACHERS, lambda w, r: "/collections", lambda w: {"name": "New one"}),
+    ("GET", "/collections/{collection_id}"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}"),
+    ("PATCH", "/collections/{collection_id}"): Row(
+        COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}", lambda w: {"description": "Changed"}
+    ),
+    ("DELETE", "/collections/{collection_id}"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}"),
+    ("GET", "/collections/{collection_id}/files"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/files"),
+    ("POST", "/collections/{collection_id}/files"): Row(
+        COLLECTION_EDIT,
+        lambda w, r: f"/collections/{_c(w, r)}/files",
+        lambda w: {"file": SimpleUploadedFile("week1.md", b"# Week 1\n\nThe mean is the average.\n")},
+        multipart=True,
+    ),
+    ("POST", "/collections/{collection_id}/search"): Row(
+        COLLECTION_SEARCH, lambda w, r: f"/collections/{_c(w, r)}/search", lambda w: {"query": "mean", "curate": False}
+    ),
+    ("GET", "/files/{file_id}"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}"),
+    ("DELETE", "/files/{file_id}"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}"),
+    ("GET", "/files/{file_id}/chunks"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/chunks"),
+    ("POST", "/files/{file_id}/cancel"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/cancel"),
+    ("POST", "/files/{file_id}/retry"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/retry"),
+    ("GET", "/prompts"): Row(TEACHERS, lambda w, r: "/prompts"),
+    ("POST", "/prompts"): Row(TEACHERS, lambda w, r: "/prompts", lambda w: {"name": "New prompt"}),
+    ("GET", "/prompts/{prompt_id}"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}"),
+    ("PATCH", "/prompts/{prompt_id}"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}", lambda w: {"description": "Changed"}
+    ),
+    ("DELETE", "/prompts/{prompt_id}"): Row(PROMPT_OWNER, lambda w, r: f"/prompts/{w.prompt.pk}"),
+    ("POST", "/prompts/{prompt_id}/duplicate"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/duplicate"),
+    ("POST", "/prompts/{prompt_id}/join-code"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/join-code"),
+    ("GET", "/prompts/{prompt_id}/students"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/students"),
+    ("DELETE", "/prompts/{prompt_id}/students/{student_id}"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/students/{w.enrolled_number}"
+    ),
+    ("POST", "/prompts/{prompt_id}/students/{student_id}/readmit"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/students/{w.enrolled_number}/readmit"
+    ),
+    # A prompt's own teachers cannot enroll in it as students.
+    ("POST", "/prompts/join"): Row(
+        SIGNED_IN - {"owner", "co_owner"}, lambda w, r: "/prompts/join", lambda w: {"code": w.prompt.join_code}
+    ),
+    ("GET", "/prompts/{prompt_id}/chats"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/chats"),
+    ("GET", "/prompts/{prompt_id}/chats/export.jsonl"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/chats/export.jsonl"
+    ),
+    ("GET", "/chats"): Row(SIGNED_IN, lambda w, r: "/chats"),
+    ("POST", "/chats"): Row(CHAT_START, lambda w, r: "/chats", lambda w: {"prompt_id": w.prompt.pk}),
+    ("GET", "/chats/{chat_id}"): Row(CHAT_READ, lambda w, r: f"/chats/{w.chat(r).pk}"),
+    ("DELETE", "/chats/{chat_id}"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}"),
+    ("POST", "/chats/{chat_id}/messages"): Row(
+        CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/messages", lambda w: {"content": "What is bias?"}
+    ),
+    ("POST", "/chats/{chat_id}/stop"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/stop"),
+    ("POST", "/chats/{chat_id}/retry"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/retry"),
+    # The Markdown export with resolved citations is the student's own (teachers export JSON Lines).
+    ("GET", "/chats/{chat_id}/export"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/export?format=md"),
+}
+
+# Websockets: who may connect, and (chats) who may send a message.
+WS_ROWS: dict[str, tuple[set[str], set[str]]] = {
+    "ws/collections/<int:collection_id>/": (COLLECTION_EDIT, set()),
+    "ws/chats/<int:session_id>/": (CHAT_READ, CHAT_WRITE),
+}
+
+
+# --- Discovering the routes ------------------------------------------------------------------------
+
+
+def _page_routes() -> set[tuple[str, str]]:
+    """(method, url name) of every page: GET for pages that show something, POST for actions."""
+    names: set[str] = set()
+
+    def walk(resolver: URLResolver, prefix: str) -> None:
+        for entry in resolver.url_patterns:
+            if isinstance(entry, URLResolver):
+                if str(entry.pattern).startswith("admin/"):
+                    names.add("admin:index")  # the admin site is covered by Django's staff check
+                elif not str(entry.pattern).startswith("api/"):
+                    walk(entry, prefix + str(entry.pattern))
+            elif isinstance(entry, URLPattern) and entry.name and not str(entry.pattern).startswith("api/"):
+                names.add(entry.name)
+
+    walk(get_resolver(), "")
+    covered = {name for _, name in PAGE_ROWS}
+    return {key for key in PAGE_ROWS if key[1] in names} | {("?", n) for n in names - covered}
+
+
+def _api_routes() -> set[tuple[str, str]]:
+    schema = api.get_openapi_schema()
+    operations = {(m.upper(), path.removeprefix(_API)) for path, ops in schema["paths"].items() for m in ops}
+    return operations | {("GET", "/openapi.json"), ("GET", "/docs")}
+
+
+def _ws_routes() -> set[str]:
+    from currechat.routing import websocket_urlpatterns
+
+    return {str(p.pattern) for p in websocket_urlpatterns}
+
+
+def test_every_route_has_a_matrix_row(db):
+    missing_pages = sorted(n for m, n in _page_routes() if m == "?")
+    missing_api = sorted(_api_routes() - set(API_ROWS))
+    stale_api = sorted(set(API_ROWS) - _api_routes())
+    missing_ws = sorted(_ws_routes() - set(WS_ROWS))
+    assert (missing_pages, missing_api, stale_api, missing_ws) == ([], [], [], [])
+
+
+# --- The world every cell runs in ------------------------------------------------------------------
+
+
+def _user(name: str, role: str = Role.STUDENT, **extra) -> User:
+    return User.objects.create_user(name, password="x", role=role, **extra)
+
+
+@pytest.fixture
+def world(db, ollama) -> World:
+    users = {
+        "outsider": _user("outsider"),
+        "enrolled": _user("enrolled"),
+        "removed": _user("removed"),
+        "other_teacher": _user("other-teacher", Role.TEACHER),
+        "owner": _user("owner", Role.TEACHER),
+        "co_owner": _user("co-owner", Role.TEACHER),
+        "former_co_owner": _user("former", Role.TEACHER),
+        "staff": _user("staff", Role.TEACHER, is_staff=True),
+        "superuser": _user("root", Role.TEACHER, is_staff=True, is_superuser=True),
+    }
+    collection = Collection.objects.create(
+        name="Statistics", language="english", owner=users["owner"], embedding_model="ollama:snowflake-arctic-embed2"
+    )
+    collection.co_owners.add(users["co_owner"], users["former_co_owner"])
+    own_prompt = Prompt.objects.create(owner=users["former_co_owner"], name="Former's own", curation_enabled=False)
+    own_prompt.collections.add(collection)
+    collection.co_owners.remove(users["former_co_owner"])
+    source = SourceFile.objects.create(
+        collection=collection,
+        original_name="notes.md",
+        file="x/notes.md",
+        file_type="markdown",
+        size=10,
+        sha256="0" * 64,
+        status=FileStatus.FAILED,
+    )
+    prompt = Prompt.objects.create(owner=users["owner"], name="Stats helper", curation_enabled=False)
+    prompt.collections.add(collection)
+    prompt.co_teachers.add(users["co_owner"])
+    enrolled = Enrollment.objects.create(prompt=prompt, student=users["enrolled"])
+    Enrollment.objects.create(prompt=prompt, student=users["removed"], status=EnrollmentStatus.REMOVED)
+    chats = {
+        role: ChatSession.objects.create(prompt=prompt, user=users[role], visibility=prompt.chat_visibility)
+        for role in ("enrolled", "removed")
+    }
+    from accounts.models import ApiToken
+
+    ApiToken.issue(users["owner"], name="owner's")
+    return World(users, collection, source, prompt, own_prompt, chats, enrolled.number)
+
+
+# --- Running the cells ----------------------------------------------------------------------------
+
+
+def _outcome(response) -> str:
+    status = response.status_code
+    if status == 401:
+        return LOGIN
+    if status in (301, 302) and "login/?next=" in response.get("Location", ""):
+        return LOGIN
+    if status in (403, 404):
+        return REFUSED
+    if status < 400 or status in (400, 409, 422):
+        # 400/409/422: let in, refused only for the state or the input of this probe (nothing to
+        # retry, a turn already running): the permission checks run first.
+        return OK
+    return f"status {status}"
+
+
+def _expected(row: Row, role: str) -> str:
+    if role in row.allowed:
+        return OK
+    if role == "anonymous" or role in row.login_for:
+        return LOGIN
+    return REFUSED
+
+
+def _cell(world: World, role: str, method: str, url: str, data: dict, *, json_body: bool) -> str:
+    client = Client()
+    if role != "anonymous":
+        client.force_login(world.users[role])
+    with transaction.atomic():
+        if json_body:
+            body = json.dumps(data) if data else None
+            response = client.generic(method, url, body or "", content_type="application/json")
+        else:
+            response = getattr(client, method.lower())(url, data)
+        transaction.set_rollback(True)
+    return _outcome(response)
+
+
+def _wrong_cells(world: World, method: str, row: Row, *, api_route: bool) -> list[str]:
+    wrong = []
+    for role in ROLES:
+        url = (_API if api_route else "") + row.url(world, role)
+        got = _cell(world, role, method, url, row.data(world), json_body=api_route and not row.multipart)
+        if got != _expected(row, role):
+            wrong.append(f"{role}: expected {_expected(row, role)}, got {got}")
+    return wrong
+
+
+@pytest.mark.parametrize("key", sorted(PAGE_ROWS), ids=lambda k: f"{k[0]} {k[1]}")
+def test_page_permissions(world, key):
+    method, _ = key
+    wrong = _wrong_cells(world, method, PAGE_ROWS[key], api_route=False)
+    assert not wrong, "; ".join(wrong)
+
+
+@pytest.mark.parametrize("key", sorted(API_ROWS), ids=lambda k: f"{k[0]} {k[1]}")
+def test_api_permissions(world, key):
+    method, _ = key
+    wrong = _wrong_cells(world, method, API_ROWS[key], api_route=True)
+    assert not wrong, "; ".join(wrong)
+
+
+async def _ws_cell(world: World, role: str, path: str, send: bool) -> tuple[bool, bool]:
+    """Whether the role's socket connects, and (when `send`) whether a message starts a turn."""
+    user = None if role == "anonymous" else world.users[role]
+    communicator, connected, _ = await open_websocket(user, path)
+    started = False
+    if connected and send:
+        await communicator.send_json_to({"type": "user_message", "content": "What is bias?"})
+        first = await communicator.receive_json_from(timeout=20)
+        started = first["type"] != "error"
+        if started:
+            while (await communicator.receive_json_from(timeout=20))["type"] not in ("message_done", "error"):
+                pass
+    if connected:
+        await communicator.disconnect()
+    return connected, started
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("pattern", sorted(WS_ROWS))
+def test_websocket_permissions(world, pattern):
+    may_connect, may_send = WS_ROWS[pattern]
+    wrong = []
+    for role in ROLES:
+        if "collections" in pattern:
+            path = f"/ws/collections/{world.collection.pk}/"
+        else:
+            path = f"/ws/chats/{world.chat(role).pk}/"
+        connected, started = async_to_sync(_ws_cell)(world, role, path, "chats" in pattern)
+        if connected != (role in may_connect) or started != (role in may_send):
+            wrong.append(f"{role}: connected={connected} started={started}")
+    assert not wrong, "; ".join(wrong)
