@@ -14,7 +14,7 @@ from collections_app import files, originals, writes
 from collections_app.forms import CollectionForm
 from collections_app.models import FileStatus, PdfMode
 from collections_app.search import language_warning
-from currechat.errors import CurreChatError
+from currechat.errors import CurreChatError, NotFound
 from currechat.rendering import render_markdown
 from rag.ingest.chunking import decompose
 
@@ -124,7 +124,11 @@ def file_action(request, pk: int, action: str):
 def file_download(request, pk: int):
     """The file as it was uploaded, for the collection's teachers."""
     source = get_file_for_edit(request.user, pk)
-    return FileResponse(source.file.open("rb"), as_attachment=True, filename=source.original_name)
+    try:
+        stored = source.file.open("rb")
+    except FileNotFoundError:
+        raise NotFound(f"The stored copy of “{source.original_name}” is missing; upload the file again.")
+    return FileResponse(stored, as_attachment=True, filename=source.original_name)
 
 
 @login_required

@@ -28,7 +28,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from accounts.models import Role, User
-from chat.models import ChatSession, Enrollment, EnrollmentStatus, Prompt
+from chat.models import ChatSession, Enrollment, EnrollmentStatus, MaterialGap, Message, Prompt
 from collections_app.models import Collection, FileStatus, SourceFile
 from currechat.api import api
 from tests.websockets import open_websocket
@@ -71,6 +71,9 @@ class World:
     own_prompt: Prompt  # the former co-owner's, with the collection still attached
     chats: dict[str, ChatSession]
     enrolled_number: int
+    pdf: SourceFile  # a one-page PDF stored on disk, for the original's page views
+    answer: Message  # an answer in the enrolled student's chat (feedback)
+    gap: MaterialGap
 
     def chat(self, role: str) -> ChatSession:
         return self.chats.get(role, self.chats["enrolled"])
@@ -86,6 +89,7 @@ class Row:
     # Signed-in users the route sends to a login page anyway (Django's admin for non-staff).
     login_for: frozenset[str] = frozenset()
     multipart: bool = False  # an API upload: form data, not JSON
+    anonymous: str = LOGIN  # what an anonymous visitor gets when not allowed
 
 
 def _c(w: World, role: str) -> int:
@@ -126,6 +130,18 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("POST", "chat_new"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/chat/new/"),
     ("GET", "chat_session"): Row(CHAT_READ, lambda w, r: f"/prompts/{w.prompt.pk}/chat/{w.chat(r).pk}/"),
     ("POST", "chat_delete"): Row(CHAT_WRITE, lambda w, r: f"/prompts/{w.prompt.pk}/chat/{w.chat(r).pk}/delete/"),
+    ("POST", "chat_rename"): Row(
+        CHAT_WRITE, lambda w, r: f"/prompts/{w.prompt.pk}/chat/{w.chat(r).pk}/rename/", lambda w: {"title": "Mine"}
+    ),
+    # The originals: editors see any page; a student only what their own searches returned (none here).
+    ("GET", "file_download"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.pdf.pk}/download/"),
+    ("GET", "source_page"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.pdf.pk}/pages/1/"),
+    ("GET", "source_page_image"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.pdf.pk}/pages/1.png"),
+    ("GET", "source_context"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/passages/0/"),
+    ("GET", "prompt_insight"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/insight/"),
+    ("POST", "gap_handled"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/insight/gaps/{w.gap.pk}/handled/"),
+    # Off unless METRICS_TOKEN is set (as in this world); its token, not a role, opens it (tests/test_metrics.py).
+    ("GET", "metrics"): Row(set(), lambda w, r: "/metrics", anonymous=REFUSED),
     ("GET", "admin:index"): Row(ADMIN, lambda w, r: "/admin/", login_for=frozenset(SIGNED_IN - ADMIN)),
 }
 
@@ -191,6 +207,27 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ("POST", "/chats/{chat_id}/retry"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/retry"),
     # The Markdown export with resolved citations is the student's own (teachers export JSON Lines).
     ("GET", "/chats/{chat_id}/export"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/export?format=md"),
+    ("POST", "/chats/{chat_id}/regenerate"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/regenerate"),
+    ("POST", "/messages/{message_id}/feedback"): Row(
+        CHAT_WRITE, lambda w, r: f"/messages/{w.answer.pk}/feedback", lambda w: {"rating": "up"}
+    ),
+    ("GET", "/prompts/{prompt_id}/stats"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/stats"),
+    ("GET", "/prompts/{prompt_id}/gaps"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/gaps"),
+    ("POST", "/prompts/{prompt_id}/gaps/{gap_id}/handled"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/gaps/{w.gap.pk}/handled"
+    ),
+    ("GET", "/prompts/{prompt_id}/export.csv"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/export.csv?what=stats"
+    ),
+    ("GET", "/me/usage"): Row(SIGNED_IN, lambda w, r: "/me/usage"),
+    ("POST", "/prompts/{prompt_id}/students/{student_id}/budget"): Row(
+        PROMPT_EDIT,
+        lambda w, r: f"/prompts/{w.prompt.pk}/students/{w.enrolled_number}/budget",
+        lambda w: {"reset": True},
+    ),
+    ("POST", "/prompts/{prompt_id}/budget/exempt"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/budget/exempt", lambda w: {"exempt": True}
+    ),
 }
 
 # Websockets: who may connect, and (chats) who may send a message.
@@ -290,7 +327,40 @@ def world(db, ollama) -> World:
     from accounts.models import ApiToken
 
     ApiToken.issue(users["owner"], name="owner's")
-    return World(users, collection, source, prompt, own_prompt, chats, enrolled.number)
+    return World(
+        users, collection, source, prompt, own_prompt, chats, enrolled.number, *_originals(collection, source),
+        *_insight(prompt, chats["enrolled"]),
+    )  # fmt: skip
+
+
+def _originals(collection: Collection, source: SourceFile) -> tuple[SourceFile]:
+    """A stored one-page PDF, and one indexed passage of the Markdown file."""
+    import pymupdf
+    from django.core.files.base import ContentFile
+
+    from rag.index import CollectionIndex, IndexedChunk
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "The mean is the average.")
+    data = doc.tobytes()
+    pdf = SourceFile(
+        collection=collection, original_name="week1.pdf", file_type="pdf", size=len(data), sha256="1" * 64,
+        status=FileStatus.READY, pages=1,
+    )  # fmt: skip
+    pdf.file.save("week1.pdf", ContentFile(data))
+    chunk = IndexedChunk(source.pk, 0, "The mean is the average.", "notes.md", None, None, "Mean", [1.0] + [0.0] * 63)
+    CollectionIndex(collection.pk, "english", 64).replace_file(source.pk, [chunk])
+    return (pdf,)
+
+
+def _insight(prompt: Prompt, chat: ChatSession) -> tuple[Message, MaterialGap]:
+    from django.utils import timezone
+
+    Message.objects.create(session=chat, role="user", content="What is bias?")
+    answer = Message.objects.create(session=chat, role="assistant", content="Skew.", status="complete")
+    now = timezone.now()
+    gap = MaterialGap.objects.create(prompt=prompt, key="bias", query="bias", count=1, first_asked=now, last_asked=now)
+    return answer, gap
 
 
 # --- Running the cells ----------------------------------------------------------------------------
@@ -314,7 +384,9 @@ def _outcome(response) -> str:
 def _expected(row: Row, role: str) -> str:
     if role in row.allowed:
         return OK
-    if role == "anonymous" or role in row.login_for:
+    if role == "anonymous":
+        return row.anonymous
+    if role in row.login_for:
         return LOGIN
     return REFUSED
 
