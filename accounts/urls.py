@@ -1,8 +1,17 @@
-from django.urls import path
+from django.contrib.auth import views as auth_views
+from django.urls import path, reverse_lazy
 
-from accounts import views
+from accounts import profile, views
 
 urlpatterns = [
+    path("profile/", profile.profile, name="profile"),
+    path("reset/", profile.start_reset, name="start_reset"),
+    path(
+        "reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(success_url=reverse_lazy("password_reset_complete")),
+        name="password_reset_confirm",
+    ),
+    path("reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("", views.account, name="account"),
     path("tokens/<int:pk>/revoke/", views.revoke_token, name="token_revoke"),
 ]

@@ -137,13 +137,17 @@ class ChatRun:
     done: float | None = None
     tokens: list[str] = field(default_factory=list)  # the text of each token event
     final: str | None = None
+    status: str = ""  # of the stored answer ("complete", or "stopped" for a chat that pressed Stop)
+    stop_after: int | None = None  # press Stop after this many token events
     error: str = ""
 
 
-async def one_chat(index: int, port: int, chat_id: int, cookie: str, start_at: float) -> ChatRun:
+async def one_chat(
+    index: int, port: int, chat_id: int, cookie: str, start_at: float, stop_after: int | None = None
+) -> ChatRun:
     import websockets
 
-    run = ChatRun(index)
+    run = ChatRun(index, stop_after=stop_after)
     headers = {"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"}
     try:
         async with websockets.connect(
@@ -158,8 +162,11 @@ async def one_chat(index: int, port: int, chat_id: int, cookie: str, start_at: f
                     if run.first is None:
                         run.first = time.monotonic()
                     run.tokens.append(event["text"])
+                    if run.stop_after is not None and len(run.tokens) == run.stop_after:
+                        await ws.send(json.dumps({"type": "stop"}))
                 elif event["type"] == "message_done":
                     run.done, run.final = time.monotonic(), event["message"]["content"]
+                    run.status = event["message"]["status"]
                     break
                 elif event["type"] == "error":
                     run.error = event["detail"]
@@ -169,10 +176,18 @@ async def one_chat(index: int, port: int, chat_id: int, cookie: str, start_at: f
     return run
 
 
-async def run_chats(port: int, chats: list[tuple[int, str]], ramp: float, first_index: int = 0) -> list[ChatRun]:
+async def run_chats(
+    port: int, chats: list[tuple[int, str]], ramp: float, first_index: int = 0, stop_every: int = 0
+) -> list[ChatRun]:
+    """Every `stop_every`-th chat presses Stop after its 10th token event (0: none does)."""
     begin = time.monotonic() + 2.0  # all sockets open first; then messages go out over the ramp
     spacing = ramp / max(1, len(chats))
-    jobs = [one_chat(first_index + i, port, cid, cookie, begin + i * spacing) for i, (cid, cookie) in enumerate(chats)]
+    jobs = [
+        one_chat(
+            first_index + i, port, cid, cookie, begin + i * spacing, 10 if stop_every and i % stop_every == 0 else None
+        )
+        for i, (cid, cookie) in enumerate(chats)
+    ]
     return await asyncio.gather(*jobs)
 
 
@@ -208,7 +223,10 @@ def peak_concurrency(runs: list[ChatRun]) -> int:
 
 def report(runs: list[ChatRun], arrivals: dict[int, float], expected: list[str], args) -> str:
     ok = [r for r in runs if not r.error and r.first is not None and r.index in arrivals]
-    checks = [check(r, expected) for r in runs if not r.error]
+    stopping = [r for r in runs if r.stop_after is not None and not r.error]
+    # A stopped answer lacks its tail on purpose: only completed answers are checked for lost tokens.
+    checks = [check(r, expected) for r in runs if not r.error and r.stop_after is None]
+    stopped_ok = sum(1 for r in stopping if r.status == "stopped")
     lost = sum(c[0] for c in checks)
     reordered = sum(1 for c in checks if c[1])
     dupes = sum(c[2] for c in checks)
@@ -225,6 +243,8 @@ def report(runs: list[ChatRun], arrivals: dict[int, float], expected: list[str],
         f"ramp {args.ramp:g} s",
         f"tokens: lost {lost}, reordered chats {reordered}, duplicated {dupes}, "
         f"final text != streamed text in {mismatched} chats",
+        f"Stop pressed in {len(stopping)} chats: stored as stopped {stopped_ok}, "
+        f"stored text == streamed text in {sum(1 for r in stopping if r.final == ''.join(r.tokens))}",
         "",
         "| time to first token (ms) | p50 | p95 | max |",
         "|---|---|---|---|",
@@ -275,7 +295,8 @@ def measure(port: int, daphne_pid: int, chats: list[tuple[int, str]], args, firs
     if warm.error:
         raise RuntimeError(f"warm-up chat failed: {warm.error}")
     cpu_before, wall_before = cpu_seconds(daphne_pid), time.monotonic()
-    runs = asyncio.run(run_chats(port, chats[1:], args.ramp, first_index=first_index + 1))
+    stop_every = round(1 / args.stop_share) if args.stop_share else 0
+    runs = asyncio.run(run_chats(port, chats[1:], args.ramp, first_index=first_index + 1, stop_every=stop_every))
     return runs, cpu_seconds(daphne_pid) - cpu_before, time.monotonic() - wall_before
 
 
@@ -286,6 +307,7 @@ def main() -> int:
     # 10 tokens/s: a plausible per-stream rate when one model server serves 200 streams at once.
     parser.add_argument("--rate", type=float, default=10.0, help="tokens per second per answer")
     parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which the chats start")
+    parser.add_argument("--stop-share", type=float, default=0.1, help="share of chats that press Stop mid-answer")
     args = parser.parse_args()
     args.first_delay = 1.0 / args.rate  # the fakes sleep this long before every chunk, the first too
 
