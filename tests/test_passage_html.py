@@ -42,3 +42,15 @@ def test_a_reply_stored_without_passage_html_is_rendered_when_read(session):
         assert "<img" not in passage["html"] and "onerror" not in passage["html"]
     message.refresh_from_db()
     assert "html" not in message.citations[0], "reading a reply does not rewrite what is stored"
+
+
+def test_wide_blocks_scroll_in_a_box_reachable_by_keyboard_and_only_ours():
+    from currechat.rendering import render_markdown
+
+    html = render_markdown(
+        "$$x^2$$\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```py\ncode\n```\n\n<div tabindex=0 class=scroll>x</div>"
+    )
+    assert '<div class="scroll" tabindex="0"><table>' in html
+    assert '<div class="scroll" tabindex="0"><pre>' in html
+    assert '<span class="scroll" tabindex="0"><math' in html
+    assert html.count('tabindex="0"') == 3, "markup from the text itself gets no tabindex"

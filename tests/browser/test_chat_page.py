@@ -53,7 +53,7 @@ def test_a_student_chats_and_retries_a_failed_answer(live_app, new_page, journey
     log_in(page, live_app, "sami", "samin-salasana-42")
     page.get_by_role("link", name="Stats helper").click()
     expect(page.get_by_test_id("model-status")).to_contain_text("connected")
-    page.get_by_role("button", name="New chat").click()
+    page.get_by_role("link", name="New chat").click()
 
     # A streamed answer with Markdown, a table and math; the HTML the model wrote is not run.
     ollama.script(Reply(content=ANSWER, delay=0.01))
