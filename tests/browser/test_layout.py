@@ -56,7 +56,9 @@ vector = get_embedding_model(collection.embedding_model).embed_batch([text])[0]
 CollectionIndex.for_collection(collection).replace_file(
     source.pk, [IndexedChunk(source.pk, 0, text, long_name, 1, 1, "Work > Power", vector)]
 )
-prompt = Prompt.objects.create(owner=teacher, name="Physics helper " + suffix, chat_model="qwen3:8b", curation_enabled=False)
+prompt = Prompt.objects.create(
+    owner=teacher, name="Physics helper " + suffix, chat_model="qwen3:8b", curation_enabled=False
+)
 prompt.collections.add(collection)
 Enrollment.objects.create(student=student, prompt=prompt)
 """
