@@ -9,14 +9,17 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, Protocol, TypedDict, cast
 
+from currechat.rendering import render_markdown
 from rag.results import Passage
 
 
 class PassageView(TypedDict):
     """A passage as the student (and the API) sees it; `n` is its citation number in the turn.
 
-    Every other key is a field of `rag.results.Passage` with the same type (a test checks it);
-    build one with `passage_view`, never by hand."""
+    `html` is the text rendered as answers are (sanitised Markdown and math), so every page shows a
+    passage the same way; views stored before it existed get it from `with_html` when read. Every
+    other key is a field of `rag.results.Passage` with the same type (a test checks it); build one
+    with `passage_view`, never by hand."""
 
     n: int
     chunk_id: str
@@ -29,15 +32,24 @@ class PassageView(TypedDict):
     text: str
     score: float
     curation_score: float | None
+    html: str
 
 
-_VIEW_FIELDS = tuple(name for name in PassageView.__annotations__ if name != "n")
+_VIEW_FIELDS = tuple(name for name in PassageView.__annotations__ if name not in ("n", "html"))
 
 
 def passage_view(passage: Passage, n: int) -> PassageView:
     """`passage` as the student sees it, cited as [n]: the shape of websocket events, the chat API
     and `Message.tool_results`."""
-    return cast(PassageView, {"n": n} | {name: getattr(passage, name) for name in _VIEW_FIELDS})
+    view = {"n": n} | {name: getattr(passage, name) for name in _VIEW_FIELDS}
+    return cast(PassageView, view | {"html": render_markdown(passage.text)})
+
+
+def with_html(view: dict[str, Any]) -> dict[str, Any]:
+    """A stored passage view with its `html`, rendered now if it was stored without one."""
+    if isinstance(view, dict) and "html" not in view and isinstance(view.get("text"), str):
+        return view | {"html": render_markdown(view["text"])}
+    return view
 
 
 class TokenEvent(TypedDict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chat.events import with_html
 from chat.models import ChatSession, ChatVisibility, Enrollment, Message, MessageRole
 from currechat.rendering import render_markdown
 
@@ -16,6 +17,12 @@ def answer_html(message: Message) -> str:
     """The assistant's answer as sanitised HTML, [n] linked to this message's cited passages."""
     cited = {c["n"] for c in message.citations}
     return render_markdown(message.content, cite=lambda n: cite_anchor(message.id, n) if n in cited else None)
+
+
+def _result_with_html(record: Any) -> Any:
+    if isinstance(record, dict) and isinstance(record.get("passages"), list):
+        return record | {"passages": [with_html(p) for p in record["passages"]]}
+    return record
 
 
 def message_dict(message: Message) -> dict[str, Any]:
@@ -31,8 +38,8 @@ def message_dict(message: Message) -> dict[str, Any]:
         "mode": message.mode,
         "model": message.model,
         "tool_calls": message.tool_calls,
-        "tool_results": message.tool_results,
-        "citations": message.citations,
+        "tool_results": [_result_with_html(r) for r in message.tool_results],
+        "citations": [with_html(c) for c in message.citations],
         "token_usage": message.token_usage,
         # The file attached to a question: its name and size only (its text stays with the chat).
         "attachment": (

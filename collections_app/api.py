@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
+from django.http import HttpResponse
 from django.urls import reverse
-from ninja import Field, File, Form, Router, Schema, Status
+from ninja import Field, File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from accounts.permissions import get_collection_for_edit, get_file_for_edit, require_teacher
 from collections_app import files, writes
+from collections_app.listing import FileFilter
 from collections_app.models import Collection, SourceFile
 
 router = Router(tags=["collections"])
@@ -106,6 +108,9 @@ class FileOut(Schema):
     extractor: str
     pages: int | None
     chunk_count: int
+    empty_pages: list[int] = Field(description="Pages that gave no text")
+    repeated_pages: list[int] = Field(description="Pages whose text repeats on many other pages (a placeholder)")
+    quality_warning: str = Field(description='"12 of 94 pages had no readable text" for a ready file, else ""')
     url: str
     created: datetime
     updated: datetime
@@ -140,9 +145,24 @@ def upload_file(
 
 
 @router.get("/collections/{collection_id}/files", response=list[FileOut])
-def list_files(request, collection_id: int):
+def list_files(
+    request,
+    response: HttpResponse,
+    collection_id: int,
+    q: str = "",
+    status: str = "",
+    sort: str = "newest",
+    limit: int | None = Query(None, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+):
+    """The collection's files, newest first. All parameters are optional: `q` (words in the file
+    name), `status` (queued, processing, ready, failed, cancelled, or `attention` for failed files
+    and ready ones with unreadable pages), `sort` (newest, oldest, name, -name, size), `limit` and
+    `offset`. The number of matching files is in the `X-Total-Count` header."""
     collection = get_collection_for_edit(request.user, collection_id)
-    return collection.files.all()
+    matching = FileFilter.parse(q, status, sort).apply(collection.files.all())
+    response["X-Total-Count"] = str(matching.count())
+    return matching[offset : offset + limit] if limit is not None else matching[offset:]
 
 
 @router.get("/files/{file_id}", response=FileOut)

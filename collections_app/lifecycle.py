@@ -313,6 +313,8 @@ class FileTracker:
             pages=job.page_count,
             chunk_count=len(job.chunks),
             notes="\n".join(job.notes),
+            empty_pages=job.empty_pages,
+            repeated_pages=job.repeated_pages,
             error="",
             updated=timezone.now(),
         )

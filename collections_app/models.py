@@ -96,6 +96,9 @@ class SourceFile(models.Model):
     # How the text was extracted ("pdf-vlm:qwen3-vl:8b", "pdf-fast", "html", "text"): a file with the
     # same content and extractor can reuse this Markdown instead of extracting again.
     extractor = models.CharField(max_length=200, blank=True)
+    # Page numbers that gave no text, or the same text as many other pages (rag.ingest.steps.page_quality).
+    empty_pages = models.JSONField(default=list, blank=True)
+    repeated_pages = models.JSONField(default=list, blank=True)
     # Bumped on every (re)queue: a worker whose attempt is stale stops instead of racing a newer one.
     attempt = models.PositiveIntegerField(default=0)
     progress_detail = models.CharField(max_length=200, blank=True, help_text="What ingestion is doing now.")
@@ -111,3 +114,17 @@ class SourceFile(models.Model):
 
     def __str__(self) -> str:
         return self.original_name
+
+    @property
+    def unreadable_pages(self) -> list[int]:
+        """Pages that gave the assistant nothing to search: empty, or repeating other pages' text."""
+        return sorted({*self.empty_pages, *self.repeated_pages})
+
+    @property
+    def quality_warning(self) -> str:
+        """A sentence for the teacher when a ready file has pages without readable text, else ""."""
+        bad = self.unreadable_pages
+        if self.status != FileStatus.READY or not bad:
+            return ""
+        total = self.pages or len(bad)
+        return f"{len(bad)} of {total} page{'s' if total != 1 else ''} had no readable text"

@@ -21,6 +21,7 @@ class FileProgressEvent(TypedDict):
     notes: str
     pages: int | None
     chunk_count: int
+    quality_warning: str
     detail: str
 
 
@@ -39,6 +40,7 @@ def file_event(source_file, detail: str = "") -> FileProgressEvent:
         notes=source_file.notes,
         pages=source_file.pages,
         chunk_count=source_file.chunk_count,
+        quality_warning=source_file.quality_warning,
         detail=detail,
     )
 

@@ -5,6 +5,7 @@ from collections_app import views
 urlpatterns = [
     path("new/", views.collection_create, name="collection_create"),
     path("<int:pk>/", views.collection_detail, name="collection_detail"),
+    path("<int:pk>/settings/", views.collection_settings, name="collection_settings"),
     path("<int:pk>/delete/", views.collection_delete, name="collection_delete"),
     path("<int:pk>/upload/", views.collection_upload, name="collection_upload"),
     path("files/<int:pk>/", views.file_detail, name="file_detail"),

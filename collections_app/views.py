@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -12,9 +15,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.permissions import get_collection_for_edit, get_file_for_edit, get_file_for_source, require_teacher
 from collections_app import files, originals, writes
 from collections_app.forms import CollectionForm
+from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, FileFilter
 from collections_app.models import FileStatus, PdfMode
 from collections_app.search import language_warning
-from currechat.errors import CurreChatError, NotFound
+from currechat.errors import CurreChatError, InvalidInput, NotFound
 from currechat.rendering import render_markdown
 from rag.ingest.chunking import decompose
 
@@ -34,6 +38,50 @@ def collection_create(request):
 @login_required
 @require_http_methods(["GET", "POST"])
 def collection_detail(request, pk: int):
+    """The collection's files: upload, live progress, filter, sort and pages of `PAGE_SIZE`.
+    A POST saves the settings (as the settings page does; kept for forms and scripts that post here)."""
+    collection = get_collection_for_edit(request.user, pk)
+    if request.method == "POST":
+        return collection_settings(request, pk)
+    try:
+        wanted = FileFilter.parse(request.GET.get("q"), request.GET.get("status"), request.GET.get("sort"))
+    except InvalidInput as exc:
+        messages.error(request, str(exc))
+        wanted = FileFilter()
+    matching = wanted.apply(collection.files.all())
+    page = Paginator(matching, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "collection": collection,
+        "files": page.object_list,
+        "page_obj": page,
+        "filter": wanted,
+        "total_files": collection.files.count(),
+        "attention": _attention_count(collection),
+        "status_choices": STATUS_CHOICES,
+        "sort_choices": SORT_LABELS.items(),
+        "pdf_modes": PdfMode.choices,
+        "max_upload_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
+        "max_pages": settings.UPLOAD_MAX_PDF_PAGES,
+        "language_warning": language_warning(collection),
+        "tab": "files",
+        # The page's script re-reads exactly the files this page shows.
+        "list_query": urlencode(
+            {"q": wanted.q, "status": wanted.status, "sort": wanted.sort, "limit": PAGE_SIZE}
+            | {"offset": (page.number - 1) * PAGE_SIZE}
+        ),
+    }
+    return render(request, "collections/detail.html", context)
+
+
+def _attention_count(collection) -> int:
+    return FileFilter(status="attention").apply(collection.files.all()).count()
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def collection_settings(request, pk: int):
+    """Name, language, embedding model and co-owners, and deleting the collection: a page of its
+    own, so a collection with hundreds of files keeps its settings one click away."""
     collection = get_collection_for_edit(request.user, pk)
     form = CollectionForm(request.POST or None, instance=collection, actor=request.user)
     if request.method == "POST" and form.is_valid():
@@ -49,13 +97,11 @@ def collection_detail(request, pk: int):
     context = {
         "collection": collection,
         "form": form,
-        "files": collection.files.all(),
-        "pdf_modes": PdfMode.choices,
-        "max_upload_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
-        "max_pages": settings.UPLOAD_MAX_PDF_PAGES,
         "language_warning": language_warning(collection),
+        "attention": _attention_count(collection),
+        "tab": "settings",
     }
-    return render(request, "collections/detail.html", context)
+    return render(request, "collections/settings.html", context)
 
 
 @login_required
@@ -95,7 +141,15 @@ def file_detail(request, pk: int):
     source = get_file_for_edit(request.user, pk)
     pages = [(page.number, render_markdown(page.markdown)) for page in decompose(source.markdown)]
     chunks = files.file_chunks(source) if source.status == FileStatus.READY else []
-    context = {"file": source, "collection": source.collection, "pages": pages, "chunks": chunks}
+    context = {
+        "file": source,
+        "collection": source.collection,
+        "pages": pages,
+        # Passages render as answers do (Markdown, tables, math), sanitised the same way.
+        "chunks": [(c, render_markdown(c.text)) for c in chunks],
+        "empty_pages": source.empty_pages,
+        "repeated_pages": source.repeated_pages,
+    }
     return render(request, "collections/file.html", context)
 
 

@@ -111,16 +111,31 @@ def render_markdown(text: str, cite: Callable[[int], str | None] | None = None) 
             body = body.replace(f"<p>{key}</p>", value).replace(key, value)
     if cite is not None:
         body = _link_citations(body, cite)
-    return nh3.clean(
-        body,
-        tags=_HTML_TAGS | _MATHML_TAGS,
-        attributes=_ATTRIBUTES,
-        url_schemes={"http", "https", "mailto"},
-        link_rel="noopener noreferrer nofollow",
-        # Tables align their cells with `style`; any other property would let a file, or an
-        # answer steered by one, lay an overlay over the page or load outside images.
-        filter_style_properties={"text-align"},
+    return _scrollable(
+        nh3.clean(
+            body,
+            tags=_HTML_TAGS | _MATHML_TAGS,
+            attributes=_ATTRIBUTES,
+            url_schemes={"http", "https", "mailto"},
+            link_rel="noopener noreferrer nofollow",
+            # Tables align their cells with `style`; any other property would let a file, or an
+            # answer steered by one, lay an overlay over the page or load outside images.
+            filter_style_properties={"text-align"},
+        )
     )
+
+
+# Wide blocks scroll inside their own box, never the page; a box that scrolls must be reachable by
+# keyboard (tabindex), so it is added here, around markup already sanitised, and nowhere else.
+_WIDE = re.compile(r'<table>.*?</table>|<pre>.*?</pre>|<math[^>]*display="block"[^>]*>.*?</math>', re.DOTALL)
+
+
+def _scrollable(body: str) -> str:
+    def wrap(match: re.Match) -> str:
+        tag = "span" if match.group(0).startswith("<math") else "div"  # display math may sit in a <p>
+        return f'<{tag} class="scroll" tabindex="0">{match.group(0)}</{tag}>'
+
+    return _WIDE.sub(wrap, body)
 
 
 def _link_citations(body: str, cite: Callable[[int], str | None]) -> str:

@@ -28,10 +28,19 @@ def test_chat_passage_view_is_a_passage_plus_its_citation_number():
     passage_types = typing.get_type_hints(Passage)
     view_types = typing.get_type_hints(PassageView)
     assert view_types.pop("n") is int
+    assert view_types.pop("html") is str
     assert {name: passage_types[name] for name in view_types} == view_types  # same names, same types
     view = passage_view(PASSAGE, 3)
     assert view["n"] == 3
-    assert {k: v for k, v in view.items() if k != "n"} == {k: getattr(PASSAGE, k) for k in view_types}
+    assert {k: v for k, v in view.items() if k not in ("n", "html")} == {k: getattr(PASSAGE, k) for k in view_types}
+
+
+def test_chat_passage_view_carries_the_text_rendered_like_an_answer():
+    text = "The **median** is $$m = x_{(n+1)/2}$$\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>"
+    view = passage_view(dataclasses.replace(PASSAGE, text=text), 3)
+    assert "<strong>median</strong>" in view["html"] and "<math" in view["html"]
+    assert "<table>" in view["html"] and "| a | b |" not in view["html"]
+    assert "<script" not in view["html"], "a file's markup is sanitised as an answer's is"
 
 
 def test_api_passage_schema_carries_every_passage_field_unchanged():

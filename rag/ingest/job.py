@@ -64,6 +64,10 @@ class IngestJob:
     pages: list[PageText] = field(default_factory=list)
     page_count: int | None = None
     notes: list[str] = field(default_factory=list)
+    # Pages that gave no text, or the same text as many other pages (a scan's placeholder, a
+    # watermark): counted so the teacher is told, rather than shown a "Ready" that hides them.
+    empty_pages: list[int] = field(default_factory=list)
+    repeated_pages: list[int] = field(default_factory=list)
     markdown: str = ""
     chunks: list[Chunk] = field(default_factory=list)
     vectors: list[list[float]] = field(default_factory=list)

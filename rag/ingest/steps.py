@@ -109,11 +109,27 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(parts)
 
 
+def page_quality(pages: list[PageText]) -> tuple[list[int], list[int]]:
+    """The numbers of the pages with no text, and of those whose text (digits, punctuation and case
+    aside) is the same on at least 3 pages and a tenth of the file: a scan's placeholder, a page
+    number alone. Files without pages have none of either."""
+    keys = {p.number: re.sub(r"[\d\W_]+", " ", p.markdown).casefold().strip() for p in pages if p.number is not None}
+    empty = [n for n, key in keys.items() if not key]
+    counts: dict[str, int] = {}
+    for key in keys.values():
+        if key:
+            counts[key] = counts.get(key, 0) + 1
+    limit = max(3, len(keys) // 10)
+    repeated = [n for n, key in keys.items() if key and counts[key] >= limit]
+    return empty, repeated
+
+
 class Normalize:
     name, share = "normalize", (60, 62)
 
     def run(self, job: IngestJob, ctx: Context) -> None:
         job.pages = [PageText(p.number, normalize_text(p.markdown)) for p in job.pages]
+        job.empty_pages, job.repeated_pages = page_quality(job.pages)
         chars = sum(len(p.markdown) for p in job.pages)
         if chars > settings.INGEST_MAX_TEXT_CHARS:
             raise TooLarge(

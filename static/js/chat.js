@@ -20,6 +20,18 @@
   const attachInput = document.getElementById("composer-attachment");
   const chip = document.getElementById("attachment-chip");
 
+  // On a phone the chat list is a drawer behind the button at the top (see app.css).
+  const layout = document.querySelector(".chat-layout");
+  const drawerToggle = document.querySelector(".drawer-toggle");
+  if (layout && drawerToggle) {
+    layout.classList.add("js-drawer");
+    drawerToggle.addEventListener("click", () => {
+      const open = layout.classList.toggle("drawer-open");
+      drawerToggle.setAttribute("aria-expanded", String(open));
+      if (open) document.getElementById("chat-sessions").querySelector("a, input")?.focus();
+    });
+  }
+
   function el(tag, attrs = {}, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs)) {
@@ -46,33 +58,85 @@
     return el("a", { class: "passage-link", href, target: "_blank", rel: "noopener", text });
   }
 
+  // A passage's first words, to tell apart passages of the same page and section.
+  function firstWords(p) {
+    const words = String(p.text || "").replace(/[#*_`>|$\\[\]-]+/g, " ").split(/\s+/).filter(Boolean);
+    return words.length ? `“${words.slice(0, 8).join(" ")}${words.length > 8 ? "…" : ""}”` : "";
+  }
+
+  function passageBody(p) {
+    const body = el("div", { class: "passage-text markdown" });
+    if (typeof p.html === "string") body.innerHTML = p.html; // sanitised on the server (see top of file)
+    else body.textContent = p.text; // a reply stored before passages carried their HTML
+    return body;
+  }
+
+  // One numbering: [n] is the passage's citation number in the turn, the same in every list.
   function passageDetails(p, id) {
-    const details = el("details", id ? { id } : {});
-    details.append(el("summary", { text: `[${p.n}] ${where(p)}` }), el("div", { class: "passage-text", text: p.text }), originalLink(p));
+    const details = el("details", id ? { id, class: "passage" } : { class: "passage" });
+    const summary = el("summary", {}, el("span", { class: "passage-n", text: `[${p.n}] ` }), el("span", { class: "passage-where", text: where(p) }));
+    const words = firstWords(p);
+    if (words) summary.append(" ", el("span", { class: "passage-words muted", text: words }));
+    details.append(summary, passageBody(p), originalLink(p));
     return details;
+  }
+
+  // The searches of one answer: collapsed, its summary saying what was searched and how much came back.
+  function searchesBox() {
+    const box = el("details", { class: "searches", "data-testid": "searches" });
+    box.append(el("summary", { class: "searches-summary" }), el("ul", { class: "search-steps" }));
+    return box;
+  }
+
+  function summarise(box) {
+    const steps = [...box.querySelectorAll(".search")];
+    const summary = box.querySelector(".searches-summary");
+    summary.replaceChildren();
+    const running = steps.filter((s) => !s.dataset.done);
+    const queries = steps.map((s) => s.dataset.query).filter(Boolean);
+    if (running.length) {
+      const query = running[running.length - 1].dataset.query;
+      summary.append(query ? "Searching: " : "Searching", query ? el("span", { class: "query", text: query }) : "", " ", el("span", { class: "spinner", "aria-hidden": "true" }));
+      return;
+    }
+    const found = new Set();
+    box.querySelectorAll(".search-steps details.passage").forEach((d) => found.add(d.dataset.n));
+    const count = `${found.size} passage${found.size === 1 ? "" : "s"}`;
+    if (steps.length === 1 && queries.length === 1) {
+      summary.append("Searched: ", el("span", { class: "query", text: queries[0] }), ` — ${found.size ? count : steps[0].dataset.outcome}`);
+    } else {
+      summary.append(`Searched ${steps.length} times: `, el("span", { class: "query", text: queries.join("; ") }), ` — ${count}`);
+    }
   }
 
   // One search: "Searching: <query>" while it runs, then its results.
   function searchBlock(call) {
-    const block = el("div", { class: "search", "data-call": call.call_id || call.id });
-    const line = el("div");
-    if (call.query) line.append("Searching: ", el("span", { class: "query", text: call.query }), " ", el("span", { class: "spinner", "aria-hidden": "true" }));
-    else line.append(el("span", { text: `The model made a malformed ${call.name} call.` }), " ", el("span", { class: "spinner", "aria-hidden": "true" }));
+    const block = el("li", { class: "search", "data-call": call.call_id || call.id });
+    block.dataset.query = call.query || "";
+    const line = el("div", { class: "search-head" });
+    if (call.query) line.append("Searching: ", el("span", { class: "query", text: call.query }));
+    else line.append(el("span", { text: `The model made a malformed ${call.name} call.` }));
     block.append(line);
     return block;
   }
 
   function fillSearch(block, result) {
     block.replaceChildren();
-    const head = el("div");
-    if (result.query) head.append("Searched: ", el("span", { class: "query", text: result.query }), " — ");
-    if (result.status === "ok") head.append(`${result.passages.length} passage(s)`);
-    else if (result.status === "nothing_relevant") head.append("nothing relevant found");
-    else head.append(el("span", { class: "error", text: result.error || "the search failed" }));
+    block.dataset.done = "1";
+    const head = el("div", { class: "search-head" });
+    if (result.query) head.append(el("span", { class: "query", text: result.query }), " — ");
+    if (result.status === "ok") block.dataset.outcome = `${result.passages.length} passage${result.passages.length === 1 ? "" : "s"}`;
+    else if (result.status === "nothing_relevant") block.dataset.outcome = "nothing relevant found";
+    else block.dataset.outcome = result.error || "the search failed";
+    head.append(el("span", { class: result.status === "error" ? "error" : "", text: block.dataset.outcome }));
     block.append(head);
     if (result.passages && result.passages.length) {
-      const list = el("ol");
-      for (const p of result.passages) list.append(el("li", { value: String(p.n) }, passageDetails(p)));
+      const list = el("ul", { class: "passages" });
+      for (const p of result.passages) {
+        const item = passageDetails(p);
+        item.dataset.n = String(p.n);
+        list.append(el("li", {}, item));
+      }
       block.append(list);
     }
   }
@@ -88,11 +152,17 @@
     const box = el("article", { class: `msg assistant ${message.status}`, "data-message": String(message.id) });
     if (message.mode === "extractive") box.append(el("div", { class: "label", text: "Without a language model: quoted passages" }));
     const results = Object.fromEntries((message.tool_results || []).map((r) => [r.tool_call_id, r]));
+    const searches = searchesBox();
     for (const call of message.tool_calls || []) {
       const block = searchBlock(call);
+      // A stored call without a result is one that never finished (the turn failed or stopped).
       if (results[call.id]) fillSearch(block, results[call.id]);
-      box.append(block);
+      else if (message.status !== "streaming" && message.status !== "pending") fillSearch(block, { status: "error", error: "not finished", query: call.query });
+      searches.querySelector(".search-steps").append(block);
     }
+    summarise(searches);
+    searches.hidden = !(message.tool_calls || []).length;
+    box.append(searches);
     const answer = el("div", { class: "answer" });
     if (["complete", "failed", "stopped"].includes(message.status)) {
       answer.innerHTML = message.html; // sanitised on the server (see top of file)
@@ -221,7 +291,7 @@
     const answer = box.querySelector(".answer");
     answer.textContent = "";
     conversation.append(box);
-    live = { id: messageId, el: box, answer, searches: {} };
+    live = { id: messageId, el: box, answer, searches: {}, box: box.querySelector(".searches") };
     return live;
   }
 
@@ -235,10 +305,16 @@
       const bubble = liveBubble(event.message_id);
       const block = searchBlock(event);
       bubble.searches[event.call_id] = block;
-      bubble.el.insertBefore(block, bubble.answer);
+      bubble.box.querySelector(".search-steps").append(block);
+      bubble.box.hidden = false;
+      summarise(bubble.box);
     } else if (event.type === "tool_result") {
-      const block = liveBubble(event.message_id).searches[event.call_id];
-      if (block) fillSearch(block, event);
+      const bubble = liveBubble(event.message_id);
+      const block = bubble.searches[event.call_id];
+      if (block) {
+        fillSearch(block, event);
+        summarise(bubble.box);
+      }
     } else if (event.type === "message_done") {
       accepted();
       live = null;

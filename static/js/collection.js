@@ -71,11 +71,14 @@
     if (fresh) row = el("tr", { "data-file-id": file.id });
     row.dataset.status = file.status;
     row.replaceChildren();
-    const name = el("td");
+    const name = el("td", { "data-label": "File" });
     name.append(el("a", { href: fileUrl(file.id) }, file.name));
     if (file.pages) name.append(el("span", { class: "muted" }, ` · ${file.pages} page${file.pages === 1 ? "" : "s"}`));
-    const state = el("td", { class: "file-state" });
+    const state = el("td", { class: "file-state", "data-label": "Status" });
     state.append(el("span", { class: `file-status status-${file.status}` }, LABELS[file.status] || file.status));
+    if (file.quality_warning) {
+      state.append(" ", el("a", { class: "file-quality", href: `${fileUrl(file.id)}#unreadable`, "data-testid": "quality-warning" }, `— ${file.quality_warning}`));
+    }
     if (ACTIVE.has(file.status)) {
       const bar = el("progress", { max: "100", "aria-label": `Progress of ${file.name}` }, `${file.progress}%`);
       bar.value = file.progress;
@@ -89,7 +92,8 @@
     if (file.status === "failed" || file.status === "cancelled") actions.append(actionButton("retry", "Retry", file));
     actions.append(actionButton("delete", "Delete", file));
     if (file.file_type) row.dataset.type = TYPES[file.file_type] || file.file_type;
-    row.append(name, el("td", {}, row.dataset.type || ""), state, el("td", { class: "file-chunks" }, String(file.chunk_count)), actions);
+    const type = el("td", { "data-label": "Type" }, row.dataset.type || "");
+    row.append(name, type, state, el("td", { class: "file-chunks", "data-label": "Passages" }, String(file.chunk_count)), actions);
     if (fresh) tbody.prepend(row);
     table.hidden = false;
     const empty = document.getElementById("no-files");
@@ -165,7 +169,8 @@
 
   async function resync() {
     try {
-      const files = await api("GET", filesApi);
+      // The files this page lists (its filter, order and page), as the server chose them.
+      const files = await api("GET", `${filesApi}?${section.dataset.listQuery || ""}`);
       const known = new Set(files.map((f) => String(f.id)));
       tbody.querySelectorAll("tr[data-file-id]").forEach((row) => known.has(row.dataset.fileId) || row.remove());
       files.reverse().forEach(renderRow);

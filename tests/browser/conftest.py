@@ -87,6 +87,18 @@ def record_texts(page, test_id: str) -> None:
     )
 
 
+def no_overflow(page) -> None:
+    """The page is never wider than the screen (names the elements that stick out if it is)."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    wider = page.evaluate(
+        """(limit) => [...document.querySelectorAll('body *')]
+            .filter((e) => e.getBoundingClientRect().right + window.scrollX > limit + 1)
+            .slice(0, 5).map((e) => e.tagName + '.' + e.className + '#' + e.id)""",
+        page.viewport_size["width"],
+    )
+    assert width <= page.viewport_size["width"], f"{page.url} is {width}px wide: {wider}"
+
+
 def seen_texts(page) -> list[str]:
     return page.evaluate("() => window.__seen || []")
 

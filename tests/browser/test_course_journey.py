@@ -10,6 +10,7 @@ import pymupdf
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.conftest import no_overflow
 from tests.fake_ollama import Reply
 
 pytestmark = pytest.mark.browser
@@ -23,18 +24,6 @@ def log_in(page, app, username: str, password: str) -> None:
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
-
-
-def no_overflow(page) -> None:
-    """The page is never wider than the screen (names the elements that stick out if it is)."""
-    width = page.evaluate("document.documentElement.scrollWidth")
-    wider = page.evaluate(
-        """(limit) => [...document.querySelectorAll('body *')]
-            .filter((e) => e.getBoundingClientRect().right + window.scrollX > limit + 1)
-            .slice(0, 5).map((e) => e.tagName + '.' + e.className + '#' + e.id)""",
-        page.viewport_size["width"],
-    )
-    assert width <= page.viewport_size["width"], f"{page.url} is {width}px wide: {wider}"
 
 
 def model(body: dict) -> Reply:
