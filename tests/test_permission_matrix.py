@@ -111,6 +111,13 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ),
     ("GET", "collection_create"): Row(TEACHERS, lambda w, r: "/collections/new/"),
     ("GET", "collection_detail"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/"),
+    ("GET", "collection_settings"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/settings/"),
+    ("GET", "profile"): Row(SIGNED_IN, lambda w, r: "/account/profile/"),
+    ("GET", "start_reset"): Row(TEACHERS, lambda w, r: "/account/reset/"),
+    # A reset link: its token, not a role, opens it (tests/test_accounts_profile.py); a made-up one shows
+    # "used or expired" to anyone.
+    ("GET", "password_reset_confirm"): Row(EVERYONE, lambda w, r: "/account/reset/MQ/made-up-token/"),
+    ("GET", "password_reset_complete"): Row(EVERYONE, lambda w, r: "/account/reset/done/"),
     ("POST", "collection_delete"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/delete/"),
     ("POST", "collection_upload"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/upload/"),
     ("GET", "file_detail"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/"),

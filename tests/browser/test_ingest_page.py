@@ -59,7 +59,7 @@ def test_teacher_uploads_watches_progress_reads_a_file_and_deletes_it(live_app, 
     journey.check_a11y(page)
 
     page.get_by_role("link", name="mirrors.md").click()
-    expect(page.get_by_role("heading", name="Plane mirrors")).to_be_visible()
+    expect(page.locator(".extracted").get_by_role("heading", name="Plane mirrors")).to_be_visible()
     expect(page.locator(".chunk-section")).to_have_text("Mirrors > Plane mirrors")
     journey.shot(page, "file-page")
     journey.check_a11y(page)
