@@ -26,7 +26,7 @@ from chat.forms import PromptForm
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
 from chat.serializers import message_dict
 from currechat.errors import CurreChatError, NotFound
-from currechat.health import get_health
+from currechat.health import get_health, shows_details
 
 
 @login_required
@@ -134,10 +134,18 @@ def student_action(request, pk: int, number: int, action: str):
 # --- Chat pages ------------------------------------------------------------------------------------
 
 
-def _model_status(prompt) -> dict:
-    """The status line of a chat: is the prompt's model connected, or do answers quote passages?"""
+def _model_status(prompt, user) -> dict:
+    """The status line of a chat: is the prompt's model connected, or do answers quote passages?
+    Teachers and staff read the model's name; students only whether the assistant is available."""
     health = get_health()
     connected = health.has_model(prompt.chat_model)
+    if not shows_details(user):
+        text = (
+            "The assistant is available (connected)."
+            if connected
+            else "The assistant answers by quoting the course material: its language model is not connected."
+        )
+        return {"connected": connected, "model": "", "text": text}
     if connected:
         text = f"Model {prompt.chat_model} connected."
     elif health.model_server.ok:
@@ -181,7 +189,7 @@ def _chat_page(request, prompt, session):
         "api_path": f"/api/v1/chats/{session.id}" if session else None,
         "writable": writable,
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
-        "model_status": _model_status(prompt),
+        "model_status": _model_status(prompt, request.user),
         "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},
         # Ratings of the student's own answers (feedback controls under each answer).
         "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,
@@ -201,6 +209,7 @@ def _chat_page(request, prompt, session):
         "state_sentence": state_sentence(prompt, state),
         "example_questions": prompt.example_questions if writable else [],
         "query": query,
+        "page_models": [("chat", prompt.chat_model)],
         "max_chars": settings.CHAT_MAX_MESSAGE_CHARS,
         # What teachers see: the level the chat started under (a blank chat starts under today's).
         "visibility_sentence": STUDENT_SENTENCES[session.visibility if session else prompt.chat_visibility],

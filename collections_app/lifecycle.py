@@ -303,11 +303,12 @@ class FileTracker:
         return not self._live().exists()
 
     def finish(self, job: IngestJob) -> bool:
-        cached = f", {job.cached_vectors} from the cache" if job.cached_vectors else ""
+        # Plain words for the teacher; how many vectors the cache saved is for the log.
+        log.info("file %s: %s of %s vectors from the cache", job.file_id, job.cached_vectors, len(job.chunks))
         done = self._live().update(
             status=FileStatus.READY,
             progress=100,
-            progress_detail=f"{len(job.chunks)} passage{'s' if len(job.chunks) != 1 else ''} indexed{cached}",
+            progress_detail=f"{len(job.chunks)} passage{'s' if len(job.chunks) != 1 else ''} ready to search",
             markdown=job.markdown,
             extractor=job.extractor,
             pages=job.page_count,

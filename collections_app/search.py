@@ -121,6 +121,7 @@ def search_page(request, pk: int):
         "can_edit": collection.is_editable_by(request.user),
         "language_warning": language_warning(collection),
     }
+    context["page_models"] = [("embeddings", collection.embedding_model)]
     return render(request, "search/search.html", context)
 
 

@@ -70,6 +70,7 @@ def collection_detail(request, pk: int):
             | {"offset": (page.number - 1) * PAGE_SIZE}
         ),
     }
+    context["page_models"] = [("embeddings", collection.embedding_model)]
     return render(request, "collections/detail.html", context)
 
 
@@ -101,6 +102,7 @@ def collection_settings(request, pk: int):
         "attention": _attention_count(collection),
         "tab": "settings",
     }
+    context["page_models"] = [("embeddings", collection.embedding_model)]
     return render(request, "collections/settings.html", context)
 
 
