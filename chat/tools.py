@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import redis
 from django.conf import settings
 
 from chat import grounding
-from chat.budget import estimate_tokens
+from chat.budget import PASSAGE_OVERHEAD, estimate_tokens, passage_chars, passage_count
 from chat.events import PassageView, passage_view
 from currechat.errors import CurreChatError
+from currechat.redis_client import get_redis
 from rag.providers import ToolCall, ToolSpec
 from rag.results import Passage
 
@@ -94,10 +95,13 @@ class PassageRegistry:
 class SearchTool:
     """document_search over a prompt's collections, within this turn's budget for results."""
 
-    def __init__(self, collections: Sequence, *, curate: bool, results_budget: int):
+    def __init__(self, collections: Sequence, *, curate: bool, results_budget: int, context_free: int = 10**9):
         self.collections = list(collections)
         self.curate = curate
+        # Two budgets, both spent by every passage given to the model: the turn's reserve for results
+        # (a hard cap) and the context still free (the number of passages per search follows it).
         self.tokens_left = results_budget
+        self.context_free = context_free
         self.registry = PassageRegistry()
         self.searches = 0
 
@@ -150,20 +154,33 @@ class SearchTool:
         return self._numbered(call.id, query, outcome)
 
     def _search(self, query: str):
-        from rag.search import search_collections  # imported late: the search module owns its own deps
+        """The search's passages as the model reads them: as many as the free context calls for
+        (chat/budget.passage_count), each hit grown within its section to an equal share of the
+        room left (rag/context.py). Twice as many hits are searched, so the ones that give way as
+        near-duplicates are replaced."""
+        from rag.context import assemble  # imported late: the search modules own their own deps
+        from rag.search import search_collections
 
-        return search_collections(self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate)
+        count = passage_count(self.context_free)
+        limit = min(settings.CHAT_SEARCH_LIMIT, 2 * count)
+        outcome = search_collections(self.collections, query, limit=limit, curate=self.curate)
+        if outcome.nothing_relevant or not outcome.results:
+            return outcome
+        room = min(self.tokens_left, self.context_free)
+        passages = assemble(get_redis(), outcome.results, count=count, max_chars=passage_chars(room, count))
+        return replace(outcome, results=passages)
 
     def _numbered(self, call_id: str, query: str, outcome) -> ToolOutcome:
         """Number the passages and keep as many as the turn's results budget allows."""
         kept: list[PassageView] = []
         notes = list(outcome.notes)
         for passage in outcome.results:
-            cost = estimate_tokens(passage.text) + 24
-            if cost > self.tokens_left:
+            cost = estimate_tokens(passage.text) + PASSAGE_OVERHEAD
+            if cost > min(self.tokens_left, self.context_free):
                 notes.append(f"{len(outcome.results) - len(kept)} passage(s) left out: no room in the model's context.")
                 break
             self.tokens_left -= cost
+            self.context_free -= cost
             kept.append(self.registry.number(passage))
         if not kept:
             text = "Error: no room is left for more passages. Answer with the passages you already have."
