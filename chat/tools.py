@@ -17,7 +17,7 @@ import redis
 from django.conf import settings
 
 from chat import grounding
-from chat.budget import PASSAGE_OVERHEAD, estimate_tokens, passage_chars, passage_count
+from chat.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, estimate_tokens, passage_chars, passage_count
 from chat.events import PassageView, passage_view
 from currechat.errors import CurreChatError
 from currechat.redis_client import get_redis
@@ -154,21 +154,31 @@ class SearchTool:
         return self._numbered(call.id, query, outcome)
 
     def _search(self, query: str):
-        """The search's passages as the model reads them: as many as the free context calls for
-        (chat/budget.passage_count), each hit grown within its section to an equal share of the
-        room left (rag/context.py). Twice as many hits are searched, so the ones that give way as
-        near-duplicates are replaced."""
+        """The search's passages as the model reads them (rag/context.py): the room left is planned
+        for as many passages as the free context calls for (chat/budget.passage_count), each hit
+        grown within its section to an equal share; hits that give way as near-duplicates, or
+        sections too short to use their share, leave their room to further hits."""
         from rag.context import assemble  # imported late: the search modules own their own deps
         from rag.search import search_collections
 
-        count = passage_count(self.context_free)
-        limit = min(settings.CHAT_SEARCH_LIMIT, 2 * count)
-        outcome = search_collections(self.collections, query, limit=limit, curate=self.curate)
+        outcome = search_collections(self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate)
         if outcome.nothing_relevant or not outcome.results:
             return outcome
         room = min(self.tokens_left, self.context_free)
-        passages = assemble(get_redis(), outcome.results, count=count, max_chars=passage_chars(room, count))
-        return replace(outcome, results=passages)
+        count = passage_count(self.context_free)
+        assembly = assemble(
+            get_redis(),
+            outcome.results,
+            count=count,
+            max_chars=passage_chars(room, count),
+            room_chars=room * CHARS_PER_TOKEN,
+            overhead_chars=PASSAGE_OVERHEAD * CHARS_PER_TOKEN,
+        )
+        notes = list(outcome.notes)
+        if assembly.no_room:
+            notes.append(f"{assembly.no_room} passage(s) left out: no room in the model's context.")
+        # Nothing fits: the best hit goes on, so the budget check below says there is no room.
+        return replace(outcome, results=assembly.passages or outcome.results[:1], notes=notes)
 
     def _numbered(self, call_id: str, query: str, outcome) -> ToolOutcome:
         """Number the passages and keep as many as the turn's results budget allows."""

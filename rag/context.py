@@ -41,6 +41,12 @@ MIN_OVERLAP = 12
 _WORD = re.compile(r"\w+")
 
 
+@dataclass(frozen=True)
+class Assembly:
+    passages: list[Passage]
+    no_room: int  # hits left out because the room was spent
+
+
 @dataclass
 class _Piece:
     """A passage being assembled: its chunks by position, joined on demand."""
@@ -55,17 +61,24 @@ def assemble(
     *,
     count: int,
     max_chars: int,
+    room_chars: int | None = None,
+    overhead_chars: int = 0,
     duplicate_share: float | None = None,
     overlap: int | None = None,
-) -> list[Passage]:
-    """Up to `count` passages from the ranked hits `passages`, each expanded within its section.
+) -> Assembly:
+    """Passages from the ranked hits `passages`, each expanded within its section to `max_chars`.
 
-    `duplicate_share` (CHAT_DUPLICATE_SHARE): a hit whose distinct words are at least this share
-    in one earlier passage gives way. `overlap` (INGEST_CHUNK_OVERLAP): the longest repeat removed
+    Without `room_chars`: up to `count` passages. With it: passages (each costing its text plus
+    `overhead_chars`) while their total fits `room_chars` — `max_chars` is then the share planned
+    for each of `count` passages, and where sections are too short to use their share, the room
+    left goes to further hits rather than staying empty. A hit that no longer fits is skipped (a
+    shorter one after it may; `Assembly.no_room` counts those). `duplicate_share`
+    (CHAT_DUPLICATE_SHARE): a hit whose distinct words are at least this share in one earlier
+    passage gives way. `overlap` (INGEST_CHUNK_OVERLAP): the longest repeat removed
     where two chunks meet. A hit whose chunk is gone (re-ingested meanwhile) is kept as it was.
     """
     if count <= 0 or not passages:
-        return []
+        return Assembly([], 0)
     share = settings.CHAT_DUPLICATE_SHARE if duplicate_share is None else duplicate_share
     overlap = settings.INGEST_CHUNK_OVERLAP if overlap is None else overlap
     # Enough neighbours to fill `max_chars` with chunks of the configured size (a section's last
@@ -76,16 +89,23 @@ def assemble(
     used: set[tuple[int, int, int]] = set()  # (collection, file, position) already in a passage
     pieces: list[_Piece] = []
     words: list[set[str]] = []
+    spent, no_room = 0, 0
     for hit in passages:
-        if len(pieces) >= count:
+        if room_chars is None and len(pieces) >= count:
             break
+        left = max_chars if room_chars is None else min(max_chars, room_chars - spent - overhead_chars)
         position = position_of(hit.chunk_id)
         if (hit.collection_id, hit.file_id, position) in used or _duplicate(hit.text, words, share):
             continue
-        piece = _grow(hit, position, stored, used, max_chars, overlap)
+        if room_chars is not None and len(hit.text) > left:
+            no_room += 1
+            continue
+        piece = _grow(hit, position, stored, used, left, overlap)
+        text = join_chunks([c.text for _, c in sorted(piece.chunks.items())], overlap)
         pieces.append(piece)
-        words.append(_words(join_chunks([c.text for _, c in sorted(piece.chunks.items())], overlap)))
-    return [_as_passage(piece, overlap) for piece in pieces]
+        words.append(_words(text))
+        spent += len(text) + overhead_chars
+    return Assembly([_as_passage(piece, overlap) for piece in pieces], no_room)
 
 
 def position_of(chunk_id: str) -> int:

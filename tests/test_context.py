@@ -60,7 +60,7 @@ def _numbers(text: str) -> list[int]:
 def test_a_hit_grows_into_its_section_without_repeating_the_overlap(db):
     chunks = _chunked_document()
     middle = chunks[len(chunks) // 2]
-    [passage] = assemble(get_redis(), [_hit(middle)], count=1, max_chars=1200)
+    [passage] = assemble(get_redis(), [_hit(middle)], count=1, max_chars=1200).passages
 
     assert middle.text in passage.text
     numbers = _numbers(passage.text)
@@ -74,16 +74,16 @@ def test_the_budget_is_held_and_a_hit_is_never_cut(db):
     chunks = _chunked_document()
     hit = _hit(chunks[5])
     for budget in (250, 400, 700):
-        [passage] = assemble(get_redis(), [hit], count=1, max_chars=budget)
+        [passage] = assemble(get_redis(), [hit], count=1, max_chars=budget).passages
         assert len(passage.text) <= budget
-    [alone] = assemble(get_redis(), [hit], count=1, max_chars=10)
+    [alone] = assemble(get_redis(), [hit], count=1, max_chars=10).passages
     assert alone.text == hit.text
 
 
 def test_the_passage_cites_the_hit_with_the_pages_it_now_covers(db):
     chunks = _chunked_document()
     hit = _hit(chunks[4])
-    [passage] = assemble(get_redis(), [hit], count=1, max_chars=900)
+    [passage] = assemble(get_redis(), [hit], count=1, max_chars=900).passages
 
     assert (passage.chunk_id, passage.file_id, passage.file_name) == (hit.chunk_id, 1, "report.pdf")
     assert passage.section == "Methods" and passage.score == hit.score
@@ -95,7 +95,7 @@ def test_the_passage_cites_the_hit_with_the_pages_it_now_covers(db):
 def test_neighbours_of_another_section_stay_out(db):
     chunks = _chunked_document()
     last_of_methods = [c for c in chunks if c.heading_path == "Methods"][-1]
-    [passage] = assemble(get_redis(), [_hit(last_of_methods)], count=1, max_chars=1500)
+    [passage] = assemble(get_redis(), [_hit(last_of_methods)], count=1, max_chars=1500).passages
     assert "other section" not in passage.text
     assert 1200 < len(passage.text) <= 1500, "the room went to the section's earlier chunks instead"
     assert _numbers(passage.text)[-1] == 39
@@ -104,7 +104,7 @@ def test_neighbours_of_another_section_stay_out(db):
 def test_hits_side_by_side_become_one_passage_and_the_next_hit_takes_the_free_place(db):
     chunks = _chunked_document()
     hits = [_hit(chunks[3], 0.9), _hit(chunks[4], 0.8), _hit(chunks[12], 0.7)]
-    passages = assemble(get_redis(), hits, count=2, max_chars=700)
+    passages = assemble(get_redis(), hits, count=2, max_chars=700).passages
 
     assert [p.chunk_id for p in passages] == [hits[0].chunk_id, hits[2].chunk_id]
     first, second = (_numbers(p.text) for p in passages)
@@ -121,17 +121,29 @@ def test_a_near_duplicate_gives_way_to_different_material(db):
     _store(3, [different])
     hits = [_hit(copies[0], 0.9), _hit(copies[1], 0.8), _hit(different, 0.5)]
 
-    passages = assemble(get_redis(), hits, count=2, max_chars=1000, duplicate_share=0.9)
+    passages = assemble(get_redis(), hits, count=2, max_chars=1000, duplicate_share=0.9).passages
     assert [p.file_name for p in passages] == ["copy-1.md", "cells.md"]
-    kept_all = assemble(get_redis(), hits, count=2, max_chars=1000, duplicate_share=1.1)  # above 1: off
+    kept_all = assemble(get_redis(), hits, count=2, max_chars=1000, duplicate_share=1.1).passages  # above 1: off
     assert [p.file_name for p in kept_all] == ["copy-1.md", "copy-2.md"]
+
+
+def test_the_room_holds_all_passages_and_short_sections_leave_theirs_to_further_hits(db):
+    chunks = _chunked_document()
+    hits = [_hit(chunks[i], 1.0 - i / 100) for i in (2, 8, 14, 19)]
+    # Room for two passages of 500 characters: the first two grow, the rest is left out.
+    planned = assemble(get_redis(), hits, count=2, max_chars=500, room_chars=1000, overhead_chars=10)
+    assert [p.chunk_id for p in planned.passages] == [hits[0].chunk_id, hits[1].chunk_id]
+    assert sum(len(p.text) + 10 for p in planned.passages) <= 1000 and planned.no_room == 2
+    # With a share per passage smaller than the room, further hits take what is left.
+    more = assemble(get_redis(), hits, count=2, max_chars=250, room_chars=1000, overhead_chars=10)
+    assert len(more.passages) > 2 and sum(len(p.text) + 10 for p in more.passages) <= 1000
 
 
 def test_a_hit_replaced_since_the_search_is_kept_as_found(db):
     chunks = _chunked_document()
     hit = _hit(chunks[2])
     _store(1, [])  # the file was re-ingested to nothing between search and assembly
-    assert assemble(get_redis(), [hit], count=3, max_chars=2000) == [hit]
+    assert assemble(get_redis(), [hit], count=3, max_chars=2000).passages == [hit]
 
 
 def test_join_chunks_removes_only_a_real_overlap():
