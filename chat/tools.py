@@ -172,7 +172,7 @@ class SearchTool:
             count=count,
             max_chars=passage_chars(room, count),
             room_chars=room * CHARS_PER_TOKEN,
-            overhead_chars=PASSAGE_OVERHEAD * CHARS_PER_TOKEN,
+            overhead_chars=(PASSAGE_OVERHEAD + 1) * CHARS_PER_TOKEN,  # estimate_tokens rounds up
         )
         notes = list(outcome.notes)
         if assembly.no_room:

@@ -54,6 +54,9 @@ class _Piece:
     hit: Passage
     chunks: dict[int, IndexedChunk]
 
+    def text(self, overlap: int) -> str:
+        return join_chunks([chunk.text for _, chunk in sorted(self.chunks.items())], overlap)
+
 
 def assemble(
     client: redis.Redis,
@@ -86,26 +89,54 @@ def assemble(
     step = max(settings.INGEST_CHUNK_SIZE - overlap, 100)
     reach = min(MAX_REACH, math.ceil(max_chars / step) + 1)
     stored = _neighbours(client, passages, reach)
-    used: set[tuple[int, int, int]] = set()  # (collection, file, position) already in a passage
+    used: dict[tuple[int, int, int], _Piece] = {}  # (collection, file, position) -> its passage
     pieces: list[_Piece] = []
     words: list[set[str]] = []
     spent, no_room = 0, 0
+    # First the hits themselves, in rank order (a hit beside an earlier one joins its passage), so
+    # the growing below never costs a hit its place; then the room left grows them, best first.
     for hit in passages:
         if room_chars is None and len(pieces) >= count:
             break
-        left = max_chars if room_chars is None else min(max_chars, room_chars - spent - overhead_chars)
         position = position_of(hit.chunk_id)
         if (hit.collection_id, hit.file_id, position) in used or _duplicate(hit.text, words, share):
             continue
-        if room_chars is not None and len(hit.text) > left:
+        own = _own_chunk(hit, position, stored)
+        beside = _beside(hit, position, own, used)
+        cost = len(hit.text) + overhead_chars if beside is None else _added_len(*_pair(position, beside, own), overlap)
+        if room_chars is not None and spent + cost > room_chars:
             no_room += 1
             continue
-        piece = _grow(hit, position, stored, used, left, overlap)
-        text = join_chunks([c.text for _, c in sorted(piece.chunks.items())], overlap)
-        pieces.append(piece)
-        words.append(_words(text))
-        spent += len(text) + overhead_chars
+        piece = beside or _Piece(hit, {})
+        piece.chunks[position] = own
+        used[(hit.collection_id, hit.file_id, position)] = piece
+        if beside is None:
+            pieces.append(piece)
+        words.append(_words(hit.text))
+        spent += cost
+    for piece in pieces:
+        before = len(piece.text(overlap))
+        left = max_chars if room_chars is None else before + room_chars - spent
+        _grow(piece, stored, used, min(max(max_chars, before), left), overlap)
+        spent += len(piece.text(overlap)) - before
     return Assembly([_as_passage(piece, overlap) for piece in pieces], no_room)
+
+
+def _own_chunk(hit: Passage, position: int, stored: dict[tuple[int, int, int], IndexedChunk]) -> IndexedChunk:
+    own = stored.get((hit.collection_id, hit.file_id, position))
+    if own is None or own.text != hit.text:  # replaced since the search: keep the hit as found
+        own = IndexedChunk(hit.file_id, position, hit.text, hit.file_name, hit.page, hit.page_end, hit.section)
+    return own
+
+
+def _beside(hit: Passage, position: int, own: IndexedChunk, used: dict[tuple[int, int, int], _Piece]) -> _Piece | None:
+    """The passage that ends right before or starts right after the hit, in the hit's section."""
+    for side in (-1, +1):
+        piece = used.get((hit.collection_id, hit.file_id, position + side))
+        at_end = piece is not None and position + side in (min(piece.chunks), max(piece.chunks))
+        if piece is not None and at_end and piece.chunks[position + side].heading_path == own.heading_path:
+            return piece
+    return None
 
 
 def position_of(chunk_id: str) -> int:
@@ -130,40 +161,35 @@ def _neighbours(
 
 
 def _grow(
-    hit: Passage,
-    position: int,
+    piece: _Piece,
     stored: dict[tuple[int, int, int], IndexedChunk],
-    used: set[tuple[int, int, int]],
+    used: dict[tuple[int, int, int], _Piece],
     max_chars: int,
     overlap: int,
-) -> _Piece:
-    cid, fid = hit.collection_id, hit.file_id
-    own = stored.get((cid, fid, position))
-    if own is None or own.text != hit.text:  # replaced since the search: keep the hit as found
-        own = IndexedChunk(fid, position, hit.text, hit.file_name, hit.page, hit.page_end, hit.section)
-    piece = _Piece(hit, {position: own})
-    used.add((cid, fid, position))
-    length = len(own.text)
-    ends = {+1: position, -1: position}
+) -> None:
+    """Add the piece's neighbours of its section, alternately after and before, within `max_chars`."""
+    cid, fid = piece.hit.collection_id, piece.hit.file_id
+    heading = piece.chunks[min(piece.chunks)].heading_path
+    length = len(piece.text(overlap))
+    ends = {+1: max(piece.chunks), -1: min(piece.chunks)}
     open_sides = [+1, -1]  # the following chunk first: text usually runs on from a hit
     while open_sides:
         for side in list(open_sides):
             place = (cid, fid, ends[side] + side)
             chunk = stored.get(place)
-            added = 0 if chunk is None else _added_len(*_pair(side, piece, chunk), overlap)
-            if chunk is None or place in used or chunk.heading_path != own.heading_path or length + added > max_chars:
+            added = 0 if chunk is None else _added_len(*_pair(place[2], piece, chunk), overlap)
+            if chunk is None or place in used or chunk.heading_path != heading or length + added > max_chars:
                 open_sides.remove(side)
                 continue
             piece.chunks[place[2]] = chunk
-            used.add(place)
+            used[place] = piece
             ends[side] = place[2]
             length += added
-    return piece
 
 
-def _pair(side: int, piece: _Piece, chunk: IndexedChunk) -> tuple[str, str]:
-    """(earlier text, later text) where `chunk` would join the piece."""
-    if side > 0:
+def _pair(position: int, piece: _Piece, chunk: IndexedChunk) -> tuple[str, str]:
+    """(earlier text, later text) where `chunk`, at `position`, would join the piece."""
+    if position > max(piece.chunks):
         return piece.chunks[max(piece.chunks)].text, chunk.text
     return chunk.text, piece.chunks[min(piece.chunks)].text
 

@@ -127,16 +127,20 @@ def test_a_near_duplicate_gives_way_to_different_material(db):
     assert [p.file_name for p in kept_all] == ["copy-1.md", "copy-2.md"]
 
 
-def test_the_room_holds_all_passages_and_short_sections_leave_theirs_to_further_hits(db):
+def test_hits_come_before_growth_and_the_room_holds_them_all(db):
     chunks = _chunked_document()
     hits = [_hit(chunks[i], 1.0 - i / 100) for i in (2, 8, 14, 19)]
-    # Room for two passages of 500 characters: the first two grow, the rest is left out.
-    planned = assemble(get_redis(), hits, count=2, max_chars=500, room_chars=1000, overhead_chars=10)
-    assert [p.chunk_id for p in planned.passages] == [hits[0].chunk_id, hits[1].chunk_id]
-    assert sum(len(p.text) + 10 for p in planned.passages) <= 1000 and planned.no_room == 2
-    # With a share per passage smaller than the room, further hits take what is left.
-    more = assemble(get_redis(), hits, count=2, max_chars=250, room_chars=1000, overhead_chars=10)
-    assert len(more.passages) > 2 and sum(len(p.text) + 10 for p in more.passages) <= 1000
+    total = sum(len(h.text) + 10 for h in hits)
+    # Room for the hits and little more: every hit has its place before any passage grows.
+    tight = assemble(get_redis(), hits, count=2, max_chars=2000, room_chars=total + 50, overhead_chars=10)
+    assert [p.chunk_id for p in tight.passages] == [h.chunk_id for h in hits] and tight.no_room == 0
+    assert sum(len(p.text) + 10 for p in tight.passages) <= total + 50
+    # Less room than the hits need: the best ones, and a count of those left out.
+    short = assemble(get_redis(), hits, count=2, max_chars=2000, room_chars=total - 100, overhead_chars=10)
+    assert [p.chunk_id for p in short.passages] == [h.chunk_id for h in hits[:3]] and short.no_room == 1
+    # Plenty of room: each passage grows to its share, no further.
+    roomy = assemble(get_redis(), hits, count=4, max_chars=500, room_chars=5000, overhead_chars=10)
+    assert all(len(h.text) < len(p.text) <= 500 for h, p in zip(hits, roomy.passages, strict=True))
 
 
 def test_a_hit_replaced_since_the_search_is_kept_as_found(db):
