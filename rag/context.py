@@ -103,7 +103,7 @@ def assemble(
             continue
         own = _own_chunk(hit, position, stored)
         beside = _beside(hit, position, own, used)
-        cost = len(hit.text) + overhead_chars if beside is None else _added_len(*_pair(position, beside, own), overlap)
+        cost = len(hit.text) + overhead_chars if beside is None else _added_len(beside, position, own, overlap)
         if room_chars is not None and spent + cost > room_chars:
             no_room += 1
             continue
@@ -177,7 +177,7 @@ def _grow(
         for side in list(open_sides):
             place = (cid, fid, ends[side] + side)
             chunk = stored.get(place)
-            added = 0 if chunk is None else _added_len(*_pair(place[2], piece, chunk), overlap)
+            added = 0 if chunk is None else _added_len(piece, place[2], chunk, overlap)
             if chunk is None or place in used or chunk.heading_path != heading or length + added > max_chars:
                 open_sides.remove(side)
                 continue
@@ -187,17 +187,11 @@ def _grow(
             length += added
 
 
-def _pair(position: int, piece: _Piece, chunk: IndexedChunk) -> tuple[str, str]:
-    """(earlier text, later text) where `chunk`, at `position`, would join the piece."""
-    if position > max(piece.chunks):
-        return piece.chunks[max(piece.chunks)].text, chunk.text
-    return chunk.text, piece.chunks[min(piece.chunks)].text
-
-
-def _added_len(before: str, after: str, overlap: int) -> int:
-    """How much longer a text gets when these two neighbours meet (see `join_chunks`)."""
-    shared = _overlap_len(before, after, overlap)
-    return len(after) - shared if shared else len(after) + 2
+def _added_len(piece: _Piece, position: int, chunk: IndexedChunk, overlap: int) -> int:
+    """How much longer the piece's text gets with `chunk` joined at `position` (one end of it)."""
+    before = piece.text(overlap)
+    after = join_chunks([before, chunk.text] if position > max(piece.chunks) else [chunk.text, before], overlap)
+    return len(after) - len(before)
 
 
 def _as_passage(piece: _Piece, overlap: int) -> Passage:
