@@ -26,7 +26,7 @@ from django.utils import timezone
 from chat import grounding, insight
 from chat.attachments import Attachment
 from chat.attachments import model_text as attachment_model_text
-from chat.budget import Budget, MessageTooLong, context_window, fit_history, tools_tokens
+from chat.budget import Budget, MessageTooLong, context_window, fit_history, message_tokens, tools_tokens
 from chat.citations import map_citations
 from chat.events import EventSink, PassageView, ToolResultEvent
 from chat.extractive import extractive_answer
@@ -349,6 +349,9 @@ def _answer_with_model(turn: Turn, tool: SearchTool, progress: _Progress, sink: 
     system = ChatMessage(role="system", content=grounding.system_message(prompt.system_prompt, has_tool=bool(specs)))
     current = ChatMessage(role="user", content=_as_model_reads(turn.question))
     messages = fit_history(system, _history(turn), current, budget, tools_tokens(specs))
+    # What the conversation leaves free of the window: the number of passages per search follows it.
+    used = sum(message_tokens(m) for m in messages) + tools_tokens(specs)
+    tool.context_free = window - budget.answer - used
     _ModelLoop(turn, model, specs, tool, progress, sink, window).run(messages)
 
 

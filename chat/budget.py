@@ -25,6 +25,7 @@ CHARS_PER_TOKEN = 3
 # the new message.
 RECENT_EXCHANGES = 2
 MESSAGE_OVERHEAD = 8  # role markers and separators a chat template adds around each message
+PASSAGE_OVERHEAD = 24  # a passage's number, file, page and section lines in a tool result
 FALLBACK_CONTEXT = 8192  # when the server does not say (older servers, other protocols)
 _INFO_TTL = 300.0
 
@@ -89,6 +90,28 @@ class Budget:
     def for_messages(self, fixed: int) -> int:
         """Tokens left for history and the new message after the system part and reserves."""
         return self.window - self.answer - self.results - fixed
+
+
+def passage_count(free_tokens: int) -> int:
+    """How many passages one search gives the model when `free_tokens` of its context are free.
+
+    A logistic curve from CHAT_PASSAGES_MIN (a small window, or a long conversation) to
+    CHAT_PASSAGES_MAX (plenty of room), half way at CHAT_PASSAGES_MIDPOINT_TOKENS. It is smooth, so
+    a few tokens more or less never jump the count by several passages, and it saturates: a huge
+    window does not flood the model with weakly related passages."""
+    low = settings.CHAT_PASSAGES_MIN
+    high = max(settings.CHAT_PASSAGES_MAX, low)
+    mid = settings.CHAT_PASSAGES_MIDPOINT_TOKENS
+    # The scale puts the curve's steep part between half and one and a half times the midpoint.
+    x = min(max((free_tokens - mid) / (mid / 4), -50.0), 50.0)
+    return round(low + (high - low) / (1 + math.exp(-x)))
+
+
+def passage_chars(room_tokens: int, count: int) -> int:
+    """The characters each of `count` passages may grow to when `room_tokens` are left for results:
+    an equal share of the room, at most CHAT_PASSAGE_TOKENS (0 when there is no room)."""
+    share = room_tokens // max(count, 1) - PASSAGE_OVERHEAD
+    return max(min(share, settings.CHAT_PASSAGE_TOKENS), 0) * CHARS_PER_TOKEN
 
 
 def fit_history(

@@ -10,17 +10,18 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import redis
 from django.conf import settings
 
 from chat import grounding
-from chat.budget import estimate_tokens
+from chat.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, estimate_tokens, passage_chars, passage_count
 from chat.events import PassageView, passage_view
 from currechat import metrics
 from currechat.errors import CurreChatError
+from currechat.redis_client import get_redis
 from rag.providers import ToolCall, ToolSpec
 from rag.providers.base import UsageSink
 from rag.results import Passage
@@ -96,11 +97,22 @@ class PassageRegistry:
 class SearchTool:
     """document_search over a prompt's collections, within this turn's budget for results."""
 
-    def __init__(self, collections: Sequence, *, curate: bool, results_budget: int, usage: UsageSink | None = None):
+    def __init__(
+        self,
+        collections: Sequence,
+        *,
+        curate: bool,
+        results_budget: int,
+        usage: UsageSink | None = None,
+        context_free: int = 10**9,
+    ):
         self.collections = list(collections)
         self.usage = usage  # told the tokens of the search's curation calls
         self.curate = curate
+        # Two budgets, both spent by every passage given to the model: the turn's reserve for results
+        # (a hard cap) and the context still free (the number of passages per search follows it).
         self.tokens_left = results_budget
+        self.context_free = context_free
         self.registry = PassageRegistry()
         self.searches = 0
 
@@ -153,24 +165,46 @@ class SearchTool:
         return self._numbered(call.id, query, outcome)
 
     def _search(self, query: str):
-        from rag.search import search_collections  # imported late: the search module owns its own deps
+        """The search's passages as the model reads them (rag/context.py): the room left is planned
+        for as many passages as the free context calls for (chat/budget.passage_count), each hit
+        grown within its section to an equal share; hits that give way as near-duplicates, or
+        sections too short to use their share, leave their room to further hits."""
+        from rag.context import assemble  # imported late: the search modules own their own deps
+        from rag.search import search_collections
 
         outcome = search_collections(
             self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate, usage=self.usage
         )
         metrics.observe_search(outcome.status, outcome.timings_ms)
-        return outcome
+        if outcome.nothing_relevant or not outcome.results:
+            return outcome
+        room = min(self.tokens_left, self.context_free)
+        count = passage_count(self.context_free)
+        assembly = assemble(
+            get_redis(),
+            outcome.results,
+            count=count,
+            max_chars=passage_chars(room, count),
+            room_chars=room * CHARS_PER_TOKEN,
+            overhead_chars=(PASSAGE_OVERHEAD + 1) * CHARS_PER_TOKEN,  # estimate_tokens rounds up
+        )
+        notes = list(outcome.notes)
+        if assembly.no_room:
+            notes.append(f"{assembly.no_room} passage(s) left out: no room in the model's context.")
+        # Nothing fits: the best hit goes on, so the budget check below says there is no room.
+        return replace(outcome, results=assembly.passages or outcome.results[:1], notes=notes)
 
     def _numbered(self, call_id: str, query: str, outcome) -> ToolOutcome:
         """Number the passages and keep as many as the turn's results budget allows."""
         kept: list[PassageView] = []
         notes = list(outcome.notes)
         for passage in outcome.results:
-            cost = estimate_tokens(passage.text) + 24
-            if cost > self.tokens_left:
+            cost = estimate_tokens(passage.text) + PASSAGE_OVERHEAD
+            if cost > min(self.tokens_left, self.context_free):
                 notes.append(f"{len(outcome.results) - len(kept)} passage(s) left out: no room in the model's context.")
                 break
             self.tokens_left -= cost
+            self.context_free -= cost
             kept.append(self.registry.number(passage))
         if not kept:
             text = "Error: no room is left for more passages. Answer with the passages you already have."

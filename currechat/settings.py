@@ -210,6 +210,16 @@ CHAT_ATTACHMENT_MAX_TOKENS = env_int("CHAT_ATTACHMENT_MAX_TOKENS", 6000, minimum
 CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 4, minimum=1)
 CHAT_MAX_SEARCHES = env_int("CHAT_MAX_SEARCHES", 8, minimum=1)
 CHAT_SEARCH_LIMIT = env_int("CHAT_SEARCH_LIMIT", 15, minimum=1)
+# Passages the model gets from one search (chat/budget.passage_count): a logistic curve of the
+# tokens still free in its context, from CHAT_PASSAGES_MIN (little room) to CHAT_PASSAGES_MAX, half
+# way at CHAT_PASSAGES_MIDPOINT_TOKENS. Each passage is its hit grown within its section up to
+# CHAT_PASSAGE_TOKENS (rag/context.py); a hit whose words are CHAT_DUPLICATE_SHARE or more in an
+# earlier passage gives way to the next one. Tuned on training questions (bench/context.py).
+CHAT_PASSAGES_MIN = env_int("CHAT_PASSAGES_MIN", 3, minimum=1)
+CHAT_PASSAGES_MAX = env_int("CHAT_PASSAGES_MAX", 10, minimum=1)
+CHAT_PASSAGES_MIDPOINT_TOKENS = env_int("CHAT_PASSAGES_MIDPOINT_TOKENS", 4000, minimum=100)
+CHAT_PASSAGE_TOKENS = env_int("CHAT_PASSAGE_TOKENS", 800, minimum=50)
+CHAT_DUPLICATE_SHARE = env_float("CHAT_DUPLICATE_SHARE", 0.9, minimum=0)
 # The context we plan for is the model's own window capped here (sent to Ollama as num_ctx, since
 # Ollama otherwise truncates prompts silently to its small default).
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 16384, minimum=1024)

@@ -1,0 +1,255 @@
+"""Is the answer in what the chat model reads? Today's passages vs the section assembly vs Open WebUI.
+
+    .venv/bin/python bench/context.py                       # test questions, prints a Markdown table
+    .venv/bin/python bench/context.py --split train --grid  # tune the assembly settings (training questions)
+    .venv/bin/python bench/context.py --questions 100 --sets squad
+
+For TyDi Finnish and English and SQuAD (../shared/data/beir), each question's answer strings are
+looked for (case-folded, whitespace collapsed) in the text a chat model would receive from one
+search, at results budgets of 1,500, 3,000 and 6,000 tokens (chat/budget's 3 characters a token
+and 24 tokens a passage), in the same run:
+- today: the search's passages (CHAT_SEARCH_LIMIT = 15, curation off) in rank order, kept while
+  they fit (chat/tools before the section assembly);
+- assembly: the same hits through rag/context.assemble as chat/tools calls it (passages planned by
+  chat/budget.passage_count for the budget, hits grown within their section, near-duplicates out);
+- open-webui: rank_bm25 over whitespace tokens + the same MiniLM vectors, RRF 0.5/0.5 with c=60
+  (langchain's EnsembleRetriever), its top chunks kept while they fit.
+The documents are uploaded as articles: a data set's paragraphs with the same title become one
+Markdown file (`# title`, then the paragraphs in order), chunked by the ingestion chunker at
+1000/200 and embedded with all-MiniLM-L6-v2 (cached under var/bench-cache/). Questions are split
+into training and test halves by a fixed shuffle; the default sample keeps a run to a few minutes
+on a shared 2-core machine. SQuAD uses a fixed sample of its articles to keep embedding short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness import start_services, stop_services  # noqa: E402
+
+MODEL = "local:all-MiniLM-L6-v2"
+BUDGETS = (1500, 3000, 6000)
+SETS = ("tydiqa-fi", "tydiqa-en", "squad")
+SQUAD_ARTICLES = 10
+METHODS = ("today", "assembly", "open-webui")
+
+
+@dataclass
+class Corpus:
+    name: str
+    language: str
+    questions: dict[str, str]
+    answers: dict[str, list[str]]
+    keys: list[str]  # chunk keys in corpus order
+    texts: list[str]
+    matrix: object  # chunk vectors
+    collection: object
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def build(name: str, collection_id: int, split: str, questions: int) -> Corpus:
+    """Index the set's articles in Redis; the questions of `split` (a fixed sample of `questions`)."""
+    import numpy as np
+
+    from bench.datasets import DATASETS, EmbeddingCache, _read_jsonl, _splitter, minilm_embed_batch
+    from collections_app.models import Collection
+    from rag.index import CollectionIndex, IndexedChunk
+
+    folder, language, _ = DATASETS[name]
+    paragraphs = _read_jsonl(folder / "corpus.jsonl")
+    titles = list(dict.fromkeys(p["title"] for p in paragraphs))
+    if name == "squad":
+        titles = sorted(random.Random(5).sample(titles, SQUAD_ARTICLES), key=titles.index)
+    chosen = set(titles)
+    articles: dict[str, list[str]] = {}
+    for p in paragraphs:
+        if p["title"] in chosen:
+            articles.setdefault(p["title"], []).append(p["text"].strip())
+    split_text = _splitter()
+    index = CollectionIndex(collection_id, language, 384)
+    cache = EmbeddingCache(name)
+    embed = minilm_embed_batch()
+    files = []
+    for file_id, (title, body) in enumerate(articles.items(), start=1):
+        pieces = split_text(f"# {title.replace('_', ' ')}\n\n" + "\n\n".join(body))
+        files.append((file_id, title, pieces))
+    flat = [(fid, title, pos, piece) for fid, title, pieces in files for pos, piece in enumerate(pieces)]
+    vectors = cache.embed([p[2] for *_, p in flat], embed, label=f"{name} chunks")
+    by_file: dict[int, list] = {}
+    for (fid, title, pos, (text, heading, _)), vector in zip(flat, vectors, strict=True):
+        by_file.setdefault(fid, []).append(IndexedChunk(fid, pos, text, title, None, None, heading, vector))
+    for fid, chunks in by_file.items():
+        index.replace_file(fid, chunks)
+    # Questions written on the chosen articles' paragraphs, split in halves by a fixed shuffle.
+    in_corpus = {p["_id"] for p in paragraphs if p["title"] in chosen}
+    qrels = {}
+    for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, did, _ = line.split("\t")
+        qrels[qid] = did
+    rows = [q for q in _read_jsonl(folder / "queries.jsonl") if qrels.get(q["_id"]) in in_corpus]
+    rows = [q for q in rows if q.get("metadata", {}).get("answers")]
+    random.Random(21).shuffle(rows)
+    half = rows[: len(rows) // 2] if split == "train" else rows[len(rows) // 2 :]
+    sample = half[:questions]
+    return Corpus(
+        name,
+        language,
+        {q["_id"]: q["text"] for q in sample},
+        {q["_id"]: [_normal(a) for a in q["metadata"]["answers"]] for q in sample},
+        [index.key(fid, pos) for fid, _, pos, _ in flat],
+        [p[0] for *_, p in flat],
+        np.asarray(vectors, dtype=np.float32),
+        Collection(id=collection_id, name=name, language=language, embedding_model=MODEL),
+    )
+
+
+def greedy(texts: list[str], budget: int) -> list[str]:
+    """Passages in rank order while they fit (chat/tools' rule before the assembly)."""
+    from chat.budget import PASSAGE_OVERHEAD, estimate_tokens
+
+    kept, left = [], budget
+    for text in texts:
+        cost = estimate_tokens(text) + PASSAGE_OVERHEAD
+        if cost > left:
+            break
+        kept.append(text)
+        left -= cost
+    return kept
+
+
+def assembled(hits, budget: int) -> list[str]:
+    """The assembly exactly as chat/tools runs it for a turn with `budget` tokens free for results."""
+    from chat.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, passage_chars, passage_count
+    from currechat.redis_client import get_redis
+    from rag.context import assemble
+
+    count = passage_count(budget)
+    result = assemble(
+        get_redis(),
+        hits,
+        count=count,
+        max_chars=passage_chars(budget, count),
+        room_chars=budget * CHARS_PER_TOKEN,
+        overhead_chars=(PASSAGE_OVERHEAD + 1) * CHARS_PER_TOKEN,
+    )
+    return greedy([p.text for p in result.passages], budget)  # the tool's own budget check
+
+
+def open_webui(corpus: Corpus, bm25, query: str, query_vector) -> list[str]:
+    import numpy as np
+
+    from rag.fusion import weighted_rrf
+
+    sims = corpus.matrix @ np.asarray(query_vector, dtype=np.float32)
+    by_vector = [corpus.keys[i] for i in np.argsort(-sims)[:50]]
+    scores = bm25.get_scores(query.split())
+    by_bm25 = [corpus.keys[i] for i in np.argsort(-scores)[:50] if scores[i] > 0]
+    fused = weighted_rrf({"bm25": by_bm25, "vector": by_vector}, {"bm25": 0.5, "vector": 0.5}, 60)
+    text_of = dict(zip(corpus.keys, corpus.texts, strict=True))
+    return [text_of[f.key] for f in fused]
+
+
+def run_set(corpus: Corpus, configs: dict[str, Callable[[], None]] | None = None) -> dict:
+    """Answer-in-context share and tokens per question, per method (or assembly config) and budget."""
+    from django.conf import settings
+    from rank_bm25 import BM25Okapi
+
+    from bench.datasets import EmbeddingCache, minilm_embed_batch
+    from chat.budget import PASSAGE_OVERHEAD, estimate_tokens
+    from rag.search import search_collections
+
+    bm25 = BM25Okapi([t.split() for t in corpus.texts])
+    qvectors = EmbeddingCache(corpus.name).embed(list(corpus.questions.values()), minilm_embed_batch(), label="q")
+    searched = {}
+    for (qid, query), vector in zip(corpus.questions.items(), qvectors, strict=True):
+        outcome = search_collections([corpus.collection], query, limit=settings.CHAT_SEARCH_LIMIT, curate=False)
+        searched[qid] = (outcome.results, open_webui(corpus, bm25, query, vector))
+    variants: dict[str, Callable[[list, list, int], list[str]]] = {
+        "today": lambda hits, ow, b: greedy([h.text for h in hits], b),
+        "open-webui": lambda hits, ow, b: greedy(ow, b),
+    }
+    configs = configs or {"assembly": lambda: None}
+    table: dict[str, dict[int, tuple[float, float]]] = {}
+    for label, apply in [*((m, lambda: None) for m in variants), *configs.items()]:
+        apply()
+        method = variants.get(label, lambda hits, ow, b: assembled(hits, b))
+        table[label] = {}
+        for budget in BUDGETS:
+            found = tokens = 0
+            for qid, (hits, ow) in searched.items():
+                texts = method(hits, ow, budget)
+                context = _normal("\n".join(texts))
+                found += any(a in context for a in corpus.answers[qid])
+                tokens += sum(estimate_tokens(t) + PASSAGE_OVERHEAD for t in texts)
+            n = max(len(searched), 1)
+            table[label][budget] = (found / n, tokens / n)
+    return table
+
+
+def grid() -> dict[str, Callable[[], None]]:
+    """Assembly settings tried on training questions: (min, max, midpoint, tokens a passage)."""
+    from django.conf import settings
+
+    def setter(low, high, mid, cap):
+        def apply():
+            settings.CHAT_PASSAGES_MIN, settings.CHAT_PASSAGES_MAX = low, high
+            settings.CHAT_PASSAGES_MIDPOINT_TOKENS, settings.CHAT_PASSAGE_TOKENS = mid, cap
+
+        return apply
+
+    combos = [(3, 10, 4000, 800), (3, 10, 4000, 500), (2, 8, 4000, 800), (4, 12, 3000, 600), (3, 15, 6000, 800)]
+    return {f"min {a} max {b} mid {c} cap {d}": setter(a, b, c, d) for a, b, c, d in combos}
+
+
+def markdown(results: dict[str, dict], n: dict[str, int]) -> str:
+    lines = [
+        "| set (questions) | budget | " + " | ".join(f"{m}: answer in context / tokens" for m in METHODS) + " |",
+        "|---|---:|" + "---|" * len(METHODS),
+    ]
+    for name, table in results.items():
+        for budget in BUDGETS:
+            cells = [f"{table[m][budget][0]:.3f} / {table[m][budget][1]:.0f}" for m in METHODS]
+            lines.append(f"| {name} ({n[name]}) | {budget:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--split", choices=("train", "test"), default="test")
+    parser.add_argument("--questions", type=int, default=200, help="questions a set (a fixed sample)")
+    parser.add_argument("--grid", action="store_true", help="try several assembly settings (use on train)")
+    args = parser.parse_args()
+    server = start_services("benchc")
+    started = time.monotonic()
+    try:
+        results, sizes = {}, {}
+        for i, name in enumerate(args.sets.split(","), start=1):
+            corpus = build(name, i, args.split, args.questions)
+            sizes[name] = len(corpus.questions)
+            results[name] = run_set(corpus, grid() if args.grid else None)
+            print(f"  {name}: {len(corpus.keys)} chunks, {sizes[name]} questions", file=sys.stderr)
+        if args.grid:
+            print(json.dumps(results, indent=1))
+        else:
+            print(markdown(results, sizes))
+        print(f"({time.monotonic() - started:.0f}s)", file=sys.stderr)
+    finally:
+        stop_services(server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
