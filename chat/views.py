@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils.html import escape
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.permissions import (
@@ -23,6 +24,7 @@ from chat.agent import fail_orphaned_replies, new_session
 from chat.forms import PromptForm
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
 from chat.serializers import message_dict
+from currechat.embedding import embeddable
 from currechat.errors import CurreChatError, NotFound
 from currechat.health import get_health
 
@@ -39,6 +41,7 @@ def prompt_create(request):
     return render(request, "prompts/form.html", {"form": form})
 
 
+@embeddable  # an instructor's launch from a learning platform lands here, inside the platform's frame
 @login_required
 @require_http_methods(["GET", "POST"])
 def prompt_detail(request, pk: int):
@@ -61,6 +64,8 @@ def prompt_detail(request, pk: int):
         "prompt": prompt,
         "form": form,
         "join_url": join_url,
+        "embed_code": _embed_code(join_url, prompt.name),
+        "embedding_enabled": bool(settings.EMBED_ALLOWED_ORIGINS),
         "students": roster.roster(prompt),
         "chats": [(chat, _chat_label(chat, labels)) for chat in chats],
         "state": prompt.state(),
@@ -69,6 +74,15 @@ def prompt_detail(request, pk: int):
         "unavailable": list(prompt.unavailable_collections()),
     }
     return render(request, "prompts/detail.html", context)
+
+
+def _embed_code(join_url: str, title: str) -> str:
+    """An iframe for a learning platform's page: the join link enrolls the student and opens the chat."""
+    # A plain str (escaped values, not marked safe): the page shows it as text in an input.
+    return (
+        f'<iframe src="{escape(join_url)}" title="{escape(title)}" width="100%" height="720" '
+        'style="border:0" allow="clipboard-write"></iframe>'
+    )
 
 
 def _roster_by_user(prompt) -> dict:
@@ -185,8 +199,15 @@ def _chat_page(request, prompt, session):
         "attachment_limit": f"{settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024):.0f} MB, "
         f"{settings.CHAT_ATTACHMENT_MAX_PAGES} pages",
         "chat_config": config,
+        "lti_band": _lti_band(request, prompt),
     }
     return render(request, "chat/chat.html", context)
+
+
+def _lti_band(request, prompt) -> dict | None:
+    """The course and name a learning-platform launch into this prompt brought (shown above the chat)."""
+    launch = request.session.get("lti_launch")
+    return launch if launch and launch.get("prompt_id") == prompt.pk else None
 
 
 def _reader_label(prompt, session) -> str:
@@ -199,6 +220,7 @@ def _reader_label(prompt, session) -> str:
     return enrollment.label if enrollment else "a teacher"
 
 
+@embeddable
 @login_required
 def chat_home(request, pk: int):
     """A prompt's chats: straight into the latest one, so a student can ask at once.
@@ -214,6 +236,7 @@ def chat_home(request, pk: int):
     return _chat_page(request, prompt, None)
 
 
+@embeddable
 @login_required
 @require_POST
 def chat_new(request, pk: int):
@@ -221,6 +244,7 @@ def chat_new(request, pk: int):
     return redirect("chat_session", pk=pk, session_id=session.pk)
 
 
+@embeddable
 @login_required
 def chat_session(request, pk: int, session_id: int):
     """One conversation: its student writes in it; the prompt's teacher reads it."""
