@@ -150,11 +150,15 @@ class Launch(DjangoMessageLaunch):
     @classmethod
     def restore(cls, request: Any, launch_id: str) -> Launch:
         """A launch validated earlier in this flow (deep linking's second step), from Redis."""
+        launch = cls(request)
+        body = launch.get_session_service().get_launch_data(launch_id) if launch_id else None
+        if not body:
+            raise LaunchRefused(Reason.EXPIRED, f"no launch data for {launch_id!r}")
+        launch.set_launch_id(launch_id).set_auto_validation(enable=False).set_jwt({"body": body}).set_restored()
         try:
-            launch = cls.from_cache(launch_id, request, tool_conf(), launch_data_storage=RedisLaunchStorage())
+            launch.validate_registration()  # the platform may have been deactivated since
         except (LtiException, UnknownPlatform) as exc:
-            raise LaunchRefused(Reason.EXPIRED, str(exc))
-        assert isinstance(launch, Launch)
+            raise LaunchRefused(Reason.UNKNOWN_PLATFORM, str(exc))
         return launch
 
     def validate(self) -> Launch:
