@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import escape
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.permissions import (
@@ -25,6 +26,7 @@ from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
 from chat.serializers import message_dict
+from currechat.embedding import embeddable
 from currechat.errors import CurreChatError, NotFound
 from currechat.health import get_health, shows_details
 
@@ -41,6 +43,7 @@ def prompt_create(request):
     return render(request, "prompts/form.html", {"form": form})
 
 
+@embeddable  # an instructor's launch from a learning platform lands here, inside the platform's frame
 @login_required
 @require_http_methods(["GET", "POST"])
 def prompt_detail(request, pk: int):
@@ -63,6 +66,8 @@ def prompt_detail(request, pk: int):
         "prompt": prompt,
         "form": form,
         "join_url": join_url,
+        "embed_code": _embed_code(join_url, prompt.name),
+        "embedding_enabled": bool(settings.EMBED_ALLOWED_ORIGINS),
         "students": roster.roster(prompt),
         "chats": [(chat, _chat_label(chat, labels)) for chat in chats],
         "state": prompt.state(),
@@ -71,6 +76,15 @@ def prompt_detail(request, pk: int):
         "unavailable": list(prompt.unavailable_collections()),
     }
     return render(request, "prompts/detail.html", context)
+
+
+def _embed_code(join_url: str, title: str) -> str:
+    """An iframe for a learning platform's page: the join link enrolls the student and opens the chat."""
+    # A plain str (escaped values, not marked safe): the page shows it as text in an input.
+    return (
+        f'<iframe src="{escape(join_url)}" title="{escape(title)}" width="100%" height="720" '
+        'style="border:0" allow="clipboard-write"></iframe>'
+    )
 
 
 def _roster_by_user(prompt) -> dict:
@@ -216,8 +230,15 @@ def _chat_page(request, prompt, session):
         "attachment_limit": f"{settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024):.0f} MB, "
         f"{settings.CHAT_ATTACHMENT_MAX_PAGES} pages",
         "chat_config": config,
+        "lti_band": _lti_band(request, prompt),
     }
     return render(request, "chat/chat.html", context)
+
+
+def _lti_band(request, prompt) -> dict | None:
+    """The course and name a learning-platform launch into this prompt brought (shown above the chat)."""
+    launch = request.session.get("lti_launch")
+    return launch if launch and launch.get("prompt_id") == prompt.pk else None
 
 
 def _reader_label(prompt, session) -> str:
@@ -239,6 +260,7 @@ def _chat_list(prompt, owner, query: str):
     return chats.distinct()
 
 
+@embeddable
 @login_required
 def chat_home(request, pk: int):
     """A prompt's chats: straight into the latest one, or a blank chat to ask in at once."""
@@ -249,6 +271,7 @@ def chat_home(request, pk: int):
     return _chat_page(request, prompt, None)
 
 
+@embeddable
 @login_required
 @require_http_methods(["GET", "POST"])
 def chat_new(request, pk: int):
@@ -275,6 +298,7 @@ def chat_rename(request, pk: int, session_id: int):
     return redirect("chat_session", pk=pk, session_id=session_id)
 
 
+@embeddable
 @login_required
 def chat_session(request, pk: int, session_id: int):
     """One conversation: its student writes in it; the prompt's teacher reads it."""

@@ -8,6 +8,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from currechat.embedding import parse_origins
 from currechat.env import env_bool, env_float, env_int, env_list, env_optional_int, env_str, env_url, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -42,6 +43,7 @@ INSTALLED_APPS = [
     "collections_app",
     "chat",
     "rag",
+    "lti",
 ]
 
 MIDDLEWARE = [
@@ -362,3 +364,19 @@ LOGGING = {
 
 # WhiteNoise serves from the finders in development; STATIC_ROOT exists only after collectstatic.
 warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+
+# --- Learning platforms: embedding and LTI 1.3 (currechat/embedding.py, lti/) ---------------------
+# Origins that may frame the chat pages, e.g. "https://moodle.example.edu,https://school.instructure.com".
+# Empty: no page may be framed. Outermost middleware: it sets frame-ancestors after any CSP middleware.
+EMBED_ALLOWED_ORIGINS = parse_origins(env_list("EMBED_ALLOWED_ORIGINS", []))
+MIDDLEWARE.insert(0, "currechat.embedding.FrameAncestorsMiddleware")
+if EMBED_ALLOWED_ORIGINS:
+    # Inside a frame on another site, browsers send only SameSite=None cookies, and those only when Secure.
+    SESSION_COOKIE_SAMESITE = "None"
+    CSRF_COOKIE_SAMESITE = "None"
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+# How long a launch's nonce, state and data stay valid (the deep-linking picker must be used within it).
+LTI_LAUNCH_TTL_SECONDS = env_int("LTI_LAUNCH_TTL_SECONDS", 3600, minimum=60)
+LTI_KEY_SET_CACHE_SECONDS = env_int("LTI_KEY_SET_CACHE_SECONDS", 3600, minimum=1)
+LTI_HTTP_TIMEOUT = env_float("LTI_HTTP_TIMEOUT", 5.0, minimum=0.1)

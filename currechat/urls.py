@@ -5,18 +5,25 @@ from django.urls import include, path
 from collections_app import search
 from currechat import views
 from currechat.api import api
+from currechat.embedding import embeddable
 from currechat.metrics import metrics_view
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("login/", views.RateLimitedLoginView.as_view(template_name="registration/login.html"), name="login"),
+    # A page embedded in a learning platform may need the login and the join link inside its frame.
+    path(
+        "login/",
+        embeddable(views.RateLimitedLoginView.as_view(template_name="registration/login.html")),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("join/", views.join_by_code, name="join"),
-    path("join/<str:code>/", views.join_link, name="join_link"),
+    path("join/<str:code>/", embeddable(views.join_link), name="join_link"),
     path("collections/", include("collections_app.urls")),
     path("collections/<int:pk>/search/", search.search_page, name="collection_search"),
     path("prompts/", include("chat.urls")),
     path("account/", include("accounts.urls")),
+    path("lti/", include("lti.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("metrics", metrics_view, name="metrics"),

@@ -1,0 +1,121 @@
+"""Learning platforms registered with CurreChat (LTI 1.3), the tool's own keys, and what a launch links.
+
+A platform is trusted by an administrator who registers it; everything a launch claims is checked
+against that registration (issuer, client id, deployment, signature by the platform's key set).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+def _validate_key_set(value: str) -> None:
+    """An inline key set must be a JWKS document: {"keys": [ {...}, ... ]}."""
+    import json
+
+    if not value.strip():
+        return
+    try:
+        data = json.loads(value)
+    except ValueError:
+        raise ValidationError(_("The key set is not valid JSON."))
+    if not isinstance(data, dict) or not isinstance(data.get("keys"), list) or not data["keys"]:
+        raise ValidationError(_('The key set must be a JSON object with a non-empty "keys" list.'))
+
+
+class Platform(models.Model):
+    """One registration of CurreChat in a learning platform (Moodle, Canvas, ...)."""
+
+    name = models.CharField(_("name"), max_length=200, help_text=_("For administrators, e.g. “University Moodle”."))
+    issuer = models.CharField(
+        _("issuer"), max_length=255, help_text=_("The platform's issuer (iss), e.g. https://moodle.example.edu")
+    )
+    client_id = models.CharField(_("client ID"), max_length=255)
+    deployment_ids = models.JSONField(
+        _("deployment IDs"),
+        default=list,
+        blank=True,
+        help_text=_('A JSON list, e.g. ["1"]. Launches from other deployments are refused.'),
+    )
+    auth_login_url = models.URLField(_("authentication request URL"), max_length=500)
+    auth_token_url = models.URLField(_("access token URL"), max_length=500)
+    key_set_url = models.URLField(_("public key set URL"), max_length=500, blank=True)
+    key_set = models.TextField(
+        _("public key set (JSON)"),
+        blank=True,
+        validators=[_validate_key_set],
+        help_text=_("Instead of a key set URL: the platform's JWKS, pasted."),
+    )
+    active = models.BooleanField(
+        _("active"), default=True, help_text=_("Launches from an inactive platform are refused.")
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "client_id"], name="lti_platform_issuer_client")]
+        verbose_name = _("learning platform")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.issuer})"
+
+    def clean(self) -> None:
+        if not self.key_set_url and not self.key_set.strip():
+            raise ValidationError(_("Give the platform's public key set URL or paste its key set."))
+        ids = self.deployment_ids
+        if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+            raise ValidationError({"deployment_ids": _('Deployment IDs must be a JSON list of strings, e.g. ["1"].')})
+
+
+class ToolKey(models.Model):
+    """The tool's own RSA key pair (signs deep-linking responses). Made on first use, never committed."""
+
+    kid = models.CharField(max_length=64, unique=True)
+    private_key = models.TextField()
+    public_key = models.TextField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("tool key")
+
+    def __str__(self) -> str:
+        return self.kid
+
+
+class LtiIdentity(models.Model):
+    """Which CurreChat user a platform's user (its `sub`) is."""
+
+    platform = models.ForeignKey(Platform, on_delete=models.CASCADE, related_name="identities")
+    subject = models.CharField(max_length=255)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="lti_identities")
+    last_launch = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["platform", "subject"], name="lti_identity_platform_subject")]
+        verbose_name = _("LTI identity")
+        verbose_name_plural = _("LTI identities")
+
+    def __str__(self) -> str:
+        return f"{self.subject} @ {self.platform.issuer} → {self.user}"
+
+
+class ResourceLink(models.Model):
+    """A link placed in a platform's course, pointing to one prompt."""
+
+    platform = models.ForeignKey(Platform, on_delete=models.CASCADE, related_name="resource_links")
+    resource_link_id = models.CharField(max_length=255)
+    prompt = models.ForeignKey("chat.Prompt", on_delete=models.CASCADE, related_name="lti_links")
+    context_title = models.CharField(_("course"), max_length=255, blank=True)
+    title = models.CharField(max_length=255, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["platform", "resource_link_id"], name="lti_resource_link_platform_id")
+        ]
+        verbose_name = _("resource link")
+
+    def __str__(self) -> str:
+        return f"{self.context_title or self.resource_link_id} → {self.prompt}"
