@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres clean
+.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres gettext messages makemessages clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -31,12 +31,29 @@ postgres:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "The PostgreSQL run of the tests needs Debian's postgresql: sudo apt-get install postgresql"; exit 1; fi; }
 
+# Debian's gettext for compiling the translation catalogues (locale/*/LC_MESSAGES/*.po).
+gettext:
+	@command -v msgfmt >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq gettext >/dev/null; \
+	  else echo "The Finnish and Swedish interface needs Debian's gettext: sudo apt-get install gettext"; exit 1; fi; }
+
+# The .mo files are generated from the committed .po files (and not committed).
+messages: $(STAMP) gettext
+	DEBUG=1 $(BIN)/python manage.py compilemessages --ignore=.venv --ignore=node_modules --ignore=var -v 0
+
+# After marking new strings: update the catalogues, then translate every new entry (no empty or fuzzy
+# msgstr may remain: tests/test_i18n.py checks).
+I18N_IGNORE := --ignore=.venv --ignore=node_modules --ignore=var --ignore=tests --ignore=bench
+makemessages: $(STAMP) gettext
+	DEBUG=1 $(BIN)/python manage.py makemessages -l fi -l sv $(I18N_IGNORE)
+	DEBUG=1 $(BIN)/python manage.py makemessages -d djangojs -l fi -l sv $(I18N_IGNORE)
+
 # axe-core, injected into pages by the browser tests to check accessibility.
 node_modules/axe-core/axe.min.js: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
 
-run: $(STAMP) redis-libssl
+run: $(STAMP) redis-libssl messages
 	$(BIN)/python scripts/run.py
 
 # mypy's Django plugin loads the settings, which need a SECRET_KEY unless DEBUG is on.
@@ -54,17 +71,17 @@ format: $(STAMP)
 PYTEST_WORKERS ?= 2
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
-test: $(STAMP) redis-libssl browser postgres node_modules/axe-core/axe.min.js lint
+test: $(STAMP) redis-libssl browser postgres gettext messages node_modules/axe-core/axe.min.js lint
 	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-postgres
 
 # The suite again on PostgreSQL (every model, migration and write path; the browser tests, which
 # exercise pages rather than the database, run on SQLite only).
-test-postgres: $(STAMP) redis-libssl postgres
+test-postgres: $(STAMP) redis-libssl postgres messages
 	TEST_DATABASE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not browser" $(PYTEST_ARGS)
 
 # Quick feedback while working: no browser tests, no tests marked slow, no type check.
-test-fast: $(STAMP) redis-libssl
+test-fast: $(STAMP) redis-libssl messages
 	$(BIN)/python -m pytest $(PARALLEL) -m "not browser and not slow" $(PYTEST_ARGS)
 
 clean:

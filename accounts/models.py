@@ -10,17 +10,22 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class Role(models.TextChoices):
-    TEACHER = "teacher", "Teacher"
-    STUDENT = "student", "Student"
+    TEACHER = "teacher", _("Teacher")
+    STUDENT = "student", _("Student")
 
 
 class User(AbstractUser):
     """A CurreChat user. Teachers own collections and prompts; students join prompts."""
 
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.STUDENT)
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices, default=Role.STUDENT)
+    # Empty: follow the browser (Accept-Language). Set by the language switcher (accounts/views.py).
+    language = models.CharField(
+        _("interface language"), max_length=8, blank=True, default="", choices=settings.LANGUAGES
+    )
 
     @property
     def is_teacher(self) -> bool:
@@ -58,17 +63,23 @@ class ApiToken(models.Model):
     """A bearer token. Only its hash is stored; the raw value is shown once, at creation."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True)
+    name = models.CharField(_("name"), max_length=100, blank=True)
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    prefix = models.CharField(max_length=8, editable=False, help_text="First characters, to tell tokens apart.")
-    created = models.DateTimeField(auto_now_add=True)
-    last_used = models.DateTimeField(null=True, blank=True)
-    expires = models.DateTimeField(null=True, blank=True, help_text="Refused from then on; empty: never expires.")
+    prefix = models.CharField(
+        _("prefix"), max_length=8, editable=False, help_text=_("First characters, to tell tokens apart.")
+    )
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used = models.DateTimeField(_("last used"), null=True, blank=True)
+    expires = models.DateTimeField(
+        _("expires"), null=True, blank=True, help_text=_("Refused from then on; empty: never expires.")
+    )
 
     objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from django.utils import formats, timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext
 
 from currechat.errors import CurreChatError, NotFound
 
-REMOVED = "You are no longer a student of this assistant, so its chats are closed to you. Ask your teacher."
+REMOVED = gettext_lazy(
+    "You are no longer a student of this assistant, so its chats are closed to you. Ask your teacher."
+)
 
 
 class Forbidden(CurreChatError):
@@ -46,13 +50,13 @@ def current(user):
 
 def require_login(user) -> None:
     if not user.is_authenticated or not user.is_active:
-        raise NotAuthenticated("Log in first.")
+        raise NotAuthenticated(_("Log in first."))
 
 
 def require_teacher(user) -> None:
     require_login(user)
     if not user.is_teacher:
-        raise Forbidden("Only teachers can do this.")
+        raise Forbidden(_("Only teachers can do this."))
 
 
 def searchable_collections(user) -> QuerySet:
@@ -78,8 +82,8 @@ def get_collection_for_edit(user, pk: int):
     collection = Collection.objects.editable_by(user).filter(pk=pk).first()
     if collection is None:
         if searchable_collections(user).filter(pk=pk).exists():
-            raise Forbidden("Only the collection's owners can see or change it.")
-        raise NotFound("There is no such collection, or it is not shared with you.")
+            raise Forbidden(_("Only the collection's owners can see or change it."))
+        raise NotFound(_("There is no such collection, or it is not shared with you."))
     return collection
 
 
@@ -87,7 +91,7 @@ def get_collection_for_search(user, pk: int):
     require_login(user)
     collection = searchable_collections(user).filter(pk=pk).first()
     if collection is None:
-        raise NotFound("There is no such collection, or it is not shared with you.")
+        raise NotFound(_("There is no such collection, or it is not shared with you."))
     return collection
 
 
@@ -97,7 +101,7 @@ def get_file_for_edit(user, pk: int):
     require_login(user)
     source = SourceFile.objects.select_related("collection").filter(pk=pk).first()
     if source is None:
-        raise NotFound("There is no such file.")
+        raise NotFound(_("There is no such file."))
     get_collection_for_edit(user, source.collection_id)
     return source
 
@@ -113,11 +117,11 @@ def get_file_for_source(user, pk: int, *, page: int | None = None, position: int
     require_login(user)
     source = SourceFile.objects.select_related("collection").filter(pk=pk).first()
     if source is None or not searchable_collections(user).filter(pk=source.collection_id).exists():
-        raise NotFound("There is no such file, or it is not shared with you.")
+        raise NotFound(_("There is no such file, or it is not shared with you."))
     if Collection.objects.editable_by(user).filter(pk=source.collection_id).exists():
         return source
     if not _was_shown_to(user, source, page=page, position=position):
-        raise NotFound("This page was not among the passages your searches returned.")
+        raise NotFound(_("This page was not among the passages your searches returned."))
     return source
 
 
@@ -150,8 +154,8 @@ def get_prompt_for_edit(user, pk: int):
     prompt = Prompt.objects.editable_by(user).filter(pk=pk).first()
     if prompt is None:
         if Prompt.objects.visible_to(user).filter(pk=pk).exists():
-            raise Forbidden("Only the prompt's teachers can see its settings or change it.")
-        raise NotFound("There is no such prompt, or you have not joined it.")
+            raise Forbidden(_("Only the prompt's teachers can see its settings or change it."))
+        raise NotFound(_("There is no such prompt, or you have not joined it."))
     return prompt
 
 
@@ -159,7 +163,7 @@ def get_prompt_for_owner(user, pk: int):
     """A prompt the user owns: deleting it and choosing its co-teachers are the owner's alone."""
     prompt = get_prompt_for_edit(user, pk)
     if not is_prompt_owner(user, prompt):
-        raise Forbidden("Only the prompt's owner can do this.")
+        raise Forbidden(_("Only the prompt's owner can do this."))
     return prompt
 
 
@@ -175,7 +179,7 @@ def get_prompt_for_chat(user, pk: int):
     require_login(user)
     prompt = Prompt.objects.visible_to(user).filter(pk=pk).first()
     if prompt is None:
-        raise NotFound("There is no such prompt, or you have not joined it.")
+        raise NotFound(_("There is no such prompt, or you have not joined it."))
     return prompt
 
 
@@ -187,7 +191,7 @@ def check_may_chat(user, prompt) -> None:
     if prompt.is_taught_by(user):
         return
     if not prompt.is_enrolled(user):
-        raise NotFound("There is no such prompt, or you have not joined it.")
+        raise NotFound(_("There is no such prompt, or you have not joined it."))
     state = prompt.state()
     if state != PromptState.OPEN:
         raise Forbidden(state_sentence(prompt, state))
@@ -199,16 +203,17 @@ def state_sentence(prompt, state=None) -> str:
 
     state = state or prompt.state()
     if state == PromptState.DRAFT:
-        return f"This assistant opens on {_when(prompt.opens_at)}."
+        return _("This assistant opens on %(when)s.") % {"when": _when(prompt.opens_at)}
     if state == PromptState.CLOSED:
-        return f"This assistant closed on {_when(prompt.closes_at)}; your chats stay readable."
+        return _("This assistant closed on %(when)s; your chats stay readable.") % {"when": _when(prompt.closes_at)}
     if state == PromptState.OFF:
-        return "This assistant has been switched off by its teacher; your chats stay readable."
-    return "This assistant is open."
+        return _("This assistant has been switched off by its teacher; your chats stay readable.")
+    return _("This assistant is open.")
 
 
 def _when(moment) -> str:
-    return formats.date_format(timezone.localtime(moment), "j F Y \\a\\t H:i T")
+    # The format is translated too: "1 March 2026 at 09:00 UTC", "1. maaliskuuta 2026 klo 9.00 UTC".
+    return formats.date_format(timezone.localtime(moment), pgettext("date and time", "j F Y \\a\\t H:i T"))
 
 
 def get_session_for_read(user, pk: int):
@@ -218,8 +223,8 @@ def get_session_for_read(user, pk: int):
     session = ChatSession.objects.select_related("prompt").filter(pk=pk).first()
     if session is None or not session.is_readable_by(user):
         if session is not None and session.user_id == user.pk:  # their own chat: say why, it hides nothing
-            raise Forbidden(REMOVED)
-        raise NotFound("There is no such chat.")
+            raise Forbidden(str(REMOVED))
+        raise NotFound(_("There is no such chat."))
     return session
 
 
@@ -227,7 +232,7 @@ def get_session_for_write(user, pk: int):
     """A chat the user may write in now: their own, on a prompt they may chat with now."""
     session = get_session_for_read(user, pk)
     if session.user_id != user.pk:
-        raise Forbidden("You can read this chat but only its student can write in it.")
+        raise Forbidden(_("You can read this chat but only its student can write in it."))
     check_may_chat(user, session.prompt)
     return session
 
@@ -239,7 +244,7 @@ def get_answer_for_feedback(user, pk: int):
     require_login(user)
     message = Message.objects.select_related("session__prompt").filter(pk=pk, role=MessageRole.ASSISTANT).first()
     if message is None or not message.session.is_readable_by(user):
-        raise NotFound("There is no such answer.")
+        raise NotFound(_("There is no such answer."))
     if message.session.user_id != user.pk:
-        raise Forbidden("Only the chat's student can rate its answers.")
+        raise Forbidden(_("Only the chat's student can rate its answers."))
     return message

@@ -1,4 +1,5 @@
-"""The account page: the user's API tokens, listed with created / last used / expiry, made and revoked."""
+"""The account page (the user's API tokens, listed with created / last used / expiry, made and
+revoked) and the language switcher."""
 
 from __future__ import annotations
 
@@ -7,21 +8,30 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
+from django.views.i18n import set_language as django_set_language
 
+from accounts.middleware import set_language_cookie
 from accounts.models import ApiToken
 
 MAX_TOKEN_DAYS = 3650
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, required=False, help_text="A label to tell your tokens apart.")
+    name = forms.CharField(
+        max_length=100,
+        required=False,
+        label=gettext_lazy("Name"),
+        help_text=gettext_lazy("A label to tell your tokens apart."),
+    )
     days = forms.IntegerField(
         min_value=0,
         max_value=MAX_TOKEN_DAYS,
         required=False,
-        label="Expires after (days)",
-        help_text="0: never expires.",
+        label=gettext_lazy("Expires after (days)"),
+        help_text=gettext_lazy("0: never expires."),
     )
 
     def __init__(self, *args, **kwargs):
@@ -51,5 +61,22 @@ def revoke_token(request, pk: int):
     # Another user's token is "not found": its id tells nothing.
     token = get_object_or_404(ApiToken, pk=pk, user=request.user)
     token.delete()
-    messages.success(request, f"Token {token.prefix}… revoked: programs using it are refused from now on.")
+    messages.success(
+        request,
+        _("Token %(prefix)s… revoked: programs using it are refused from now on.") % {"prefix": token.prefix},
+    )
     return redirect("account")
+
+
+@require_POST
+def set_language(request):
+    """The header's language switcher: Django's set_language (cookie, safe `next` redirect), and
+    for a signed-in user the choice is saved on their account so every later session uses it."""
+    response = django_set_language(request)
+    code = request.POST.get("language", "")
+    if code in dict(settings.LANGUAGES):
+        if request.user.is_authenticated and request.user.language != code:
+            request.user.language = code
+            request.user.save(update_fields=["language"])
+        set_language_cookie(response, code)
+    return response

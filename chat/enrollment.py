@@ -8,13 +8,15 @@ enrollment's current status (accounts.permissions).
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import User
 from accounts.permissions import Forbidden, require_login
 from chat.models import Enrollment, EnrollmentStatus, Prompt, PromptState, new_join_code
 from currechat.errors import InvalidInput, NotFound
 
-BLOCKED = (
+BLOCKED = gettext_lazy(
     "Your teacher has removed you from this assistant, and you cannot join it again. Ask them if this is a mistake."
 )
 
@@ -24,7 +26,7 @@ def check_enrollment(prompt: Prompt, student: User) -> None:
     if not student.is_active:
         raise InvalidInput(f"{student.username}'s account is deactivated.", field="student")
     if prompt.owner_id == student.pk or prompt.co_teachers.filter(pk=student.pk).exists():
-        raise Forbidden("This is your own prompt; teachers don't need to join their own prompts.")
+        raise Forbidden(_("This is your own prompt; teachers don't need to join their own prompts."))
 
 
 def enroll(prompt: Prompt, student: User) -> Enrollment:
@@ -34,12 +36,12 @@ def enroll(prompt: Prompt, student: User) -> Enrollment:
     existing = Enrollment.objects.filter(prompt=prompt, student=student).first()
     if existing is not None:
         if existing.status == EnrollmentStatus.BLOCKED:
-            raise Forbidden(BLOCKED)
+            raise Forbidden(str(BLOCKED))
         if existing.status != EnrollmentStatus.ENROLLED:
             existing.status = EnrollmentStatus.ENROLLED
             existing.save(update_fields=["status"])
         return existing
-    for _ in range(5):  # two students joining at the same moment may draw the same number: draw again
+    for _attempt in range(5):  # two students joining at the same moment may draw the same number: draw again
         try:
             with transaction.atomic():
                 return Enrollment.objects.create(prompt=prompt, student=student)
@@ -47,7 +49,7 @@ def enroll(prompt: Prompt, student: User) -> Enrollment:
             existing = Enrollment.objects.filter(prompt=prompt, student=student).first()
             if existing is not None:  # the same student joined twice at once
                 return existing
-    raise Forbidden("Too many students are joining at this moment; try again.")
+    raise Forbidden(_("Too many students are joining at this moment; try again."))
 
 
 def join_prompt(user, code: str) -> Prompt:
@@ -55,7 +57,7 @@ def join_prompt(user, code: str) -> Prompt:
     require_login(user)
     prompt = Prompt.objects.filter(join_code=code.strip().upper()).first()
     if prompt is None or prompt.state() == PromptState.OFF:
-        raise NotFound("No active assistant has this join code. Check the code with your teacher.")
+        raise NotFound(_("No active assistant has this join code. Check the code with your teacher."))
     enroll(prompt, user)
     return prompt
 
@@ -76,7 +78,7 @@ def readmit_student(enrollment: Enrollment) -> Enrollment:
 
 def rotate_join_code(prompt: Prompt) -> str:
     """A new join code: the old code and link stop working at once."""
-    for _ in range(5):
+    for _attempt in range(5):
         prompt.join_code = new_join_code()
         try:
             with transaction.atomic():
@@ -84,4 +86,4 @@ def rotate_join_code(prompt: Prompt) -> str:
             return prompt.join_code
         except IntegrityError:
             continue
-    raise Forbidden("Could not draw a new join code; try again.")
+    raise Forbidden(_("Could not draw a new join code; try again."))

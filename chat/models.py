@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Max, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 # No look-alike characters (0/O, 1/I/L) so codes survive being read aloud or copied by hand.
 _JOIN_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -26,36 +27,36 @@ def _default_weekly_token_budget() -> int | None:
 
 
 class SourcePolicy(models.TextChoices):
-    MATERIAL_ONLY = "material_only", "Answer only from the material (refuse otherwise)"
-    MATERIAL_FIRST = "material_first", "Material first; general knowledge labelled as such"
-    NO_SEARCH = "no_search", "No search (the assistant does not use the material)"
+    MATERIAL_ONLY = "material_only", _("Answer only from the material (refuse otherwise)")
+    MATERIAL_FIRST = "material_first", _("Material first; general knowledge labelled as such")
+    NO_SEARCH = "no_search", _("No search (the assistant does not use the material)")
 
 
 class ChatVisibility(models.TextChoices):
-    NONE = "none", "Teachers see only statistics, no chat text"
-    PSEUDONYMOUS = "pseudonymous", "Teachers read chats labelled “Student N”"
-    NAMED = "named", "Teachers read chats under the student's name"
+    NONE = "none", _("Teachers see only statistics, no chat text")
+    PSEUDONYMOUS = "pseudonymous", _("Teachers read chats labelled “Student N”")
+    NAMED = "named", _("Teachers read chats under the student's name")
 
 
 # What a student is told, on the join page and above every chat, about what teachers see.
 STUDENT_SENTENCES = {
-    "none": "Your teachers see only statistics (how much the assistant is used), never what you write.",
-    "pseudonymous": "Your teachers can read your chats, labelled “Student N” — not with your name.",
-    "named": "Your teachers can read your chats under your name.",
+    "none": _("Your teachers see only statistics (how much the assistant is used), never what you write."),
+    "pseudonymous": _("Your teachers can read your chats, labelled “Student N” — not with your name."),
+    "named": _("Your teachers can read your chats under your name."),
 }
 
 
 class PromptState(models.TextChoices):
-    DRAFT = "draft", "Not open yet"
-    OPEN = "open", "Open"
-    CLOSED = "closed", "Closed"
-    OFF = "off", "Switched off"
+    DRAFT = "draft", _("Not open yet")
+    OPEN = "open", _("Open")
+    CLOSED = "closed", _("Closed")
+    OFF = "off", _("Switched off")
 
 
 class EnrollmentStatus(models.TextChoices):
-    ENROLLED = "enrolled", "Enrolled"
-    REMOVED = "removed", "Removed"  # may join again with the code
-    BLOCKED = "blocked", "Blocked"  # may not join again
+    ENROLLED = "enrolled", _("Enrolled")
+    REMOVED = "removed", _("Removed")  # may join again with the code
+    BLOCKED = "blocked", _("Blocked")  # may not join again
 
 
 def open_now_q(prefix: str = "", now=None) -> Q:
@@ -109,24 +110,26 @@ class Prompt(models.Model):
         settings.AUTH_USER_MODEL,
         blank=True,
         related_name="co_taught_prompts",
-        help_text="Teachers who edit the prompt and see its students; only the owner deletes it or changes them.",
+        help_text=_("Teachers who edit the prompt and see its students; only the owner deletes it or changes them."),
     )
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     system_prompt = models.TextField(blank=True)
     chat_model = models.CharField(max_length=200, default=_default_chat_model)
-    temperature = models.FloatField(null=True, blank=True, help_text="0-2; empty uses the model's default.")
+    temperature = models.FloatField(null=True, blank=True, help_text=_("0-2; empty uses the model's default."))
     collections = models.ManyToManyField("collections_app.Collection", blank=True, related_name="prompts")
-    curation_enabled = models.BooleanField(default=True, help_text="Let an LLM check each search result.")
+    curation_enabled = models.BooleanField(default=True, help_text=_("Let an LLM check each search result."))
     source_policy = models.CharField(max_length=16, choices=SourcePolicy.choices, default=SourcePolicy.MATERIAL_FIRST)
     student_instructions = models.TextField(
-        blank=True, help_text="Shown to students above the chat, e.g. what to ask about."
+        blank=True, help_text=_("Shown to students above the chat, e.g. what to ask about.")
     )
-    example_questions = models.JSONField(default=list, blank=True, help_text="Up to 6 starters shown in an empty chat.")
+    example_questions = models.JSONField(
+        default=list, blank=True, help_text=_("Up to 6 starters shown in an empty chat.")
+    )
     join_code = models.CharField(max_length=16, unique=True, default=new_join_code)
-    active = models.BooleanField(default=True, help_text="Switched off, students can neither join nor chat.")
-    opens_at = models.DateTimeField(null=True, blank=True, help_text="Students can chat from then on (empty: now).")
-    closes_at = models.DateTimeField(null=True, blank=True, help_text="Students can no longer chat from then on.")
+    active = models.BooleanField(default=True, help_text=_("Switched off, students can neither join nor chat."))
+    opens_at = models.DateTimeField(null=True, blank=True, help_text=_("Students can chat from then on (empty: now)."))
+    closes_at = models.DateTimeField(null=True, blank=True, help_text=_("Students can no longer chat from then on."))
     chat_visibility = models.CharField(
         max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS
     )
@@ -249,21 +252,21 @@ class ChatSession(models.Model):
 
 
 class MessageRole(models.TextChoices):
-    USER = "user", "User"
-    ASSISTANT = "assistant", "Assistant"
+    USER = "user", _("User")
+    ASSISTANT = "assistant", _("Assistant")
 
 
 class MessageStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    STREAMING = "streaming", "Streaming"
-    COMPLETE = "complete", "Complete"
-    FAILED = "failed", "Failed"
-    STOPPED = "stopped", "Stopped by the student"
+    PENDING = "pending", _("Pending")
+    STREAMING = "streaming", _("Streaming")
+    COMPLETE = "complete", _("Complete")
+    FAILED = "failed", _("Failed")
+    STOPPED = "stopped", _("Stopped by the student")
 
 
 class AnswerMode(models.TextChoices):
-    MODEL = "model", "Written by the language model"
-    EXTRACTIVE = "extractive", "Quoted passages, without a language model"
+    MODEL = "model", _("Written by the language model")
+    EXTRACTIVE = "extractive", _("Quoted passages, without a language model")
 
 
 class Message(models.Model):
@@ -366,8 +369,8 @@ class MaterialGap(models.Model):
 
 
 class FeedbackRating(models.TextChoices):
-    UP = "up", "Helpful"
-    DOWN = "down", "Not helpful"
+    UP = "up", _("Helpful")
+    DOWN = "down", _("Not helpful")
 
 
 class Feedback(models.Model):

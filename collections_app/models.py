@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from rag.languages import LANGUAGE_CHOICES
 
@@ -33,7 +34,7 @@ class Collection(models.Model):
     embedding_model = models.CharField(
         max_length=200,
         default=_default_embedding_model,
-        help_text="Changing it requires re-indexing (manage.py reindex --collection ID).",
+        help_text=_("Changing it requires re-indexing (manage.py reindex --collection ID)."),
     )
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="collections")
     co_owners = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="co_owned_collections")
@@ -53,24 +54,24 @@ class Collection(models.Model):
 
 
 class FileStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    PROCESSING = "processing", "Processing"
-    READY = "ready", "Ready"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    QUEUED = "queued", _("Queued")
+    PROCESSING = "processing", _("Processing")
+    READY = "ready", _("Ready")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 class FileType(models.TextChoices):
-    TEXT = "text", "Text"
-    MARKDOWN = "markdown", "Markdown"
-    HTML = "html", "HTML"
-    PDF = "pdf", "PDF"
+    TEXT = "text", _("Text")
+    MARKDOWN = "markdown", _("Markdown")
+    HTML = "html", _("HTML")
+    PDF = "pdf", _("PDF")
 
 
 class PdfMode(models.TextChoices):
-    AUTO = "auto", "Automatic (VLM when reachable)"
-    VLM = "vlm", "Vision-language model"
-    FAST = "fast", "Fast text extraction"
+    AUTO = "auto", _("Automatic (VLM when reachable)")
+    VLM = "vlm", _("Vision-language model")
+    FAST = "fast", _("Fast text extraction")
 
 
 def _upload_to(instance: SourceFile, filename: str) -> str:
@@ -88,11 +89,11 @@ class SourceFile(models.Model):
     status = models.CharField(max_length=16, choices=FileStatus.choices, default=FileStatus.QUEUED)
     progress = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
-    notes = models.TextField(blank=True, help_text="Warnings that did not stop ingestion.")
+    notes = models.TextField(blank=True, help_text=_("Warnings that did not stop ingestion."))
     pdf_mode = models.CharField(max_length=8, choices=PdfMode.choices, default=PdfMode.AUTO)
     pages = models.PositiveIntegerField(null=True, blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
-    markdown = models.TextField(blank=True, help_text="The extracted text, as the model will see it.")
+    markdown = models.TextField(blank=True, help_text=_("The extracted text, as the model will see it."))
     # How the text was extracted ("pdf-vlm:qwen3-vl:8b", "pdf-fast", "html", "text"): a file with the
     # same content and extractor can reuse this Markdown instead of extracting again.
     extractor = models.CharField(max_length=200, blank=True)
@@ -101,7 +102,7 @@ class SourceFile(models.Model):
     repeated_pages = models.JSONField(default=list, blank=True)
     # Bumped on every (re)queue: a worker whose attempt is stale stops instead of racing a newer one.
     attempt = models.PositiveIntegerField(default=0)
-    progress_detail = models.CharField(max_length=200, blank=True, help_text="What ingestion is doing now.")
+    progress_detail = models.CharField(max_length=200, blank=True, help_text=_("What ingestion is doing now."))
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)

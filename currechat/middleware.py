@@ -7,13 +7,15 @@ import logging
 import redis
 from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.permissions import NotAuthenticated
 from currechat.errors import CurreChatError
 
 log = logging.getLogger(__name__)
 
-REDIS_DOWN = (
+REDIS_DOWN = gettext_lazy(
     "The search index and task queue (Redis) cannot be reached right now. Your data is safe; try again "
     "in a moment, and if this persists ask your administrator to check Redis."
 )
@@ -33,10 +35,15 @@ class ServiceUnavailableMiddleware:
             return redirect_to_login(request.get_full_path())
         if isinstance(exception, redis.RedisError):
             log.warning("Redis unavailable during %s: %s", request.path, exception)
-            return render(request, "error.html", {"title": "Service unavailable", "message": REDIS_DOWN}, status=503)
+            return render(request, "error.html", {"title": _("Service unavailable"), "message": REDIS_DOWN}, status=503)
         if isinstance(exception, CurreChatError):
-            titles = {403: "Not allowed", 404: "Not found", 429: "Too many requests", 503: "Service unavailable"}
-            context = {"title": titles.get(exception.status_code, "Something is wrong"), "message": str(exception)}
+            titles = {
+                403: _("Not allowed"),
+                404: _("Not found"),
+                429: _("Too many requests"),
+                503: _("Service unavailable"),
+            }
+            context = {"title": titles.get(exception.status_code, _("Something is wrong")), "message": str(exception)}
             response = render(request, "error.html", context, status=exception.status_code)
             retry_after = getattr(exception, "retry_after", None)
             if retry_after:

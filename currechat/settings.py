@@ -51,9 +51,11 @@ MIDDLEWARE = [
     "currechat.metrics.MetricsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.middleware.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -72,6 +74,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "currechat.context_processors.service_status",
@@ -112,7 +115,13 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+# The interface in English, Finnish and Swedish: the browser's Accept-Language picks one for
+# visitors, the switcher in the header sets the cookie, and a signed-in user's saved choice
+# (accounts.User.language) wins (accounts/middleware.py). Catalogues: locale/<lang>/LC_MESSAGES,
+# compiled by `make run` / `make test`.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("fi", "suomi"), ("sv", "svenska")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True

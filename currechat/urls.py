@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.utils.translation import gettext_lazy as _
+from django.views.i18n import JavaScriptCatalog
 
+from accounts.views import set_language
 from collections_app import search
 from currechat import views
 from currechat.api import api
@@ -24,10 +27,13 @@ urlpatterns = [
     path("prompts/", include("chat.urls")),
     path("account/", include("accounts.urls")),
     path("lti/", include("lti.urls")),
+    path("i18n/setlang/", set_language, name="set_language"),
+    # The JavaScript strings of our own apps (static/js/*.js call gettext() from it).
+    path("jsi18n/", JavaScriptCatalog.as_view(packages=["currechat"]), name="javascript-catalog"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("metrics", metrics_view, name="metrics"),
 ]
 
-admin.site.site_header = "CurreChat administration"
-admin.site.site_title = "CurreChat admin"
+admin.site.site_header = _("CurreChat administration")
+admin.site.site_title = _("CurreChat admin")

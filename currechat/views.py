@@ -15,6 +15,8 @@ from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.views import LoginView
 from django.db.models import Count, Q
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import Role, User
@@ -35,7 +37,7 @@ from currechat.ratelimit import (
 
 
 def _too_many(request, exc: RateLimited):
-    response = render(request, "error.html", {"title": "Too many attempts", "message": str(exc)}, status=429)
+    response = render(request, "error.html", {"title": _("Too many attempts"), "message": str(exc)}, status=429)
     response["Retry-After"] = str(exc.retry_after)
     return response
 
@@ -98,7 +100,9 @@ def home(request):
 
 
 class JoinForm(forms.Form):
-    code = forms.CharField(max_length=32, label="Join code", help_text="The code your teacher gave you.")
+    code = forms.CharField(
+        max_length=32, label=gettext_lazy("Join code"), help_text=gettext_lazy("The code your teacher gave you.")
+    )
 
 
 class StudentSignupForm(UserCreationForm):
@@ -120,7 +124,9 @@ def join_by_code(request):
         except CurreChatError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, f"You joined “{prompt.name}”. Ask your first question below.")
+            messages.success(
+                request, _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name}
+            )
             return redirect("chat_home", pk=prompt.pk)
     return redirect("home")
 
@@ -134,7 +140,7 @@ def join_link(request, code: str):
     except RateLimited as exc:
         return _too_many(request, exc)
     except NotFound as exc:
-        return render(request, "error.html", {"title": "Not found", "message": str(exc)}, status=404)
+        return render(request, "error.html", {"title": _("Not found"), "message": str(exc)}, status=404)
     if request.user.is_authenticated and prompt.is_taught_by(request.user):
         return redirect("prompt_detail", pk=prompt.pk)
     form = None if request.user.is_authenticated else StudentSignupForm(request.POST or None)
@@ -155,7 +161,7 @@ def join_link(request, code: str):
         except CurreChatError as exc:
             messages.error(request, str(exc))
             return redirect("home")
-        messages.success(request, f"You joined “{prompt.name}”. Ask your first question below.")
+        messages.success(request, _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name})
         return redirect("chat_home", pk=prompt.pk)
     context = {
         "prompt": prompt,
@@ -170,5 +176,5 @@ def join_link(request, code: str):
 def _prompt_for_link(code: str) -> Prompt:
     prompt = Prompt.objects.filter(join_code=code.upper()).exclude(active=False).select_related("owner").first()
     if prompt is None:
-        raise NotFound("This join link is not valid any more. Ask your teacher for a new one.")
+        raise NotFound(_("This join link is not valid any more. Ask your teacher for a new one."))
     return prompt

@@ -121,3 +121,23 @@ pytest_plugins = ["tests.fixtures_ingest", "tests.fixtures_search", "tests.fixtu
 def _fast_password_hashing(settings):
     # The named users are created for most tests; PBKDF2's deliberate slowness would dominate the suite.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def pytest_configure(config):
+    """Compile the translation catalogues when a .po is newer than its .mo (`make test` already
+    did; this keeps a plain `pytest` run right). Once, in the controller, before xdist workers start."""
+    if hasattr(config, "workerinput"):
+        return
+    from pathlib import Path
+
+    locale = Path(__file__).resolve().parent.parent / "locale"
+    stale = [
+        po
+        for po in locale.glob("*/LC_MESSAGES/*.po")
+        if not po.with_suffix(".mo").exists() or po.with_suffix(".mo").stat().st_mtime < po.stat().st_mtime
+    ]
+    if stale:
+        import subprocess
+
+        for po in stale:
+            subprocess.run(["msgfmt", "--check", "-o", str(po.with_suffix(".mo")), str(po)], check=True)

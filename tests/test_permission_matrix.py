@@ -104,6 +104,8 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
     ("POST", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
     ("GET", "account"): Row(SIGNED_IN, lambda w, r: "/account/"),
+    ("POST", "set_language"): Row(EVERYONE, lambda w, r: "/i18n/setlang/", lambda w: {"language": "fi", "next": "/"}),
+    ("GET", "javascript-catalog"): Row(EVERYONE, lambda w, r: "/jsi18n/"),
     ("POST", "account"): Row(SIGNED_IN, lambda w, r: "/account/", lambda w: {"name": "x", "days": "1"}),
     # The owner's token: only its owner revokes it (anyone else gets a 404).
     ("POST", "token_revoke"): Row(

@@ -1,3 +1,4 @@
+// gettext() comes from the JavaScript catalogue (base.html loads it before the page scripts).
 // "Copy link" buttons: copy the target input's value and say so.
 document.querySelectorAll("[data-copy]").forEach((button) => {
   button.addEventListener("click", async () => {
@@ -9,7 +10,7 @@ document.querySelectorAll("[data-copy]").forEach((button) => {
       document.execCommand("copy");
     }
     const label = button.textContent;
-    button.textContent = "Copied";
+    button.textContent = gettext("Copied");
     setTimeout(() => (button.textContent = label), 1500);
   });
 });
