@@ -21,6 +21,7 @@ from chat.models import (
     TokenUsage,
 )  # fmt: skip
 from currechat.errors import InvalidInput
+from currechat.forms import WriteRulesForm
 
 
 class EnrollmentForm(forms.ModelForm):
@@ -52,7 +53,7 @@ class EnrollmentInline(admin.TabularInline):
     raw_id_fields = ("student",)
 
 
-class PromptAdminForm(forms.ModelForm):
+class PromptAdminForm(WriteRulesForm):
     """The admin's form obeys the rules of the pages and the API (chat.writes)."""
 
     request: HttpRequest  # set by PromptAdmin.get_form
@@ -61,20 +62,11 @@ class PromptAdminForm(forms.ModelForm):
         model = Prompt
         fields = list(writes.FIELDS)
 
-    def clean(self):
-        cleaned = super().clean() or {}
-        if not self.errors:
-            try:
-                writes.check_prompt(
-                    cast(User, self.request.user), self.instance if self.instance.pk else None, _changes(self)
-                )
-            except (InvalidInput, Forbidden) as exc:
-                self.add_error(getattr(exc, "field", None), str(exc))
-        return cleaned
+    check = staticmethod(writes.check_prompt)
+    write_fields = writes.FIELDS
 
-
-def _changes(form: forms.ModelForm) -> dict:
-    return {name: form.cleaned_data[name] for name in writes.FIELDS if name in form.cleaned_data}
+    def actor(self):
+        return cast(User, self.request.user)  # the admin is for signed-in staff only
 
 
 @admin.register(Prompt)
@@ -94,9 +86,9 @@ class PromptAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            writes.update_prompt(request.user, obj, _changes(form))
+            writes.update_prompt(request.user, obj, form.changes())
         else:
-            obj.pk = writes.create_prompt(request.user, _changes(form)).pk
+            obj.pk = writes.create_prompt(request.user, form.changes()).pk
             obj.refresh_from_db()  # the admin goes on with `obj` (its inlines, the log, the redirect)
 
     def save_related(self, request, form, formsets, change):

@@ -3,16 +3,18 @@ from typing import cast
 from django import forms
 
 from accounts.models import active_teachers
-from accounts.permissions import Forbidden, is_prompt_owner
+from accounts.permissions import is_prompt_owner
 from chat.models import Prompt
 from chat.writes import MAX_EXAMPLE_QUESTIONS, attachable_collections, check_prompt
 from collections_app.models import Collection
-from currechat.errors import InvalidInput
+from currechat.forms import WriteRulesForm
 from currechat.health import get_health
 
 
-class PromptForm(forms.ModelForm):
+class PromptForm(WriteRulesForm):
     """The prompt form of the pages. Its rules are `chat.writes`' (as in the API and the admin)."""
+
+    check = staticmethod(check_prompt)
 
     collections = forms.ModelMultipleChoiceField(
         queryset=Collection.objects.none(),
@@ -74,7 +76,7 @@ class PromptForm(forms.ModelForm):
 
     def __init__(self, *args, actor, **kwargs):
         super().__init__(*args, **kwargs)
-        self.actor = actor
+        self._actor = actor
         for name in ("source_policy", "chat_visibility"):  # left out of a post: the default
             self.fields[name].required = False
         cast(forms.ModelMultipleChoiceField, self.fields["collections"]).queryset = attachable_collections(
@@ -99,15 +101,5 @@ class PromptForm(forms.ModelForm):
                 "chat_model"
             ].help_text = "No model server is connected; until one is, students get answers quoted from the material."
 
-    def changes(self) -> dict:
-        """The submitted settings, in the shape the write functions take."""
-        return {name: self.cleaned_data[name] for name in self.fields if name in self.cleaned_data}
-
-    def clean(self):
-        cleaned = super().clean()
-        if not self.errors:
-            try:
-                check_prompt(self.actor, self.instance if self.instance.pk else None, self.changes())
-            except (InvalidInput, Forbidden) as exc:
-                self.add_error(getattr(exc, "field", None), str(exc))
-        return cleaned
+    def actor(self):
+        return self._actor

@@ -1,14 +1,12 @@
 from typing import cast
 
-from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
 from accounts.models import User
-from accounts.permissions import Forbidden
 from collections_app import files, writes
 from collections_app.models import Collection, SourceFile
-from currechat.errors import InvalidInput
+from currechat.forms import WriteRulesForm
 
 
 class SourceFileInline(admin.TabularInline):
@@ -20,7 +18,7 @@ class SourceFileInline(admin.TabularInline):
     show_change_link = True
 
 
-class CollectionAdminForm(forms.ModelForm):
+class CollectionAdminForm(WriteRulesForm):
     """The admin's form obeys the rules of the pages and the API (collections_app.writes)."""
 
     request: HttpRequest  # set by CollectionAdmin.get_form
@@ -29,20 +27,11 @@ class CollectionAdminForm(forms.ModelForm):
         model = Collection
         fields = ["name", "description", "language", "embedding_model", "owner", "co_owners"]
 
-    def clean(self):
-        cleaned = super().clean() or {}
-        if not self.errors:
-            try:
-                writes.check_collection(
-                    cast(User, self.request.user), self.instance if self.instance.pk else None, _changes(self)
-                )
-            except (InvalidInput, Forbidden) as exc:
-                self.add_error(getattr(exc, "field", None), str(exc))
-        return cleaned
+    check = staticmethod(writes.check_collection)
+    write_fields = writes.FIELDS
 
-
-def _changes(form: forms.ModelForm) -> dict:
-    return {name: form.cleaned_data[name] for name in writes.FIELDS if name in form.cleaned_data}
+    def actor(self):
+        return cast(User, self.request.user)  # the admin is for signed-in staff only
 
 
 @admin.register(Collection)
@@ -62,10 +51,10 @@ class CollectionAdmin(admin.ModelAdmin):
     # Saved through the one write path: a new language or embedding model re-indexes, as on the pages.
     def save_model(self, request, obj, form, change):
         if not change:
-            obj.pk = writes.create_collection(request.user, _changes(form)).pk
+            obj.pk = writes.create_collection(request.user, form.changes()).pk
             obj.refresh_from_db()  # the admin goes on with `obj` (its inlines, the log, the redirect)
             return
-        requeued = writes.update_collection(request.user, obj, _changes(form)).requeued
+        requeued = writes.update_collection(request.user, obj, form.changes()).requeued
         if requeued:
             self.message_user(request, f"Re-indexing {len(requeued)} file(s) for the new settings.")
 

@@ -3,14 +3,15 @@ from typing import cast
 from django import forms
 
 from accounts.models import active_teachers
-from accounts.permissions import Forbidden
 from collections_app.models import Collection
 from collections_app.writes import check_collection
-from currechat.errors import InvalidInput
+from currechat.forms import WriteRulesForm
 
 
-class CollectionForm(forms.ModelForm):
+class CollectionForm(WriteRulesForm):
     """The settings form of the pages. Its rules are `collections_app.writes`' (as in the API and admin)."""
+
+    check = staticmethod(check_collection)
 
     co_owners = forms.ModelMultipleChoiceField(
         queryset=active_teachers(),
@@ -27,7 +28,7 @@ class CollectionForm(forms.ModelForm):
 
     def __init__(self, *args, actor, **kwargs):
         super().__init__(*args, **kwargs)
-        self.actor = actor
+        self._actor = actor
         owner = self.instance.owner if self.instance.pk else actor
         co_owners = cast(forms.ModelMultipleChoiceField, self.fields["co_owners"])
         co_owners.queryset = active_teachers().exclude(pk=owner.pk)
@@ -44,15 +45,5 @@ class CollectionForm(forms.ModelForm):
                 "Changing it (or the language) re-indexes every file; search is incomplete until that finishes."
             )
 
-    def changes(self) -> dict:
-        """The submitted settings, in the shape the write functions take."""
-        return {name: self.cleaned_data[name] for name in self.fields if name in self.cleaned_data}
-
-    def clean(self):
-        cleaned = super().clean()
-        if not self.errors:
-            try:
-                check_collection(self.actor, self.instance if self.instance.pk else None, self.changes())
-            except (InvalidInput, Forbidden) as exc:
-                self.add_error(getattr(exc, "field", None), str(exc))
-        return cleaned
+    def actor(self):
+        return self._actor
