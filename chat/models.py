@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Max, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 # No look-alike characters (0/O, 1/I/L) so codes survive being read aloud or copied by hand.
@@ -245,7 +246,7 @@ class ChatSession(models.Model):
         ordering = ["-updated", "-id"]
 
     def __str__(self) -> str:
-        return self.title or "New chat"
+        return self.title or gettext("New chat")
 
     def is_readable_by(self, user) -> bool:
         return ChatSession.objects.readable_by(user).filter(pk=self.pk).exists()

@@ -9,6 +9,7 @@ from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.permissions import (
@@ -38,7 +39,9 @@ def prompt_create(request):
     form = PromptForm(request.POST or None, actor=request.user)
     if request.method == "POST" and form.is_valid():
         prompt = writes.create_prompt(request.user, form.changes())
-        messages.success(request, f"Prompt “{prompt.name}” created. Share its join link with your students.")
+        messages.success(
+            request, _("Prompt “%(name)s” created. Share its join link with your students.") % {"name": prompt.name}
+        )
         return redirect("prompt_detail", pk=prompt.pk)
     return render(request, "prompts/form.html", {"form": form})
 
@@ -51,7 +54,7 @@ def prompt_detail(request, pk: int):
     form = PromptForm(request.POST or None, instance=prompt, actor=request.user)
     if request.method == "POST" and form.is_valid():
         writes.update_prompt(request.user, prompt, form.changes())
-        messages.success(request, "Prompt saved.")
+        messages.success(request, _("Prompt saved."))
         return redirect("prompt_detail", pk=prompt.pk)
     join_url = request.build_absolute_uri(f"/join/{prompt.join_code}/")
     # What students asked: their chats on this prompt, newest first, as the privacy level allows.
@@ -104,7 +107,7 @@ def prompt_delete(request, pk: int):
     prompt = get_prompt_for_owner(request.user, pk)
     name = prompt.name
     prompt.delete()
-    messages.success(request, f"Prompt “{name}” deleted.")
+    messages.success(request, _("Prompt “%(name)s” deleted.") % {"name": name})
     return redirect("home")
 
 
@@ -112,7 +115,10 @@ def prompt_delete(request, pk: int):
 @require_POST
 def prompt_duplicate(request, pk: int):
     copy = writes.duplicate_prompt(request.user, get_prompt_for_edit(request.user, pk))
-    messages.success(request, f"“{copy.name}” created: same settings and collections, a new join code, no students.")
+    messages.success(
+        request,
+        _("“%(name)s” created: same settings and collections, a new join code, no students.") % {"name": copy.name},
+    )
     return redirect("prompt_detail", pk=copy.pk)
 
 
@@ -121,7 +127,7 @@ def prompt_duplicate(request, pk: int):
 def prompt_rotate_code(request, pk: int):
     prompt = get_prompt_for_edit(request.user, pk)
     enrollment.rotate_join_code(prompt)
-    messages.success(request, "New join code made; the old code and link no longer work.")
+    messages.success(request, _("New join code made; the old code and link no longer work."))
     return redirect("prompt_detail", pk=pk)
 
 
@@ -155,17 +161,19 @@ def _model_status(prompt, user) -> dict:
     connected = health.has_model(prompt.chat_model)
     if not shows_details(user):
         text = (
-            "The assistant is available (connected)."
+            _("The assistant is available (connected).")
             if connected
-            else "The assistant answers by quoting the course material: its language model is not connected."
+            else _("The assistant answers by quoting the course material: its language model is not connected.")
         )
         return {"connected": connected, "model": "", "text": text}
     if connected:
-        text = f"Model {prompt.chat_model} connected."
+        text = _("Model %(model)s connected.") % {"model": prompt.chat_model}
     elif health.model_server.ok:
-        text = f"Model {prompt.chat_model} is not on the model server: answers quote the material without it."
+        text = _("Model %(model)s is not on the model server: answers quote the material without it.") % {
+            "model": prompt.chat_model
+        }
     else:
-        text = "No language model connected: answers quote the course material without a language model."
+        text = _("No language model connected: answers quote the course material without a language model.")
     return {"connected": connected, "model": prompt.chat_model, "text": text}
 
 
@@ -227,8 +235,8 @@ def _chat_page(request, prompt, session):
         "max_chars": settings.CHAT_MAX_MESSAGE_CHARS,
         # What teachers see: the level the chat started under (a blank chat starts under today's).
         "visibility_sentence": STUDENT_SENTENCES[session.visibility if session else prompt.chat_visibility],
-        "attachment_limit": f"{settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024):.0f} MB, "
-        f"{settings.CHAT_ATTACHMENT_MAX_PAGES} pages",
+        "attachment_limit": _("%(mb).0f MB, %(pages)s pages")
+        % {"mb": settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024), "pages": settings.CHAT_ATTACHMENT_MAX_PAGES},
         "chat_config": config,
         "lti_band": _lti_band(request, prompt),
     }
@@ -292,9 +300,9 @@ def chat_rename(request, pk: int, session_id: int):
     if title:
         session.title = title
         session.save(update_fields=["title", "updated"])
-        messages.success(request, "Chat renamed.")
+        messages.success(request, _("Chat renamed."))
     else:
-        messages.error(request, "Give the chat a title.")
+        messages.error(request, _("Give the chat a title."))
     return redirect("chat_session", pk=pk, session_id=session_id)
 
 
@@ -317,7 +325,7 @@ def chat_delete(request, pk: int, session_id: int):
     if session.prompt_id != pk or session.user_id != request.user.pk:
         raise NotFound("There is no such chat.")
     session.delete()
-    messages.success(request, "Chat deleted.")
+    messages.success(request, _("Chat deleted."))
     return redirect("chat_home", pk=pk)
 
 

@@ -45,7 +45,7 @@
 
   function where(p) {
     const parts = [p.file_name];
-    if (p.page !== null && p.page !== undefined) parts.push(p.page_end && p.page_end !== p.page ? `pp. ${p.page}–${p.page_end}` : `p. ${p.page}`);
+    if (p.page !== null && p.page !== undefined) parts.push(p.page_end && p.page_end !== p.page ? interpolate(gettext("pp. %(first)s–%(last)s"), { first: p.page, last: p.page_end }, true) : interpolate(gettext("p. %(page)s"), { page: p.page }, true));
     if (p.section) parts.push(p.section);
     return parts.join(", ");
   }
@@ -54,7 +54,7 @@
   function originalLink(p) {
     const position = String(p.chunk_id || "").split(":").pop();
     const href = p.page ? `/collections/files/${p.file_id}/pages/${p.page}/` : `/collections/files/${p.file_id}/passages/${position}/`;
-    const text = p.page ? `Open page ${p.page} of the original` : "Show it in its section";
+    const text = p.page ? interpolate(gettext("Open page %(page)s of the original"), { page: p.page }, true) : gettext("Show it in its section");
     return el("a", { class: "passage-link", href, target: "_blank", rel: "noopener", text });
   }
 
@@ -96,16 +96,16 @@
     const queries = steps.map((s) => s.dataset.query).filter(Boolean);
     if (running.length) {
       const query = running[running.length - 1].dataset.query;
-      summary.append(query ? "Searching: " : "Searching", query ? el("span", { class: "query", text: query }) : "", " ", el("span", { class: "spinner", "aria-hidden": "true" }));
+      summary.append(query ? gettext("Searching: ") : gettext("Searching"), query ? el("span", { class: "query", text: query }) : "", " ", el("span", { class: "spinner", "aria-hidden": "true" }));
       return;
     }
     const found = new Set();
     box.querySelectorAll(".search-steps details.passage").forEach((d) => found.add(d.dataset.n));
-    const count = `${found.size} passage${found.size === 1 ? "" : "s"}`;
+    const count = interpolate(ngettext("%(n)s passage", "%(n)s passages", found.size), { n: found.size }, true);
     if (steps.length === 1 && queries.length === 1) {
-      summary.append("Searched: ", el("span", { class: "query", text: queries[0] }), ` — ${found.size ? count : steps[0].dataset.outcome}`);
+      summary.append(gettext("Searched: "), el("span", { class: "query", text: queries[0] }), ` — ${found.size ? count : steps[0].dataset.outcome}`);
     } else {
-      summary.append(`Searched ${steps.length} times: `, el("span", { class: "query", text: queries.join("; ") }), ` — ${count}`);
+      summary.append(interpolate(ngettext("Searched %(n)s time: ", "Searched %(n)s times: ", steps.length), { n: steps.length }, true), el("span", { class: "query", text: queries.join("; ") }), ` — ${count}`);
     }
   }
 
@@ -114,8 +114,8 @@
     const block = el("li", { class: "search", "data-call": call.call_id || call.id });
     block.dataset.query = call.query || "";
     const line = el("div", { class: "search-head" });
-    if (call.query) line.append("Searching: ", el("span", { class: "query", text: call.query }));
-    else line.append(el("span", { text: `The model made a malformed ${call.name} call.` }));
+    if (call.query) line.append(gettext("Searching: "), el("span", { class: "query", text: call.query }));
+    else line.append(el("span", { text: interpolate(gettext("The model made a malformed %(name)s call."), { name: call.name }, true) }));
     block.append(line);
     return block;
   }
@@ -125,9 +125,9 @@
     block.dataset.done = "1";
     const head = el("div", { class: "search-head" });
     if (result.query) head.append(el("span", { class: "query", text: result.query }), " — ");
-    if (result.status === "ok") block.dataset.outcome = `${result.passages.length} passage${result.passages.length === 1 ? "" : "s"}`;
-    else if (result.status === "nothing_relevant") block.dataset.outcome = "nothing relevant found";
-    else block.dataset.outcome = result.error || "the search failed";
+    if (result.status === "ok") block.dataset.outcome = interpolate(ngettext("%(n)s passage", "%(n)s passages", result.passages.length), { n: result.passages.length }, true);
+    else if (result.status === "nothing_relevant") block.dataset.outcome = gettext("nothing relevant found");
+    else block.dataset.outcome = result.error || gettext("the search failed");
     head.append(el("span", { class: result.status === "error" ? "error" : "", text: block.dataset.outcome }));
     block.append(head);
     if (result.passages && result.passages.length) {
@@ -143,21 +143,21 @@
 
   function citationsBlock(message) {
     if (!message.citations || !message.citations.length) return null;
-    const box = el("div", { class: "citations" }, el("strong", { text: "Sources" }));
+    const box = el("div", { class: "citations" }, el("strong", { text: gettext("Sources") }));
     for (const p of message.citations) box.append(passageDetails(p, `cite-${message.id}-${p.n}`));
     return box;
   }
 
   function renderAssistant(message, isLast) {
     const box = el("article", { class: `msg assistant ${message.status}`, "data-message": String(message.id) });
-    if (message.mode === "extractive") box.append(el("div", { class: "label", text: "Without a language model: quoted passages" }));
+    if (message.mode === "extractive") box.append(el("div", { class: "label", text: gettext("Without a language model: quoted passages") }));
     const results = Object.fromEntries((message.tool_results || []).map((r) => [r.tool_call_id, r]));
     const searches = searchesBox();
     for (const call of message.tool_calls || []) {
       const block = searchBlock(call);
       // A stored call without a result is one that never finished (the turn failed or stopped).
       if (results[call.id]) fillSearch(block, results[call.id]);
-      else if (message.status !== "streaming" && message.status !== "pending") fillSearch(block, { status: "error", error: "not finished", query: call.query });
+      else if (message.status !== "streaming" && message.status !== "pending") fillSearch(block, { status: "error", error: gettext("not finished"), query: call.query });
       searches.querySelector(".search-steps").append(block);
     }
     summarise(searches);
@@ -173,14 +173,14 @@
     box.append(answer);
     const cites = citationsBlock(message);
     if (cites) box.append(cites);
-    if (message.status === "stopped") box.append(el("p", { class: "muted", text: "You stopped this answer." }));
+    if (message.status === "stopped") box.append(el("p", { class: "muted", text: gettext("You stopped this answer.") }));
     if (message.status === "complete" || message.status === "stopped") box.append(answerTools(message, isLast));
     const rating = feedbackControls(message);
     if (rating) box.append(rating);
     if (message.status === "failed") {
-      box.append(el("p", { class: "error", text: message.error || "The answer failed." }));
+      box.append(el("p", { class: "error", text: message.error || gettext("The answer failed.") }));
       if (isLast && config.writable) {
-        const retry = el("button", { type: "button", class: "retry", text: "Retry" });
+        const retry = el("button", { type: "button", class: "retry", text: gettext("Retry") });
         retry.addEventListener("click", () => send({ type: "retry" }));
         box.append(retry);
       }
@@ -190,26 +190,26 @@
 
   function userBubble(text, attachment) {
     const box = el("div", { class: "msg user", text });
-    if (attachment) box.append(el("span", { class: "attachment-chip", text: `Attached: ${attachment}` }));
+    if (attachment) box.append(el("span", { class: "attachment-chip", text: interpolate(gettext("Attached: %(name)s"), { name: attachment }, true) }));
     return box;
   }
 
   // Copy an answer's text; answer the last question again (the earlier answer stays).
   function answerTools(message, isLast) {
     const tools = el("div", { class: "answer-tools" });
-    const copy = el("button", { type: "button", class: "link", text: "Copy answer" });
+    const copy = el("button", { type: "button", class: "link", text: gettext("Copy answer") });
     copy.addEventListener("click", async () => {
       try {
         await navigator.clipboard.writeText(message.content);
-        copy.textContent = "Copied";
+        copy.textContent = gettext("Copied");
       } catch {
-        copy.textContent = "Could not copy";
+        copy.textContent = gettext("Could not copy");
       }
-      setTimeout(() => (copy.textContent = "Copy answer"), 1500);
+      setTimeout(() => (copy.textContent = gettext("Copy answer")), 1500);
     });
     tools.append(copy);
     if (isLast && config.writable) {
-      const again = el("button", { type: "button", class: "link", text: "Regenerate", "data-testid": "regenerate" });
+      const again = el("button", { type: "button", class: "link", text: gettext("Regenerate"), "data-testid": "regenerate" });
       again.addEventListener("click", () => send({ type: "regenerate" }));
       tools.append(again);
     }
@@ -227,7 +227,7 @@
   }
 
   async function sendFeedback(messageId, body, status) {
-    status.textContent = "Saving…";
+    status.textContent = gettext("Saving…");
     try {
       const response = await fetch(`/api/v1/messages/${messageId}/feedback`, {
         method: "POST",
@@ -236,12 +236,12 @@
         body: JSON.stringify(body),
       });
       const data = await response.json();
-      if (!response.ok) throw new Error(data.detail || "Could not save your feedback.");
+      if (!response.ok) throw new Error(data.detail || gettext("Could not save your feedback."));
       config.feedback[messageId] = { rating: data.rating, comment: data.comment };
-      status.textContent = `Thanks! ${config.feedback_note}`;
+      status.textContent = `${gettext("Thanks!")} ${config.feedback_note}`;
       return true;
     } catch (error) {
-      status.textContent = error.message || "Could not save your feedback; try again.";
+      status.textContent = error.message || gettext("Could not save your feedback; try again.");
       return false;
     }
   }
@@ -251,13 +251,13 @@
     const given = config.feedback[message.id] || { rating: null, comment: "" };
     const box = el("div", { class: "feedback", "data-testid": "feedback" });
     const status = el("span", { class: "muted feedback-status", role: "status" });
-    const comment = el("textarea", { rows: "2", maxlength: "2000", "aria-label": "Comment on this answer (optional)", placeholder: "What was good or missing? (optional)" });
+    const comment = el("textarea", { rows: "2", maxlength: "2000", "aria-label": gettext("Comment on this answer (optional)"), placeholder: gettext("What was good or missing? (optional)") });
     comment.value = given.comment || "";
-    const save = el("button", { type: "button", class: "secondary", text: "Send comment" });
+    const save = el("button", { type: "button", class: "secondary", text: gettext("Send comment") });
     const details = el("div", { class: "feedback-comment" }, comment, save);
     details.hidden = !given.rating;
     // Words, not emoji: they read the same with every font and screen reader.
-    const buttons = [["up", "Helpful"], ["down", "Not helpful"]].map(([rating, label]) => {
+    const buttons = [["up", gettext("Helpful")], ["down", gettext("Not helpful")]].map(([rating, label]) => {
       const button = el("button", { type: "button", class: "rate", "aria-pressed": String(given.rating === rating), "data-rating": rating, text: label });
       button.addEventListener("click", async () => {
         if (await sendFeedback(message.id, { rating, comment: comment.value }, status)) {
@@ -271,7 +271,7 @@
       const rating = (config.feedback[message.id] || {}).rating;
       if (rating) sendFeedback(message.id, { rating, comment: comment.value }, status);
     });
-    box.append(el("span", { class: "muted", text: "Was this helpful?" }), ...buttons, status, details);
+    box.append(el("span", { class: "muted", text: gettext("Was this helpful?") }), ...buttons, status, details);
     return box;
   }
 
@@ -353,8 +353,8 @@
     status.querySelector(".dot")?.classList.toggle("bad", extractive);
     status.querySelector(".dot")?.classList.toggle("ok", !extractive);
     const text = extractive
-      ? " No language model connected: answers quote the course material without a language model. "
-      : ` Model ${message.model} connected. `;
+      ? ` ${gettext("No language model connected: answers quote the course material without a language model.")} `
+      : ` ${interpolate(gettext("Model %(model)s connected."), { model: message.model }, true)} `;
     status.childNodes.forEach((node) => {
       if (node.nodeType === Node.TEXT_NODE && node.textContent.trim()) node.textContent = text;
     });
@@ -363,7 +363,7 @@
   // The first question names the chat in the list on the side.
   function nameChat(text) {
     const current = document.querySelector(".session-list li.current a");
-    if (current && current.textContent.trim() === "New chat") {
+    if (current && current.textContent.trim() === gettext("New chat")) {
       current.textContent = text.length > 60 ? `${text.slice(0, 57)}…` : text;
     }
   }
@@ -445,13 +445,13 @@
         headers: { Accept: "text/event-stream", "X-CSRFToken": csrf },
       });
     } catch {
-      onError({ message_id: null, detail: "Not connected; try again." });
+      onError({ message_id: null, detail: gettext("Not connected; try again.") });
       return;
     }
     if (!response.ok) {
       const problem = await response.json().catch(() => ({}));
       pendingAttachment = null;
-      onError({ message_id: null, detail: problem.detail || "The attachment could not be sent." });
+      onError({ message_id: null, detail: problem.detail || gettext("The attachment could not be sent.") });
       return;
     }
     const reader = response.body.getReader();
@@ -476,9 +476,9 @@
     chip.replaceChildren();
     chip.hidden = !file;
     if (!file) return;
-    const remove = el("button", { type: "button", class: "link", text: "Remove", "aria-label": `Remove ${file.name}` });
+    const remove = el("button", { type: "button", class: "link", text: gettext("Remove"), "aria-label": interpolate(gettext("Remove %(name)s"), { name: file.name }, true) });
     remove.addEventListener("click", clearAttachment);
-    chip.append(el("span", { text: `Attached: ${file.name}` }), remove);
+    chip.append(el("span", { text: interpolate(gettext("Attached: %(name)s"), { name: file.name }, true) }), remove);
   }
 
   function clearAttachment() {
@@ -507,7 +507,7 @@
     }).catch(() => null);
     if (!response || !response.ok) {
       const problem = response ? await response.json().catch(() => ({})) : {};
-      note.textContent = problem.detail || "Not connected; try again.";
+      note.textContent = problem.detail || gettext("Not connected; try again.");
       return false;
     }
     const chat = await response.json();
@@ -525,7 +525,7 @@
     const list = document.querySelector(".session-list");
     list.querySelector(".empty")?.remove();
     list.querySelector("li.current")?.classList.remove("current");
-    list.prepend(el("li", { class: "current" }, el("a", { href: location.pathname, "aria-current": "page", text: "New chat" })));
+    list.prepend(el("li", { class: "current" }, el("a", { href: location.pathname, "aria-current": "page", text: gettext("New chat") })));
     connect();
     return true;
   }
@@ -543,12 +543,12 @@
     }
     if (!socket || socket.readyState === WebSocket.CONNECTING) {
       queued = payload;
-      note.textContent = "Connecting…";
+      note.textContent = gettext("Connecting…");
       setBusy(true);
       return true;
     }
     if (socket.readyState !== WebSocket.OPEN) {
-      note.textContent = "Not connected; reconnecting…";
+      note.textContent = gettext("Not connected; reconnecting…");
       return false;
     }
     note.textContent = "";
@@ -573,10 +573,10 @@
     socket.addEventListener("message", (e) => onEvent(JSON.parse(e.data)));
     socket.addEventListener("close", (e) => {
       if (e.code === 4403) {
-        connection.textContent = "You may not open this chat any more.";
+        connection.textContent = gettext("You may not open this chat any more.");
         return;
       }
-      connection.textContent = "Connection lost; reconnecting…";
+      connection.textContent = gettext("Connection lost; reconnecting…");
       setTimeout(connect, retryDelay);
       retryDelay = Math.min(retryDelay * 2, 15000);
     });
