@@ -169,7 +169,10 @@ def test_the_teacher_sees_what_students_asked(client_for, owner, session):
     assert "What is bias?" in page and f"/prompts/{session.prompt_id}/chat/{session.id}/" in page
 
 
-def test_the_chat_page_says_when_no_model_is_connected(client_for, student, session, ollama):
+def test_the_chat_page_says_when_no_model_is_connected(client_for, owner, student, session, ollama):
     ollama.models = []
     page = client_for(student).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
-    assert "without a language model" in page or "without it" in page
+    assert "answers by quoting the course material" in page and "its language model is not connected" in page
+    assert session.prompt.chat_model not in page, "students are not shown model names"
+    teacher = client_for(owner).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
+    assert "without it" in teacher or "without a language model" in teacher

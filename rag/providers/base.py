@@ -141,3 +141,28 @@ class EmbeddingModel(Protocol):
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]: ...
 
     def embed_query(self, text: str) -> list[float]: ...
+
+
+class CompletesFromStream:
+    """`complete()` for a chat model that implements `stream()`: the streamed text, joined."""
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Iterator[ChatEvent]:
+        raise NotImplementedError
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> str:
+        return "".join(
+            e.text for e in self.stream(messages, format=format, options=options) if isinstance(e, TextDelta)
+        )

@@ -20,7 +20,17 @@ import pydantic
 from django.conf import settings
 
 from currechat.errors import ProviderError
-from rag.providers.base import ChatEvent, ChatMessage, Done, ModelInfo, TextDelta, ToolCall, ToolCallEvent, ToolSpec
+from rag.providers.base import (
+    ChatEvent,
+    ChatMessage,
+    CompletesFromStream,
+    Done,
+    ModelInfo,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolSpec,
+)
 
 log = logging.getLogger(__name__)
 VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
@@ -99,7 +109,7 @@ class _OllamaModel:
         return serves(server_models(fresh=fresh) or [], model)
 
 
-class OllamaChatModel(_OllamaModel):
+class OllamaChatModel(CompletesFromStream, _OllamaModel):
     def stream(
         self,
         messages: Sequence[ChatMessage],
@@ -143,17 +153,6 @@ class OllamaChatModel(_OllamaModel):
                     close()
         # A stream that ends without `done` was cut off: never pass it off as a complete answer.
         raise ProviderError("The model server closed the answer before it was finished.")
-
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        format: dict[str, Any] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> str:
-        return "".join(
-            e.text for e in self.stream(messages, format=format, options=options) if isinstance(e, TextDelta)
-        )
 
     def info(self) -> ModelInfo:
         with _translate_errors(self.host, self.name):

@@ -27,6 +27,7 @@ from currechat.errors import ProviderError
 from rag.providers.base import (
     ChatEvent,
     ChatMessage,
+    CompletesFromStream,
     Done,
     ModelInfo,
     TextDelta,
@@ -153,7 +154,7 @@ class _OpenAIModel:
         return model in (server_models(fresh=fresh) or [])
 
 
-class OpenAIChatModel(_OpenAIModel):
+class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
     def stream(
         self,
         messages: Sequence[ChatMessage],
@@ -205,17 +206,6 @@ class OpenAIChatModel(_OpenAIModel):
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             tool_calls=calls,
-        )
-
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        format: dict[str, Any] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> str:
-        return "".join(
-            e.text for e in self.stream(messages, format=format, options=options) if isinstance(e, TextDelta)
         )
 
     def info(self) -> ModelInfo:
