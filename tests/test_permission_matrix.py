@@ -106,6 +106,11 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "account"): Row(SIGNED_IN, lambda w, r: "/account/"),
     ("POST", "set_language"): Row(EVERYONE, lambda w, r: "/i18n/setlang/", lambda w: {"language": "fi", "next": "/"}),
     ("GET", "javascript-catalog"): Row(EVERYONE, lambda w, r: "/jsi18n/"),
+    # LTI: the tool's public keys are public; a launch or a deep-link answer is opened by a platform's
+    # signed token and the launch's state (tests/test_lti.py), never by a role alone.
+    ("GET", "jwks"): Row(EVERYONE, lambda w, r: "/lti/jwks/"),
+    ("POST", "launch"): Row(set(), lambda w, r: "/lti/launch/", anonymous=REFUSED),
+    ("POST", "deep_link"): Row(set(), lambda w, r: "/lti/deep-link/"),
     ("POST", "account"): Row(SIGNED_IN, lambda w, r: "/account/", lambda w: {"name": "x", "days": "1"}),
     # The owner's token: only its owner revokes it (anyone else gets a 404).
     ("POST", "token_revoke"): Row(
