@@ -84,7 +84,7 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     # Create a collection in Finnish; a missing name is explained and the input kept.
     page.get_by_role("link", name="New collection").first.click()
     page.get_by_label("Description").fill("Kurssin materiaali")
-    page.get_by_label("Language").select_option("finnish")
+    page.locator("#id_language").select_option("finnish")
     page.get_by_role("button", name="Create collection").click()
     expect(page.get_by_text("This field is required.")).to_be_visible()
     expect(page.get_by_label("Description")).to_have_value("Kurssin materiaali")
