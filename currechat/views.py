@@ -22,7 +22,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.models import Role, User
 from accounts.permissions import state_sentence
 from chat.enrollment import join_prompt
-from chat.models import STUDENT_SENTENCES, Prompt, PromptState
+from chat.models import STUDENT_SENTENCES, ChatSession, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
 from currechat.errors import CurreChatError, NotFound
 from currechat.ratelimit import (
@@ -96,7 +96,13 @@ def home(request):
         (prompt, state_sentence(prompt) if prompt.state() != PromptState.OPEN else "")
         for prompt in Prompt.objects.joined_by(request.user).select_related("owner")
     ]
-    return render(request, "student_home.html", {"prompts": joined, "join_form": JoinForm()})
+    # The latest chats across the prompts they are still in, to pick up where they left off.
+    recent = (
+        ChatSession.objects.filter(user=request.user, messages__isnull=False, prompt__in=[p for p, _ in joined])
+        .select_related("prompt")
+        .distinct()[:5]
+    )
+    return render(request, "student_home.html", {"prompts": joined, "recent": recent, "join_form": JoinForm()})
 
 
 class JoinForm(forms.Form):

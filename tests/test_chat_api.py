@@ -176,3 +176,12 @@ def test_the_chat_page_says_when_no_model_is_connected(client_for, owner, studen
     assert session.prompt.chat_model not in page, "students are not shown model names"
     teacher = client_for(owner).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
     assert "without it" in teacher or "without a language model" in teacher
+
+
+def test_the_student_home_lists_recent_chats_with_messages_only(client_for, student, session, ollama):
+    ChatSession.objects.create(prompt=session.prompt, user=student)  # empty: not a chat to go back to
+    ollama.script(Reply(content="Hi."))
+    post_json(client_for(student), f"/api/v1/chats/{session.id}/messages", {"content": "What is variance?"})
+    page = client_for(student).get("/").content.decode()
+    assert 'data-testid="recent-chats"' in page and "What is variance?" in page
+    assert page.count(f"/prompts/{session.prompt_id}/chat/") >= 1 and "New chat</a>" not in page
