@@ -1,11 +1,28 @@
 from typing import cast
 
 from django import forms
+from django.conf import settings
 
 from accounts.models import active_teachers
 from collections_app.models import Collection
 from collections_app.writes import check_collection
 from currechat.forms import WriteRulesForm
+from rag.providers.languages import MODEL_LANGUAGES, model_languages
+from rag.providers.ollama import server_models
+
+
+def embedding_choices(current: str) -> list[tuple[str, str]]:
+    """The embedding models that exist: the offline one, the model server's embedders, and the
+    collection's own; each says whether it knows every language or English only."""
+    names = [settings.EMBEDDING_MODEL, "local:all-MiniLM-L6-v2"]
+    for model in server_models() or []:
+        base = model.lower().split(":", 1)[0]
+        if base in MODEL_LANGUAGES or model.lower() in MODEL_LANGUAGES or "embed" in base:
+            names.append(f"ollama:{model.removesuffix(':latest')}")
+    if current:
+        names.append(current)
+    unique = list(dict.fromkeys(names))
+    return [(name, f"{name} — {'English only' if model_languages(name) else 'multilingual'}") for name in unique]
 
 
 class CollectionForm(WriteRulesForm):
@@ -38,11 +55,16 @@ class CollectionForm(WriteRulesForm):
             self.fields["co_owners"].help_text = "Only the collection's owner can change its co-owners."
         if not co_owners.queryset.exists():
             del self.fields["co_owners"]  # no other teacher to choose: no empty section
+        current = self.instance.embedding_model if self.instance.pk else settings.EMBEDDING_MODEL
+        self.fields["embedding_model"].widget = forms.Select(choices=embedding_choices(current))
+        self.fields[
+            "embedding_model"
+        ].help_text = "A multilingual model suits every language; an English-only one suits English collections only."
         if self.instance.pk and self.instance.files.exists():
             self.fields[
                 "embedding_model"
-            ].help_text = (
-                "Changing it (or the language) re-indexes every file; search is incomplete until that finishes."
+            ].help_text += (
+                " Changing it (or the language) re-indexes every file; search is incomplete until that finishes."
             )
 
     def actor(self):

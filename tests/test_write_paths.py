@@ -218,3 +218,10 @@ def test_admin_cannot_enroll_a_prompts_own_teacher(client_for, admin_user, owner
     assert response.status_code == 200
     assert "teachers don't need to join their own prompts" in _page_text(response)
     assert not Enrollment.objects.filter(student=owner).exists()
+
+
+def test_the_embedding_model_is_chosen_from_the_models_that_exist(client_for, owner, collection, ollama):
+    page = client_for(owner).get("/collections/new/").content.decode()
+    assert "<select" in page and "local:all-MiniLM-L6-v2 — English only" in page
+    assert "ollama:snowflake-arctic-embed2 — multilingual" in page, "the model server's embedder is offered"
+    assert "qwen3:8b" not in page.split('name="embedding_model"')[1].split("</select>")[0], "chat models are not"
