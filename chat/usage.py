@@ -26,6 +26,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
 
 from chat.models import BudgetOverride, Prompt, TokenUsage
 from currechat import metrics
@@ -133,19 +135,25 @@ class Allowance:
 
 def usage_sentence(standing: Allowance) -> str:
     """The chat's usage line: '12,300 of 50,000 tokens this week', with what is left near the end."""
+    n = {
+        "used": number_format(standing.used, force_grouping=True),
+        "budget": number_format(standing.budget or 0, force_grouping=True),
+        "total_used": number_format(standing.total_used, force_grouping=True),
+        "total_budget": number_format(standing.total_budget or 0, force_grouping=True),
+    }
     if standing.exempt:
-        return f"{standing.used:,} tokens this week (you are exempt from this assistant's budget)."
-    text = (
-        f"{standing.used:,} of {standing.budget:,} tokens this week"
-        if standing.budget is not None
-        else (f"{standing.used:,} tokens this week")
-    )
+        return _("%(used)s tokens this week (you are exempt from this assistant's budget).") % n
+    if standing.budget is not None:
+        text = _("%(used)s of %(budget)s tokens this week") % n
+    else:
+        text = _("%(used)s tokens this week") % n
     if standing.total_budget is not None:
-        text += f" ({standing.total_used:,} of {standing.total_budget:,} across all assistants)"
+        text += " " + _("(%(total_used)s of %(total_budget)s across all assistants)") % n
+    when = {"when": describe_reset(standing.week)}
     if standing.exhausted:
-        return f"{text}. Your budget is used up; it starts again on {describe_reset(standing.week)}."
+        return f"{text}. " + _("Your budget is used up; it starts again on %(when)s.") % when
     if standing.warning:
-        return f"{text}. You are near your weekly budget; it starts again on {describe_reset(standing.week)}."
+        return f"{text}. " + _("You are near your weekly budget; it starts again on %(when)s.") % when
     return f"{text}."
 
 
