@@ -20,5 +20,6 @@ async def open_websocket(user, path: str) -> tuple[WebsocketCommunicator, bool, 
         cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
         headers.append((b"cookie", cookie.encode()))
     communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, code = await communicator.connect()
+    # channels waits 1 s by default: on a busy 2-core machine a handshake with its DB checks can take longer.
+    connected, code = await communicator.connect(timeout=10)
     return communicator, connected, code
