@@ -28,7 +28,7 @@ from chat.attachments import Attachment
 from chat.attachments import model_text as attachment_model_text
 from chat.budget import Budget, MessageTooLong, context_window, fit_history, message_tokens, tools_tokens
 from chat.citations import map_citations
-from chat.events import EventSink, PassageView, ToolResultEvent
+from chat.events import ChatEventOut, ErrorEvent, EventSink, PassageView, ToolResultEvent
 from chat.extractive import extractive_answer
 from chat.limits import StopSignal, TurnLock, check_rate, holder_alive, token_age
 from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
@@ -214,8 +214,12 @@ def fail_orphaned_replies(session: ChatSession) -> None:
 
 
 def run_turn(turn: Turn, sink: EventSink) -> Message:
-    """Answer the turn's question, emitting events to `sink`; returns the stored reply."""
+    """Answer the turn's question, emitting events to `sink`; returns the stored reply.
+
+    The last event (`message_done` or `error`) goes out only after everything of the turn is
+    stored and its lock released: a client that hears it may at once read the chat or ask again."""
     reply, progress = turn.reply, _Progress()
+    final: ChatEventOut
     try:
         prompt = turn.session.prompt
         # Only the collections a teacher of the prompt may still use (co-ownership can end).
@@ -227,20 +231,20 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
             tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
             _answer_extractively(turn, tool, progress, sink)
         _finish(reply, progress, MessageStatus.COMPLETE)
+        final = {"type": "message_done", "message": message_dict(reply)}
     except TurnStopped:
         _finish(reply, progress, MessageStatus.STOPPED)
         log.info("Chat turn %s stopped by the student", reply.id)
-        sink.emit({"type": "message_done", "message": message_dict(reply)})
+        final = {"type": "message_done", "message": message_dict(reply)}
     except (TurnFailed, ProviderError, MessageTooLong) as exc:
-        _fail(reply, progress, exc, sink)
+        final = _fail(reply, progress, exc)
     except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
         log.exception("Chat turn %s failed", reply.id)
-        _fail(reply, progress, TurnFailed("Something went wrong while answering. Try again."), sink, detail=exc)
-    else:
-        sink.emit({"type": "message_done", "message": message_dict(reply)})
+        final = _fail(reply, progress, TurnFailed("Something went wrong while answering. Try again."), detail=exc)
     finally:
-        turn.lock.release()
         _mirror_usage(turn)
+        turn.lock.release()
+    sink.emit(final)
     return reply
 
 
@@ -263,8 +267,8 @@ def _finish(reply: Message, progress: _Progress, status: str) -> None:
     insight.record_answer(reply)  # teachers' statistics and material gaps; never raises
 
 
-def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, detail=None) -> None:
-    """Store the reply as failed (never complete) and end the turn with an `error` event."""
+def _fail(reply: Message, progress: _Progress, exc: Exception, detail=None) -> ErrorEvent:
+    """Store the reply as failed (never complete); the `error` event that ends the turn."""
     log.info("Chat turn %s failed: %s", reply.id, detail or exc)
     if isinstance(exc, ProviderError):
         metrics.MODEL_ERRORS.labels(retryable=str(exc.retryable).lower()).inc()
@@ -275,7 +279,7 @@ def _fail(reply: Message, progress: _Progress, exc: Exception, sink: EventSink, 
         log.exception("Could not store failed chat turn %s", reply.id)
     code = exc.code if isinstance(exc, CurreChatError) else "model_failed"
     retryable = exc.retryable if isinstance(exc, CurreChatError) else True
-    sink.emit({"type": "error", "message_id": reply.id, "code": code, "detail": str(exc), "retryable": retryable})
+    return {"type": "error", "message_id": reply.id, "code": code, "detail": str(exc), "retryable": retryable}
 
 
 def _emit_text(reply: Message, progress: _Progress, text: str, sink: EventSink) -> None:
