@@ -38,6 +38,22 @@ def active_teachers() -> models.QuerySet[User]:
     return User.objects.filter(models.Q(role=Role.TEACHER) | models.Q(is_superuser=True), is_active=True)
 
 
+def teachers_named(values: list, *, field: str, may: str) -> list[User]:
+    """The users named (User objects or usernames), all active teachers; refuses unknown names and
+    anyone else with a sentence naming them ("Only active teachers can {may}: …"), for `field`."""
+    from currechat.errors import InvalidInput
+
+    names = [v.username if isinstance(v, User) else str(v).strip() for v in values]
+    users = list(User.objects.filter(username__in=names))
+    missing = sorted(set(names) - {u.username for u in users})
+    if missing:
+        raise InvalidInput(f"No such user: {', '.join(missing)}.", field=field)
+    not_teachers = sorted(u.username for u in users if not (u.is_teacher and u.is_active))
+    if not_teachers:
+        raise InvalidInput(f"Only active teachers can {may}: {', '.join(not_teachers)} is not one.", field=field)
+    return users
+
+
 def _hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from accounts.models import User
+from accounts.models import User, teachers_named
 from accounts.permissions import Forbidden, is_prompt_owner
 from chat.models import ChatVisibility, Prompt, SourcePolicy
 from collections_app.models import Collection
@@ -130,16 +130,7 @@ def _clean_examples(value) -> list[str]:
 
 def _clean_co_teachers(actor: User, prompt: Prompt | None, values: list, new_owner: User | None) -> list[User]:
     """Active teachers other than the owner; only the owner (or an administrator) changes them."""
-    names = [v.username if isinstance(v, User) else str(v).strip() for v in values]
-    users = list(User.objects.filter(username__in=names))
-    missing = sorted(set(names) - {u.username for u in users})
-    if missing:
-        raise InvalidInput(f"No such user: {', '.join(missing)}.", field="co_teachers")
-    not_teachers = sorted(u.username for u in users if not (u.is_teacher and u.is_active))
-    if not_teachers:
-        raise InvalidInput(
-            f"Only active teachers can teach a prompt: {', '.join(not_teachers)} is not one.", field="co_teachers"
-        )
+    users = teachers_named(values, field="co_teachers", may="teach a prompt")
     owner_id = new_owner.pk if new_owner else (prompt.owner_id if prompt else actor.pk)
     users = [u for u in users if u.pk != owner_id]
     current = set(prompt.co_teachers.values_list("pk", flat=True)) if prompt else set()

@@ -18,13 +18,14 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from accounts.models import User
+from accounts.models import User, teachers_named
 from accounts.permissions import Forbidden
 from collections_app.models import Collection
 from currechat.errors import InvalidInput
 from rag.languages import LANGUAGES
 from rag.providers.registry import UnknownModel, get_embedding_model
 
+CO_OWN = "own or co-own a collection"
 # The fields a write may set; anything else in a change set is a programming error.
 FIELDS = ("name", "description", "language", "embedding_model", "co_owners", "owner")
 
@@ -63,9 +64,9 @@ def check_collection(actor: User, collection: Collection | None, changes: dict[s
     if "owner" in changes and changes["owner"] is not None and changes["owner"] != owner:
         if not actor.is_superuser:
             raise Forbidden("Only an administrator can give a collection to another teacher.")
-        owner = cleaned["owner"] = _clean_teachers([changes["owner"]], field_name="owner")[0]
+        owner = cleaned["owner"] = teachers_named([changes["owner"]], field="owner", may=CO_OWN)[0]
     if "co_owners" in changes and changes["co_owners"] is not None:
-        co_owners = [u for u in _clean_teachers(changes["co_owners"], field_name="co_owners") if u.pk != owner.pk]
+        co_owners = [u for u in teachers_named(changes["co_owners"], field="co_owners", may=CO_OWN) if u.pk != owner.pk]
         current = set(collection.co_owners.values_list("pk", flat=True)) if collection is not None else set()
         if {u.pk for u in co_owners} != current and not _may_change_co_owners(actor, collection):
             raise Forbidden("Only the collection's owner can change its co-owners.")
@@ -142,19 +143,3 @@ def _clean_embedding_model(value: str) -> str:
     except UnknownModel as exc:
         raise InvalidInput(str(exc), field="embedding_model") from exc
     return name
-
-
-def _clean_teachers(values: list, *, field_name: str) -> list[User]:
-    """Active teachers, from User objects or usernames; refuses unknown names and non-teachers."""
-    names = [v.username if isinstance(v, User) else str(v).strip() for v in values]
-    users = list(User.objects.filter(username__in=names))
-    missing = sorted(set(names) - {u.username for u in users})
-    if missing:
-        raise InvalidInput(f"No such user: {', '.join(missing)}.", field=field_name)
-    not_teachers = sorted(u.username for u in users if not (u.is_teacher and u.is_active))
-    if not_teachers:
-        raise InvalidInput(
-            f"Only active teachers can own or co-own a collection: {', '.join(not_teachers)} is not one.",
-            field=field_name,
-        )
-    return users
