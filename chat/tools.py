@@ -7,7 +7,6 @@ result that tells the model what was wrong, so it can correct itself in the next
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -64,13 +63,10 @@ def parse_query(call: ToolCall, offered: bool) -> tuple[str | None, str]:
         available = f"the only tool is {TOOL_NAME}" if offered else "no tools are available"
         return None, f"Error: there is no tool named {call.name!r}; {available}."
     arguments = call.arguments
-    if isinstance(arguments, str):
-        # Some models send the arguments as a JSON string rather than an object; accept that form.
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            arguments = None
     usage = f'Call {TOOL_NAME} with {{"query": "<words to search for>"}}.'
+    if call.problem:
+        # Arguments the provider could not read as an object (rag/providers/base.parse_arguments).
+        return None, f'Error: {call.problem}. Call {TOOL_NAME} again with {{"query": "<words to search for>"}}.'
     if not isinstance(arguments, dict) or "query" not in arguments:
         return None, f"Error: the argument 'query' is missing. {usage}"
     query = arguments["query"]

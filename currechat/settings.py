@@ -199,6 +199,8 @@ RQ = {"WORKER_CLASS": "currechat.worker.PreloadingWorker"}
 # --- Models (Ollama protocol) ----------------------------------------------------------------
 OLLAMA_HOST = env_url("OLLAMA_HOST", "http://127.0.0.1:11434", schemes=("http", "https"))
 OLLAMA_TIMEOUT = env_float("OLLAMA_TIMEOUT", 120.0, minimum=0.1)
+# Sent as `Authorization: Bearer` to a server behind an authenticating proxy (the `ollama` client's variable).
+OLLAMA_API_KEY = env_str("OLLAMA_API_KEY", "")
 CHAT_MODEL = env_str("CHAT_MODEL", "qwen3:8b")
 VLM_MODEL = env_str("VLM_MODEL", "qwen3-vl:8b")
 CURATION_MODEL = env_str("CURATION_MODEL", "qwen3:8b")

@@ -26,6 +26,16 @@ def ollama():
     fake.reset()
 
 
+@pytest.fixture(scope="session")
+def openai_server():
+    """The OpenAI-protocol test server (tests/fake_openai.py), started once; tests reset it."""
+    from tests.fake_openai import FakeOpenAI
+
+    fake = FakeOpenAI().start()
+    yield fake
+    fake.stop()
+
+
 @pytest.fixture(autouse=True)
 def _clean_redis():
     yield

@@ -28,13 +28,16 @@ class Reply:
     """One /api/chat answer. `content` streams in `chunks` (default: word by word)."""
 
     content: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"name": ..., "arguments": {...}}]
+    # [{"name": ..., "arguments": {...}}]; arguments that are not a dict are sent as they are (a
+    # string here is a JSON string on Ollama's wire, and the arguments' raw text on OpenAI's).
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     chunks: list[str] | None = None
     delay: float = 0.0  # seconds before each streamed chunk
     status: int = 200  # a non-200 status answers {"error": ...} instead of a stream
     error: str = "model failed"
     fail_after: int | None = None  # stream this many chunks, then an error line
     cut_after: int | None = None  # stream this many chunks, then drop the connection (no done)
+    garbage_after: int | None = None  # stream this many chunks, then a line that is not JSON, then the rest
     prompt_tokens: int = 11
     completion_tokens: int | None = None
 
@@ -221,7 +224,9 @@ class FakeOllama:
                 self._json(200, {"model": name, "embeddings": vectors, "prompt_eval_count": len(texts)})
 
             def _line(self, payload: dict) -> None:
-                data = json.dumps(payload).encode() + b"\n"
+                self._raw(json.dumps(payload).encode() + b"\n")
+
+            def _raw(self, data: bytes) -> None:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
 
@@ -267,6 +272,8 @@ class FakeOllama:
                         if reply.cut_after is not None and i == reply.cut_after:
                             self.close_connection = True
                             return
+                        if reply.garbage_after is not None and i == reply.garbage_after:
+                            self._raw(b'{"model": "qwen3:8b", "message": {"content": "cut\n')
                         if reply.delay:
                             time.sleep(reply.delay)
                         self._line({**base, "message": {"role": "assistant", "content": piece}, "done": False})

@@ -21,8 +21,10 @@ from tests.fake_ollama import Reply, Responder, _Server, hashed_embedding
 DEFAULT_MODELS = ["Qwen/Qwen3-8B", "Qwen/Qwen3-VL-8B", "BAAI/bge-m3"]
 
 
-def _function(call: dict) -> dict:
-    return {"name": call["name"], "arguments": json.dumps(call.get("arguments", {}))}
+def _arguments(call: dict) -> str:
+    """The arguments' JSON text; a string is sent as it is (how a model's broken JSON arrives)."""
+    arguments = call.get("arguments", {})
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 class FakeOpenAI:
@@ -187,7 +189,7 @@ class FakeOpenAI:
                         {
                             "id": f"call_{i}",
                             "type": "function",
-                            "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))},
+                            "function": {"name": c["name"], "arguments": _arguments(c)},
                         }  # fmt: skip
                         for i, c in enumerate(reply.tool_calls)
                     ]
@@ -207,12 +209,14 @@ class FakeOpenAI:
                     if reply.cut_after is not None and i == reply.cut_after:
                         self.close_connection = True
                         return
+                    if reply.garbage_after is not None and i == reply.garbage_after:
+                        self._event('{"id": "c1", "choices": [{"delta": {"content": "cut')
                     if reply.delay:
                         time.sleep(reply.delay)
                     self._event(self._chunk(model, {"content": piece}))
                 for index, call in enumerate(reply.tool_calls):
                     # As vLLM sends them: id and name first, then the arguments in two pieces.
-                    arguments = json.dumps(call.get("arguments", {}))
+                    arguments = _arguments(call)
                     half = len(arguments) // 2
                     function = {"name": call["name"], "arguments": ""}
                     head = {"index": index, "id": f"call_{index}", "type": "function", "function": function}

@@ -44,13 +44,6 @@ class Served:
         return (body.get("options") or {}).get("temperature") if self.protocol == "ollama" else body.get("temperature")
 
 
-@pytest.fixture(scope="session")
-def openai_server():
-    fake = FakeOpenAI().start()
-    yield fake
-    fake.stop()
-
-
 @pytest.fixture(params=["ollama", "openai"])
 def served(request, ollama, openai_server, settings):
     if request.param == "ollama":

@@ -3,6 +3,7 @@ scenario, `bench/faults.py` kills real processes)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -20,6 +21,7 @@ from chat.limits import ALIVE_TTL, TurnLock, alive_key
 from chat.models import Message, MessageStatus
 from collections_app import lifecycle
 from collections_app.models import FileStatus, SourceFile
+from currechat.errors import ProviderError
 from currechat.health import check_workers
 from currechat.redis_client import get_redis
 from currechat.worker import PreloadingWorker
@@ -27,15 +29,15 @@ from rag.ingest import chunking
 from rag.ingest.html import NESTED_TOO_DEEP
 from rag.ingest.job import PageText
 from rag.ingest.pdf.text_layer import fast_pages
+from rag.providers.ollama import _stream_events
 from tests.fake_ollama import Reply
+from tests.fixtures_chat import search_call
 from tests.fixtures_ingest import upload
 
 NOTES = b"# Optics\n\nLight bends when it passes from air into water, which is called refraction.\n"
 
 
 def api(client, method: str, url: str, data=None):
-    import json
-
     kwargs = {"content_type": "application/json"} if data is not None else {}
     return getattr(client, method)(f"/api/v1{url}", json.dumps(data) if data is not None else None, **kwargs)
 
@@ -188,14 +190,88 @@ def test_one_line_pages_are_not_taken_for_running_headers():
     assert [p.markdown for p in pages] == [f"Slide {n}: the key idea of part {n}" for n in range(1, 7)]
 
 
-def test_malformed_tool_call_arguments_end_the_turn_with_a_clear_error(client_for, student, session, ollama):
-    ollama.script(Reply(tool_calls=[{"name": "document_search", "arguments": "not json"}]))
-    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Search"})
-    body = response.json()
-    assert response.status_code in (200, 502, 503), body
+@pytest.fixture(params=["ollama", "openai"])
+def protocol(request, session, ollama, openai_server, settings):
+    """The chat's model on the Ollama-protocol server or the OpenAI-compatible one; returns its fake."""
+    if request.param == "ollama":
+        return ollama
+    openai_server.reset()
+    settings.OPENAI_BASE_URL = openai_server.url
+    session.prompt.chat_model = "openai:Qwen/Qwen3-8B"
+    session.prompt.save()
+    return openai_server
+
+
+@pytest.mark.parametrize(
+    ("arguments", "complaint"),
+    [("query: selection bias", "not valid JSON"), (["selection bias"], "were a list, not a JSON object")],
+    ids=["not-json", "list"],
+)
+def test_unusable_tool_call_arguments_let_the_model_search_again(
+    client_for, student, session, protocol, arguments, complaint
+):
+    protocol.script(
+        Reply(tool_calls=[{"name": "document_search", "arguments": arguments}]),
+        Reply(tool_calls=[search_call("selection bias")]),
+        Reply(content="Selection bias arises from an unrepresentative sample [1]."),
+    )
+    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "What is bias?"})
+
+    assert response.status_code == 200, response.json()
     reply = Message.objects.filter(session=session, role="assistant").get()
-    assert reply.status == MessageStatus.FAILED and "could not be read" in reply.error
-    assert "Something went wrong" not in reply.error
+    assert reply.status == MessageStatus.COMPLETE, reply.error
+    assert reply.content == "Selection bias arises from an unrepresentative sample [1]."
+    assert reply.citations[0]["file_name"] == "lecture-3.pdf"
+    bad, good = reply.tool_results
+    assert bad["status"] == "error" and complaint in bad["error"] and good["status"] == "ok"
+    # Stored as the model sent them: OpenAI's wire carries arguments as JSON text.
+    assert reply.tool_calls[0]["arguments"] in (arguments, json.dumps(arguments))
+    assert reply.tool_calls[0]["query"] is None
+    told = protocol.chat_requests()[1]["messages"][-1]["content"]  # the tool's answer to the bad call
+    assert complaint in told and 'Call document_search again with {"query"' in told
+
+
+def test_a_garbage_line_mid_stream_is_skipped_and_the_answer_completes(client_for, student, session, ollama):
+    answer = "Selection bias arises from an unrepresentative sample [1]."
+    ollama.script(
+        Reply(tool_calls=[search_call("selection bias")], content="Let me look.", garbage_after=1),
+        Reply(content=answer, garbage_after=3),
+    )
+    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "What is bias?"})
+
+    assert response.status_code == 200, response.json()
+    reply = Message.objects.filter(session=session, role="assistant").get()
+    assert reply.status == MessageStatus.COMPLETE, reply.error
+    assert reply.content == "Let me look.\n\n" + answer
+    assert [r["status"] for r in reply.tool_results] == ["ok"]
+
+
+def test_a_garbage_event_on_the_openai_protocol_ends_the_answer_with_a_retry(
+    client_for, student, session, openai_server, settings
+):
+    """The OpenAI SDK's stream cannot go on after an event it cannot read (rag/providers/openai.py)."""
+    openai_server.reset()
+    settings.OPENAI_BASE_URL = openai_server.url
+    session.prompt.chat_model = "openai:Qwen/Qwen3-8B"
+    session.prompt.save()
+    client = client_for(student)
+    openai_server.script(Reply(content="Selection bias arises from a skewed sample.", garbage_after=2))
+    failed = api(client, "post", f"/chats/{session.pk}/messages", {"content": "What is bias?"})
+
+    reply = Message.objects.filter(session=session, role="assistant").get()
+    assert reply.status == MessageStatus.FAILED and "could not be read" in reply.error and "Try again" in reply.error
+    assert "Something went wrong" not in reply.error and failed.status_code in (200, 502, 503)
+    openai_server.script(Reply(content="Selection bias arises from a skewed sample."))
+    retried = api(client, "post", f"/chats/{session.pk}/retry")
+    assert retried.status_code == 200 and retried.json()["status"] == MessageStatus.COMPLETE
+
+
+def test_a_reply_that_is_not_an_ollama_stream_ends_with_a_sentence_to_act_on():
+    """More unreadable lines than a stream could have by accident: a proxy's page, not a model's answer."""
+    page = ["<html>", "<head><title>502 Bad Gateway</title></head>", "<body>", "<h1>502</h1>", "</body>"]
+    with pytest.raises(ProviderError, match="could not be read.*OLLAMA_HOST") as failed:
+        list(_stream_events(iter(page), "http://models.example"))
+    assert failed.value.retryable
 
 
 def test_an_upload_refused_because_the_queue_is_down_can_be_uploaded_again(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self
@@ -28,11 +29,47 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A tool call as the model asked for it. `arguments` is whatever the model sent (may be bad)."""
+    """A tool call as the model asked for it.
+
+    `arguments` is the object the model sent; when what it sent cannot be used as one (text that
+    is not JSON, a list), it is kept as sent and `problem` says what is wrong. A bad call is not a
+    failed turn: the tool answers it with `problem`, and the model calls again in its next round.
+    Providers build calls with `from_wire`, so both protocols judge arguments the same way."""
 
     id: str
     name: str
     arguments: Any
+    problem: str = ""
+
+    @classmethod
+    def from_wire(cls, id: str, name: str, arguments: Any) -> ToolCall:
+        """A call from a protocol's arguments: an object, JSON text of one (OpenAI always, some
+        Ollama-protocol servers too), or anything else a model or server got wrong."""
+        parsed, problem = parse_arguments(arguments)
+        return cls(id=id, name=name, arguments=parsed, problem=problem)
+
+
+_JSON_KINDS = {list: "a list", str: "a string", bool: "true or false", int: "a number", float: "a number"}
+
+
+def parse_arguments(raw: Any) -> tuple[Any, str]:
+    """(the arguments as an object, "") or (`raw` as sent, what is wrong with it).
+
+    No arguments at all is an empty object: the tool then names the argument that is missing."""
+    value = raw
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}, ""
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return raw, f"the arguments were not valid JSON ({exc.msg} at character {exc.pos})"
+    if value is None:
+        return {}, ""
+    if isinstance(value, dict):
+        return value, ""
+    kind = _JSON_KINDS.get(type(value), type(value).__name__)
+    return raw, f"the arguments were {kind}, not a JSON object"
 
 
 @dataclass(frozen=True)

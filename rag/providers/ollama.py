@@ -1,7 +1,13 @@
-"""Models served over Ollama's HTTP protocol, through the official `ollama` client."""
+"""Models served over Ollama's HTTP protocol.
+
+Chat replies are read here, line by line from `/api/chat`'s NDJSON stream (`_stream_events`), not
+by the official `ollama` client: the client validates each whole line and rejects the whole reply
+for one bad part (a tool call whose arguments are not an object, a garbage line), before the agent
+could let the model try again. Embeddings and the model list still go through the client."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import logging
@@ -9,8 +15,9 @@ import ssl
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Self
 
 import certifi
@@ -36,6 +43,9 @@ log = logging.getLogger(__name__)
 VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
 LIST_TIMEOUT = 2.0  # seconds: a status check must not hang a page on a dead server
 # Query prefixes from the models' cards: some embedders are trained with asymmetric inputs.
+# Lines of one reply that may be skipped as unreadable before it is taken for something other than
+# an Ollama stream (an HTML page from a proxy, the wrong port): see `_stream_events`.
+MAX_UNREADABLE_LINES = 3
 QUERY_PREFIXES = {"snowflake-arctic-embed2": "query: ", "nomic-embed-text": "search_query: "}
 
 
@@ -46,8 +56,49 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def _headers() -> dict[str, str]:
+    key = settings.OLLAMA_API_KEY
+    return {"authorization": f"Bearer {key}"} if key else {}
+
+
+def _timeout(timeout: float) -> httpx.Timeout:
+    return httpx.Timeout(timeout, connect=min(timeout, 5.0))
+
+
 def make_client(host: str, timeout: float) -> ollama.Client:
-    return ollama.Client(host=host, timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)), verify=_tls_context())
+    return ollama.Client(host=host, timeout=_timeout(timeout), verify=_tls_context(), headers=_headers())
+
+
+def make_http_client(host: str, timeout: float) -> httpx.Client:
+    """The chat model's own HTTP client, set up as `make_client`'s (the process's one TLS context,
+    the same timeouts and key); kept by its model, so a thread's turns reuse its connection."""
+    return httpx.Client(
+        base_url=host,
+        timeout=_timeout(timeout),
+        verify=_tls_context(),
+        follow_redirects=True,
+        headers={"content-type": "application/json", "accept": "application/json", **_headers()},
+    )
+
+
+def _status_error(host: str, model: str, status: int, text: str) -> ProviderError:
+    """A non-200 answer as the client's ResponseError would have been translated."""
+    try:
+        detail = json.loads(text).get("error") or text
+    except (ValueError, AttributeError):
+        detail = text
+    return _from_response_error(ollama.ResponseError(str(detail), status), host, model)
+
+
+def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> ProviderError:
+    if exc.status_code == 404:
+        return ProviderError(
+            f"The model server at {host} does not have the model '{model}'. Pull it there "
+            f"(ollama pull {model}) or choose another model.",
+            retryable=False,
+        )
+    retryable = exc.status_code < 0 or exc.status_code >= 500 or exc.status_code == 429
+    return ProviderError(f"The model server failed: {exc.error}.", retryable=retryable)
 
 
 @contextmanager
@@ -56,24 +107,13 @@ def _translate_errors(host: str, model: str):
     try:
         yield
     except ollama.ResponseError as exc:
-        if exc.status_code == 404:
-            raise ProviderError(
-                f"The model server at {host} does not have the model '{model}'. Pull it there "
-                f"(ollama pull {model}) or choose another model.",
-                retryable=False,
-            ) from exc
-        retryable = exc.status_code < 0 or exc.status_code >= 500 or exc.status_code == 429
-        raise ProviderError(f"The model server failed: {exc.error}.", retryable=retryable) from exc
+        raise _from_response_error(exc, host, model) from exc
     except httpx.TimeoutException as exc:
         raise ProviderError(f"The model server at {host} did not answer in time.") from exc
     except (json.JSONDecodeError, pydantic.ValidationError) as exc:
-        # A garbage line mid-stream, or a tool call whose arguments are not an object: the client
-        # library rejects the whole reply, so the turn cannot go on; say so plainly.
+        # Embeddings or the model list in a shape the client does not accept.
         log.warning("Unreadable reply from the model server at %s: %s", host, exc)
-        raise ProviderError(
-            f"The model server at {host} sent a reply that could not be read (the model '{model}' may have "
-            "produced a malformed tool call). Try again."
-        ) from exc
+        raise ProviderError(f"The model server at {host} sent a reply that could not be read. Try again.") from exc
     except (ConnectionError, httpx.TransportError) as exc:
         raise ProviderError(f"The model server at {host} cannot be reached.") from exc
 
@@ -81,6 +121,8 @@ def _translate_errors(host: str, model: str):
 def _message_payload(message: ChatMessage) -> dict[str, Any]:
     payload: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
+        # Ollama accepts only an object here: a call whose arguments were unusable goes back empty
+        # (its tool result, which follows, says what was wrong).
         payload["tool_calls"] = [
             {"function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, dict) else {}}}
             for c in message.tool_calls
@@ -88,8 +130,84 @@ def _message_payload(message: ChatMessage) -> dict[str, Any]:
     if message.tool_name:
         payload["tool_name"] = message.tool_name
     if message.images:
-        payload["images"] = list(message.images)
+        payload["images"] = [base64.b64encode(image).decode() for image in message.images]
     return payload
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One line of `/api/chat`'s stream, as far as we use it."""
+
+    text: str
+    calls: tuple[ToolCall, ...]
+    done: bool
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _part(line: dict[str, Any]) -> _Part | None:
+    """The line's content, or None when it is not shaped like a chat part at all."""
+    message = line.get("message") or {}
+    if not isinstance(message, dict) or not isinstance(line.get("done", False), bool):
+        return None
+    text = message.get("content") or ""
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(text, str) or not isinstance(raw_calls, list):
+        return None
+    calls = []
+    for raw in raw_calls:
+        function = raw.get("function") if isinstance(raw, dict) else None
+        if not isinstance(function, dict):
+            return None
+        call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else uuid.uuid4().hex[:12]
+        calls.append(ToolCall.from_wire(call_id, str(function.get("name") or ""), function.get("arguments")))
+    counts = [line.get(key) for key in ("prompt_eval_count", "eval_count")]
+    prompt_tokens, completion_tokens = (n if isinstance(n, int) else 0 for n in counts)
+    return _Part(text, tuple(calls), bool(line.get("done")), prompt_tokens, completion_tokens)
+
+
+def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
+    """Our events from the lines of one `/api/chat` reply; raises ProviderError when the server
+    reports an error or the reply ends before `done`.
+
+    A line that is not a chat part is skipped and logged, and the reply goes on. NDJSON lines stand
+    alone, so one bad line does not spoil the next; Ollama sends a token or a tool call per line, so
+    skipping one costs a word (or a call the model is then asked to repeat), while ending the reply
+    would throw away an answer the student is already reading and cost a whole new generation.
+    More than MAX_UNREADABLE_LINES bad lines mean the other end is not an Ollama stream at all (a
+    proxy's error page, the wrong port): that reply ends with a sentence saying to try again."""
+    calls: list[ToolCall] = []
+    unreadable = 0
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError:
+            line = None
+        if isinstance(line, dict) and line.get("error"):
+            raise ProviderError(f"The model server failed: {line['error']}.")
+        part = _part(line) if isinstance(line, dict) else None
+        if part is None:
+            unreadable += 1
+            log.warning("Skipped an unreadable line from the model server at %s: %.200r", host, raw)
+            if unreadable > MAX_UNREADABLE_LINES:
+                raise ProviderError(
+                    f"The model server at {host} sent replies that could not be read; it may not be an Ollama "
+                    "server, or a proxy in between changed them. Try again, or ask an administrator to check "
+                    "OLLAMA_HOST."
+                )
+            continue
+        if part.text:
+            yield TextDelta(part.text)
+        for call in part.calls:
+            calls.append(call)
+            yield ToolCallEvent(call)
+        if part.done:
+            yield Done(part.prompt_tokens, part.completion_tokens, tuple(calls))
+            return
+    # A stream that ends without `done` was cut off: never pass it off as a complete answer.
+    raise ProviderError("The model server closed the answer before it was finished.")
 
 
 class _OllamaModel:
@@ -98,7 +216,7 @@ class _OllamaModel:
     def __init__(self, model: str, *, host: str, timeout: float):
         self.name = model
         self.host = host
-        self._client = make_client(host, timeout)
+        self.timeout = timeout
 
     @classmethod
     def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
@@ -110,6 +228,10 @@ class _OllamaModel:
 
 
 class OllamaChatModel(CompletesFromStream, _OllamaModel):
+    def __init__(self, model: str, *, host: str, timeout: float):
+        super().__init__(model, host=host, timeout=timeout)
+        self._http = make_http_client(host, timeout)
+
     def stream(
         self,
         messages: Sequence[ChatMessage],
@@ -118,51 +240,47 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
         format: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
     ) -> Iterator[ChatEvent]:
-        calls: list[ToolCall] = []
-        with _translate_errors(self.host, self.name):
-            parts = self._client.chat(
-                model=self.name,
-                messages=[_message_payload(m) for m in messages],
-                tools=[t.as_ollama() for t in tools] or None,
-                format=format,
-                options=options,
-                stream=True,
-            )
-            try:
-                for part in parts:
-                    if part.message.content:
-                        yield TextDelta(part.message.content)
-                    for raw in part.message.tool_calls or ():
-                        call = ToolCall(
-                            id=uuid.uuid4().hex[:12], name=raw.function.name, arguments=raw.function.arguments
-                        )
-                        calls.append(call)
-                        yield ToolCallEvent(call)
-                    if part.done:
-                        yield Done(
-                            prompt_tokens=part.prompt_eval_count or 0,
-                            completion_tokens=part.eval_count or 0,
-                            tool_calls=tuple(calls),
-                        )
-                        return
-            finally:
-                # Closed early (the student pressed Stop): end the HTTP response now, not at
-                # garbage collection, so the server stops generating.
-                close = getattr(parts, "close", None)
-                if close is not None:
-                    close()
-        # A stream that ends without `done` was cut off: never pass it off as a complete answer.
-        raise ProviderError("The model server closed the answer before it was finished.")
+        body: dict[str, Any] = {"model": self.name, "messages": [_message_payload(m) for m in messages], "stream": True}
+        for key, value in (("tools", [t.as_ollama() for t in tools]), ("format", format), ("options", options)):
+            if value:
+                body[key] = value
+        started = False
+        try:
+            # Closed early (the student pressed Stop, or the agent failed): leaving the `with`
+            # ends the HTTP response now, not at garbage collection, so the server stops generating.
+            with self._http.stream("POST", "/api/chat", json=body) as response:
+                if response.status_code != 200:
+                    text = response.read().decode(errors="replace")
+                    raise _status_error(self.host, self.name, response.status_code, text)
+                started = True
+                yield from _stream_events(response.iter_lines(), self.host)
+        except httpx.TimeoutException as exc:
+            raise ProviderError(f"The model server at {self.host} did not answer in time.") from exc
+        except httpx.TransportError as exc:
+            if started:  # the connection dropped mid-answer
+                raise ProviderError("The model server closed the answer before it was finished.") from exc
+            raise ProviderError(f"The model server at {self.host} cannot be reached.") from exc
 
     def info(self) -> ModelInfo:
-        with _translate_errors(self.host, self.name):
-            shown = self._client.show(self.name)
+        try:
+            response = self._http.post("/api/show", json={"model": self.name})
+        except httpx.TimeoutException as exc:
+            raise ProviderError(f"The model server at {self.host} did not answer in time.") from exc
+        except httpx.TransportError as exc:
+            raise ProviderError(f"The model server at {self.host} cannot be reached.") from exc
+        if response.status_code != 200:
+            raise _status_error(self.host, self.name, response.status_code, response.text)
+        try:
+            shown = response.json()
+            model_info, parameters = shown.get("model_info") or {}, shown.get("parameters") or ""
+        except (ValueError, AttributeError) as exc:
+            raise ProviderError(f"The model server at {self.host} sent a reply that could not be read.") from exc
         context = None
-        for key, value in (shown.modelinfo or {}).items():
+        for key, value in model_info.items():
             if key.endswith(".context_length"):
                 context = int(value)
         # A deployment's num_ctx parameter caps what the model was trained for.
-        for line in (shown.parameters or "").splitlines():
+        for line in parameters.splitlines():
             fields = line.split()
             if len(fields) == 2 and fields[0] == "num_ctx":
                 context = min(context or int(fields[1]), int(fields[1]))
@@ -175,6 +293,7 @@ class OllamaEmbeddingModel(_OllamaModel):
 
     def __init__(self, model: str, *, host: str, timeout: float):
         super().__init__(model, host=host, timeout=timeout)
+        self._client = make_client(host, timeout)
         self.query_prefix = QUERY_PREFIXES.get(model.split(":")[0], "")
         self._dimensions: int | None = None
         self._version: tuple[float, str] | None = None  # (looked up at, digest)

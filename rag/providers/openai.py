@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -38,6 +39,7 @@ from rag.providers.base import (
 )
 from rag.providers.ollama import LIST_TIMEOUT, _tls_context
 
+log = logging.getLogger(__name__)
 NO_KEY = "none"  # local servers need no key, but the client insists on one
 
 
@@ -70,6 +72,17 @@ def _translate_errors(base_url: str, model: str):
         raise ProviderError(f"The model server at {base_url} did not answer in time.") from exc
     except openai.APIConnectionError as exc:
         raise ProviderError(f"The model server at {base_url} cannot be reached.") from exc
+    except openai.APIError as exc:  # an error event mid-stream (vLLM sends one when generation fails)
+        raise ProviderError(f"The model server failed: {exc.message}.") from exc
+    except json.JSONDecodeError as exc:
+        # A server-sent event whose data is not JSON. Unlike Ollama's stream (read line by line
+        # here, where such a line is skipped), the SDK's stream cannot go on after it: the
+        # answer ends with a sentence that says trying again may help.
+        log.warning("Unreadable event from the model server at %s: %s", base_url, exc)
+        raise ProviderError(
+            f"The model server at {base_url} sent part of the answer in a form that could not be read "
+            f"(the model '{model}' or a proxy in between may have garbled it). Try again."
+        ) from exc
 
 
 def _message(exc: openai.APIStatusError) -> str:
@@ -125,12 +138,9 @@ class _PendingCall:
     arguments: list[str] = field(default_factory=list)
 
     def call(self, index: int) -> ToolCall:
-        text = "".join(self.arguments)
-        try:
-            arguments: Any = json.loads(text) if text else {}
-        except json.JSONDecodeError:
-            arguments = text  # the tool says what is wrong with it, so the model can try again
-        return ToolCall(id=self.id or f"call_{index}", name=self.name, arguments=arguments)
+        # Text that is not JSON (or not an object) becomes the call's `problem`: the tool says
+        # what is wrong with it, so the model can try again (as for Ollama: one parser in base.py).
+        return ToolCall.from_wire(self.id or f"call_{index}", self.name, "".join(self.arguments))
 
 
 class _OpenAIModel:
