@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from datetime import timedelta
 
 import pymupdf
 import pytest
+from django.db import connections
 from django.utils import timezone
 from rq import Worker
 from rq.job import Job
@@ -32,7 +34,7 @@ from rag.ingest.pdf.text_layer import fast_pages
 from rag.providers.ollama import _stream_events
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
-from tests.fixtures_ingest import upload
+from tests.fixtures_ingest import PDFS, chunk_keys, upload
 
 NOTES = b"# Optics\n\nLight bends when it passes from air into water, which is called refraction.\n"
 
@@ -174,6 +176,108 @@ def test_chunking_fifty_thousand_empty_headings_takes_well_under_a_second_per_me
     assert time.perf_counter() - started < 5  # was 8 min 49 s (quadratic)
     assert [c.text for c in chunks][-1].endswith("The only text.")
     assert chunks[-1].heading_path == "Heading 49999"
+
+
+# Cancel stops the job within seconds on the slowest paths, leaving nothing stored; Retry finishes it.
+# Measured about 1 s from Cancel to the job's end on each path (was: the whole embedding batch, or
+# the slowest VLM page in flight); the bound leaves room for a loaded 2-core machine.
+CANCEL_SECONDS = 4.0
+
+
+class CancelWhen(threading.Thread):
+    """The teacher presses Cancel (the API) once `ready(file)` holds; `at` is when it took effect."""
+
+    def __init__(self, client, file_id: int, ready):
+        super().__init__(daemon=True)
+        self.client, self.file_id, self.ready = client, file_id, ready
+        self.at: float | None = None
+        self.status_code: int | None = None
+
+    def run(self) -> None:
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and self.at is None:
+                source = SourceFile.objects.get(pk=self.file_id)
+                if source.status not in (FileStatus.QUEUED, FileStatus.PROCESSING):
+                    return  # finished before it could be cancelled: the test fails on `at`
+                if self.ready(source):
+                    self.status_code = self.client.post(f"/api/v1/files/{self.file_id}/cancel").status_code
+                    self.at = time.monotonic()
+                time.sleep(0.05)
+        finally:
+            connections.close_all()  # this thread's own connection
+
+
+def _cancel_during(client, collection, content: bytes, name: str, run_worker, ready, pdf_mode=None) -> SourceFile:
+    """Upload, run the worker while Cancel is pressed once `ready`; assert how soon the job ended."""
+    response = upload(client, collection, content, name, pdf_mode)
+    assert response.status_code == 201, response.json()
+    canceller = CancelWhen(client, response.json()["id"], ready)
+    canceller.start()
+    run_worker()
+    ended = time.monotonic()
+    canceller.join(5)
+    assert canceller.at is not None and canceller.status_code == 200, "Cancel was pressed while the file ran"
+    assert ended - canceller.at < CANCEL_SECONDS, f"the job ran on {ended - canceller.at:.1f} s after Cancel"
+    source = SourceFile.objects.get(pk=response.json()["id"])
+    assert source.status == FileStatus.CANCELLED and source.chunk_count == 0
+    assert chunk_keys(collection) == [], "nothing of the cancelled run is searchable"
+    return source
+
+
+def _retry_finishes(client, source: SourceFile, run_worker) -> None:
+    assert client.post(f"/api/v1/files/{source.pk}/retry").status_code == 200
+    run_worker()
+    source.refresh_from_db()
+    assert source.status == FileStatus.READY, source.error
+    assert len(chunk_keys(source.collection)) == source.chunk_count > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_stops_a_big_markdown_file_while_its_passages_are_embedded(
+    fast_collection, client_for, owner, run_worker, ollama
+):
+    ollama.embed_delay = 0.2  # seconds per passage: a slow embedding server (a batch of 32 took 6 s)
+    part = "Lens {0} bends light toward its focal point. " * 20
+    markdown = "\n\n".join(f"## Part {i}\n\n" + part.format(i) for i in range(300))
+    client = client_for(owner)
+
+    def embedding(source: SourceFile) -> bool:  # some passages are embedded, most are not
+        return "passages embedded" in source.progress_detail and not source.progress_detail.startswith("0 ")
+
+    source = _cancel_during(client, fast_collection, markdown.encode(), "optics.md", run_worker, embedding)
+    ollama.embed_delay = 0
+    _retry_finishes(client, source, run_worker)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_stops_a_many_page_pdf_read_fast(fast_collection, client_for, owner, run_worker):
+    book = pymupdf.open()
+    for _ in range(2):
+        book.insert_pdf(pymupdf.open(PDFS / "ingold-tools4scicomp.pdf"))  # 238 pages, headings from fonts
+    client = client_for(owner)
+    running = lambda s: s.status == FileStatus.PROCESSING  # noqa: E731
+    source = _cancel_during(client, fast_collection, book.tobytes(), "book.pdf", run_worker, running, "fast")
+    _retry_finishes(client, source, run_worker)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_stops_a_many_page_pdf_read_by_the_vlm_without_waiting_for_its_pages(
+    fast_collection, client_for, owner, run_worker, ollama, pdf_vlm, settings
+):
+    settings.INGEST_VLM_DPI = 50  # rendering is not what this test is about
+    book = PDFS / "ingold-tools4scicomp.pdf"  # 119 pages
+    vlm = pdf_vlm(book, delay=8.0)  # a page takes 8 s; four are read at a time
+    ollama.responder = vlm
+    client = client_for(owner)
+    source = _cancel_during(
+        client, fast_collection, book.read_bytes(), "book.pdf", run_worker, lambda _: len(vlm.calls) >= 2, "vlm"
+    )
+    vlm.delay = 0
+    _retry_finishes(client, source, run_worker)
+    deadline = time.monotonic() + 15
+    while vlm.in_flight and time.monotonic() < deadline:  # the abandoned pages' requests end too
+        time.sleep(0.1)
 
 
 def test_deeply_nested_html_fails_with_a_reason_not_an_internal_error(fast_collection, ingest_upload):

@@ -7,6 +7,7 @@ re-indexing after a chunking change only embeds the chunks whose text actually c
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -15,6 +16,13 @@ from django.conf import settings
 
 from currechat.redis_client import get_redis
 from rag.providers import get_embedding_model
+
+# A batch is one request to the model server (or one call into the local model) and cannot be
+# interrupted, so its length bounds how long a Cancel waits: batches start small and grow only while
+# each takes under BATCH_SECONDS. A second per request still amortises the request's overhead, which
+# is milliseconds on a server and nothing in-process.
+FIRST_BATCH = 4
+BATCH_SECONDS = 1.0
 
 
 def _key(model_name: str, text: str) -> str:
@@ -64,15 +72,25 @@ def embed_texts(
     missing = [i for i, vector in enumerate(vectors) if vector is None]
     cached = len(texts) - len(missing)
     progress(cached)
-    if missing:
-        batch = settings.INGEST_EMBED_BATCH
-        for start in range(0, len(missing), batch):
-            if cancelled():
-                raise IngestCancelled
-            indexes = missing[start : start + batch]
-            fresh = model.embed_batch([texts[i] for i in indexes])
-            cache.put_many([texts[i] for i in indexes], fresh)
-            for i, vector in zip(indexes, fresh, strict=True):
-                vectors[i] = vector
-            progress(cached + start + len(indexes))
+    done, size = 0, min(FIRST_BATCH, settings.INGEST_EMBED_BATCH)
+    while done < len(missing):
+        if cancelled():
+            raise IngestCancelled
+        indexes = missing[done : done + size]
+        started = time.monotonic()
+        fresh = model.embed_batch([texts[i] for i in indexes])
+        size = next_batch_size(size, len(indexes), time.monotonic() - started)
+        cache.put_many([texts[i] for i in indexes], fresh)
+        for i, vector in zip(indexes, fresh, strict=True):
+            vectors[i] = vector
+        done += len(indexes)
+        progress(cached + done)
     return [v for v in vectors if v is not None], cached
+
+
+def next_batch_size(size: int, texts: int, seconds: float) -> int:
+    """The size of the next batch after `texts` took `seconds`: doubled while batches are quick,
+    never more than INGEST_EMBED_BATCH, nor more than fits in BATCH_SECONDS at the speed seen."""
+    per_text = seconds / max(texts, 1)
+    fits = int(BATCH_SECONDS / per_text) if per_text > 0 else settings.INGEST_EMBED_BATCH
+    return max(1, min(size * 2, settings.INGEST_EMBED_BATCH, fits))

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 import pymupdf
+
+from rag.ingest.job import IngestCancelled
 
 
 def _toc_by_page(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]]:
@@ -27,7 +30,7 @@ def repeat_key(text: str) -> str:
 _BOLD = 16  # PyMuPDF span flag
 
 
-def _inferred_headings(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]]:
+def _inferred_headings(doc: pymupdf.Document, cancelled: Callable[[], bool]) -> dict[int, list[tuple[int, str]]]:
     """Headings of a PDF without an outline (papers, handouts), from its fonts.
 
     A heading is a short block (at most 3 lines, 80 characters) set entirely in bold and larger
@@ -40,6 +43,8 @@ def _inferred_headings(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]
     blocks: list[tuple[int, int, float, str]] = []
     seen: Counter = Counter()
     for number in range(1, doc.page_count + 1):
+        if number % 10 == 0 and cancelled():
+            raise IngestCancelled
         pdf_page = doc[number - 1]
         # The same flags as page_blocks' text, so the titles found here match its blocks.
         for position, block in enumerate(pdf_page.get_text("dict", flags=pymupdf.TEXTFLAGS_BLOCKS)["blocks"]):
@@ -84,7 +89,11 @@ def _inferred_headings(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]
     return headings
 
 
-def headings_by_page(doc: pymupdf.Document) -> tuple[dict[int, list[tuple[int, str]]], bool]:
-    """The document's headings per page, and whether they come from its outline (else its fonts)."""
+def headings_by_page(
+    doc: pymupdf.Document, cancelled: Callable[[], bool] = lambda: False
+) -> tuple[dict[int, list[tuple[int, str]]], bool]:
+    """The document's headings per page, and whether they come from its outline (else its fonts).
+    Reading the fonts of every page takes seconds for a long PDF: `cancelled` is asked as it goes
+    (IngestCancelled is raised), so a Cancel need not wait for it."""
     outline = _toc_by_page(doc)
-    return (outline, True) if outline else (_inferred_headings(doc), False)
+    return (outline, True) if outline else (_inferred_headings(doc, cancelled), False)

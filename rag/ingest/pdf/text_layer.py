@@ -102,7 +102,7 @@ def _drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
 
 
 def fast_pages(doc: pymupdf.Document, progress: ProgressFn, cancelled: CancelledFn) -> list[PageText]:
-    headings, outline = headings_by_page(doc)
+    headings, outline = headings_by_page(doc, cancelled)
     pages = []
     for index in range(doc.page_count):
         page = doc[index]

@@ -10,7 +10,7 @@ import functools
 import hashlib
 import logging
 import re
-import time
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import pymupdf
@@ -24,7 +24,7 @@ from rag.ingest.pdf.headings import headings_by_page
 from rag.ingest.pdf.images import render_png
 from rag.ingest.pdf.text_layer import CancelledFn, ProgressFn, page_text
 from rag.providers import get_chat_model
-from rag.providers.base import ChatMessage
+from rag.providers.base import ChatMessage, TextDelta
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,9 @@ def _save_checkpoint(key: str, text: str) -> None:
         log.info("Could not checkpoint a VLM page", exc_info=True)
 
 
-def _read_page(model, png: bytes, number: int, total: int, retries: int) -> str:
-    """One page through the VLM, retried on failures that may pass; raises the last error."""
+def _read_page(model, png: bytes, number: int, total: int, retries: int, stop: threading.Event) -> str:
+    """One page through the VLM, retried on failures that may pass; raises the last error, or
+    IngestCancelled soon after `stop` is set (at the next streamed token or retry)."""
     messages = [
         ChatMessage(role="system", content=VLM_SYSTEM_PROMPT),
         ChatMessage(role="user", content=f"Page {number} of {total}. Transcribe it as Markdown.", images=(png,)),
@@ -80,7 +81,7 @@ def _read_page(model, png: bytes, number: int, total: int, retries: int) -> str:
     error: ProviderError = ProviderError("The vision model returned an empty page.")
     for attempt in range(retries + 1):
         try:
-            text = clean_vlm_markdown(model.complete(messages, options={"temperature": 0}))
+            text = clean_vlm_markdown(_transcribe(model, messages, stop))
             if text:
                 return text
             error = ProviderError("The vision model returned an empty page.")
@@ -88,9 +89,25 @@ def _read_page(model, png: bytes, number: int, total: int, retries: int) -> str:
             if not exc.retryable:
                 raise
             error = exc
-        if attempt < retries:
-            time.sleep(min(0.5 * 2**attempt, 5.0))
+        if attempt < retries and stop.wait(min(0.5 * 2**attempt, 5.0)):
+            raise IngestCancelled
     raise error
+
+
+def _transcribe(model, messages: list[ChatMessage], stop: threading.Event) -> str:
+    """The model's answer, streamed so that a cancelled file stops it mid-page: closing the stream
+    closes its HTTP request, and the model server stops generating (a page can take a minute)."""
+    parts: list[str] = []
+    stream = model.stream(messages, options={"temperature": 0})
+    try:
+        for event in stream:
+            if stop.is_set():
+                raise IngestCancelled
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+    finally:
+        stream.close()
+    return "".join(parts)
 
 
 def vlm_pages(
@@ -111,42 +128,51 @@ def vlm_pages(
     keys: dict[int, str] = {}
     fallbacks: list[int] = []
     model_unusable = False
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vlm") as pool:
-        pending: dict[Future, int] = {}
-        next_index = 0
-        try:
-            while next_index < total or pending:
-                # Render a little ahead so the model never waits for an image.
-                while next_index < total and len(pending) < concurrency * 2 and not model_unusable:
-                    png = render_png(doc[next_index], dpi)
-                    keys[next_index] = _checkpoint_key(model_name, png)
-                    saved = _read_checkpoint(keys[next_index])
-                    if saved is not None:
-                        results[next_index] = saved
-                    else:
-                        pending[pool.submit(_read_page, model, png, next_index + 1, total, retries)] = next_index
-                    next_index += 1
-                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                if cancelled():
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vlm")
+    stop = threading.Event()
+    pending: dict[Future, int] = {}
+    next_index = 0
+    try:
+        while next_index < total or pending:
+            # Render a little ahead so the model never waits for an image.
+            while next_index < total and len(pending) < concurrency * 2 and not model_unusable:
+                if cancelled():  # rendering ahead takes a while at a high DPI
                     raise IngestCancelled
-                for future in done:
-                    index = pending.pop(future)
-                    try:
-                        results[index] = future.result()
-                        _save_checkpoint(keys[index], results[index])
-                    except ProviderError as exc:
-                        log.warning("VLM failed on page %s: %s", index + 1, exc)
-                        model_unusable = model_unusable or not exc.retryable
-                        results[index] = fallback_text(index)
-                        fallbacks.append(index + 1)
-                if model_unusable and not pending:
-                    for index in range(next_index, total):  # the model is gone: read the rest fast
-                        results[index] = fallback_text(index)
-                        fallbacks.append(index + 1)
-                    next_index = total
-                progress(len(results))
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+                png = render_png(doc[next_index], dpi)
+                keys[next_index] = _checkpoint_key(model_name, png)
+                saved = _read_checkpoint(keys[next_index])
+                if saved is not None:
+                    results[next_index] = saved
+                else:
+                    pending[pool.submit(_read_page, model, png, next_index + 1, total, retries, stop)] = next_index
+                next_index += 1
+            done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            if cancelled():
+                raise IngestCancelled
+            for future in done:
+                index = pending.pop(future)
+                try:
+                    results[index] = future.result()
+                    _save_checkpoint(keys[index], results[index])
+                except ProviderError as exc:
+                    log.warning("VLM failed on page %s: %s", index + 1, exc)
+                    model_unusable = model_unusable or not exc.retryable
+                    results[index] = fallback_text(index)
+                    fallbacks.append(index + 1)
+            if model_unusable and not pending:
+                for index in range(next_index, total):  # the model is gone: read the rest fast
+                    if cancelled():
+                        raise IngestCancelled
+                    results[index] = fallback_text(index)
+                    fallbacks.append(index + 1)
+                next_index = total
+            progress(len(results))
+    except BaseException:
+        # Cancelled (or failed): the pages being read are abandoned, not awaited, so the job ends
+        # within a second of Cancel rather than after the slowest page in flight. Their threads
+        # stop at their next token (`stop`), or end with the job's process.
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return [PageText(i + 1, results[i]) for i in range(total)], sorted(fallbacks)
