@@ -16,6 +16,9 @@ Scenarios:
             worker stays up and ingests the next file (rq alone quit for good).
   web       the process writing a chat answer is killed (kill -9) mid-stream: the text streamed
             up to the last second is stored, and the chat takes the next question at once.
+  cancel    Cancel is pressed while a slow VLM (10 s a page, four in flight) reads a 102-page PDF:
+            the job process ends within seconds (it does not wait for the pages in flight), the
+            file is cancelled with nothing in the index, and Retry is accepted.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import start_services, stop_services  # noqa: E402
-from bench.ingest import NOTES_EN, _vlm_server  # noqa: E402
+from bench.ingest import NOTES_DE, NOTES_EN, _vlm_server  # noqa: E402
 
 STALE_SECONDS = 5
 FAKE_EMBEDDER = "ollama:snowflake-arctic-embed2"
@@ -81,10 +84,11 @@ class Env:
         self.tmp = tmp
         self.workers: list[subprocess.Popen] = []
 
-    def start_worker(self) -> subprocess.Popen:
+    def start_worker(self, **env: str) -> subprocess.Popen:
         command = [sys.executable, "manage.py", "rqworker", "--job-class", "django_tasks_rq.Job", "ingest"]
         log = (self.tmp / f"worker{len(self.workers)}.log").open("w")
-        worker = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT)
+        environment = {**os.environ, **env}
+        worker = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
         self.workers.append(worker)
         return worker
 
@@ -178,6 +182,32 @@ def scenario_redis(env: Env, user, redis_server) -> str:
     )
 
 
+def scenario_cancel(env: Env, user, slow_vlm_url: str) -> str:
+    from collections_app import files
+    from currechat.redis_client import get_redis
+
+    worker = env.start_worker(OLLAMA_HOST=slow_vlm_url)
+    # Not the PDF of the other scenarios: its pages are checkpointed by now and would not be read.
+    source = _upload(user, "cancel", NOTES_DE, "vlm")
+    wait_for(lambda: _state(source).status == "processing" and children_of(worker.pid), 60, "the job to start")
+    time.sleep(3)  # four pages are in flight, none of them read (each takes 10 s)
+    horses = children_of(worker.pid)
+    files.cancel_file(_state(source))
+    pressed = time.monotonic()
+    wait_for(lambda: not any(alive(pid) for pid in horses), 10, "the job process to end after Cancel")
+    seconds = time.monotonic() - pressed
+    assert seconds < 5, f"the job ran on {seconds:.1f} s after Cancel"
+    assert worker.poll() is None, "the worker survived the cancel"
+    _state(source)
+    keys = list(get_redis().scan_iter(match=f"*:c{source.collection_id}:chunk:*"))
+    assert source.status == "cancelled" and source.chunk_count == 0 and not keys, (source.status, len(keys))
+    files.retry_file(source)
+    assert _state(source).status == "queued", source.status
+    wait_for(lambda: _state(source).status == "processing", 30, "the retried file to start")
+    files.cancel_file(source)  # reading 102 slow pages is not this scenario's business
+    return f"job process ended {seconds:.1f} s after Cancel (pages in flight: 10 s each); nothing indexed; Retry ran"
+
+
 def _answer_in_child(session_id: int, done) -> None:
     """A web process answering a turn (killed mid-stream by the parent)."""
     from django.db import connections
@@ -237,9 +267,9 @@ def _chat_server(conn) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", nargs="*", choices=["horse", "worker", "redis", "web"], default=None)
+    parser.add_argument("--only", nargs="*", choices=["horse", "worker", "redis", "web", "cancel"], default=None)
     args = parser.parse_args()
-    names = args.only or ["horse", "worker", "redis", "web"]
+    names = args.only or ["horse", "worker", "redis", "web", "cancel"]
     tmp = Path(tempfile.mkdtemp(prefix="currechat-faults-"))
     vlm_end, vlm_child = multiprocessing.Pipe()
     vlm = multiprocessing.Process(target=_vlm_server, args=(vlm_child, 0.3, str(NOTES_EN)), daemon=True)
@@ -249,6 +279,10 @@ def main() -> int:
     chat = multiprocessing.Process(target=_chat_server, args=(chat_child,), daemon=True)
     chat.start()
     chat_url = chat_end.recv()
+    slow_end, slow_child = multiprocessing.Pipe()
+    slow_vlm = multiprocessing.Process(target=_vlm_server, args=(slow_child, 10.0, str(NOTES_DE)), daemon=True)
+    slow_vlm.start()
+    slow_vlm_url = slow_end.recv()
     redis_server = start_services(
         "faults",
         data_dir=tmp,
@@ -278,6 +312,8 @@ def main() -> int:
                     outcome = scenario_redis(env, user, redis_server)
                 elif name == "web":
                     outcome = scenario_web(env, user, chat_url)
+                elif name == "cancel":
+                    outcome = scenario_cancel(env, user, slow_vlm_url)
                 else:
                     outcome = {"horse": scenario_horse, "worker": scenario_worker}[name](env, user)
                 print(f"PASS {name:7} {outcome} ({time.monotonic() - started:.0f} s)", flush=True)
@@ -289,6 +325,7 @@ def main() -> int:
     finally:
         vlm.terminate()
         chat.terminate()
+        slow_vlm.terminate()
         stop_services(redis_server)
     return 1 if failures else 0
 

@@ -331,8 +331,9 @@ def test_unusable_tool_call_arguments_let_the_model_search_again(
     # Stored as the model sent them: OpenAI's wire carries arguments as JSON text.
     assert reply.tool_calls[0]["arguments"] in (arguments, json.dumps(arguments))
     assert reply.tool_calls[0]["query"] is None
-    told = protocol.chat_requests()[1]["messages"][-1]["content"]  # the tool's answer to the bad call
-    assert complaint in told and 'Call document_search again with {"query"' in told
+    *_, echoed, told = protocol.chat_requests()[1]["messages"]  # the bad call, and the tool's answer to it
+    assert complaint in told["content"] and 'Call document_search again with {"query"' in told["content"]
+    assert echoed["tool_calls"][0]["function"]["arguments"] in ({}, "{}"), "servers that parse it get an object"
 
 
 def test_a_garbage_line_mid_stream_is_skipped_and_the_answer_completes(client_for, student, session, ollama):

@@ -42,10 +42,10 @@ from rag.providers.base import (
 log = logging.getLogger(__name__)
 VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
 LIST_TIMEOUT = 2.0  # seconds: a status check must not hang a page on a dead server
-# Query prefixes from the models' cards: some embedders are trained with asymmetric inputs.
 # Lines of one reply that may be skipped as unreadable before it is taken for something other than
 # an Ollama stream (an HTML page from a proxy, the wrong port): see `_stream_events`.
 MAX_UNREADABLE_LINES = 3
+# Query prefixes from the models' cards: some embedders are trained with asymmetric inputs.
 QUERY_PREFIXES = {"snowflake-arctic-embed2": "query: ", "nomic-embed-text": "search_query: "}
 
 

@@ -113,7 +113,9 @@ def _messages_payload(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
                     "type": "function",
                     "function": {
                         "name": c.name,
-                        "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments),
+                        # Unusable arguments go back as an empty object, as to Ollama: some servers
+                        # (vLLM) parse them for the chat template, and the tool result says what was wrong.
+                        "arguments": "{}" if c.problem else json.dumps(c.arguments),
                     },
                 }
                 for c in m.tool_calls
