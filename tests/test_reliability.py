@@ -233,6 +233,7 @@ def _retry_finishes(client, source: SourceFile, run_worker) -> None:
     assert len(chunk_keys(source.collection)) == source.chunk_count > 0
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_cancel_stops_a_big_markdown_file_while_its_passages_are_embedded(
     fast_collection, client_for, owner, run_worker, ollama
@@ -250,6 +251,7 @@ def test_cancel_stops_a_big_markdown_file_while_its_passages_are_embedded(
     _retry_finishes(client, source, run_worker)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_cancel_stops_a_many_page_pdf_read_fast(fast_collection, client_for, owner, run_worker):
     book = pymupdf.open()
@@ -261,6 +263,7 @@ def test_cancel_stops_a_many_page_pdf_read_fast(fast_collection, client_for, own
     _retry_finishes(client, source, run_worker)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_cancel_stops_a_many_page_pdf_read_by_the_vlm_without_waiting_for_its_pages(
     fast_collection, client_for, owner, run_worker, ollama, pdf_vlm, settings
