@@ -11,7 +11,9 @@ import hashlib
 import logging
 import re
 import threading
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 
 import pymupdf
 import redis
@@ -110,6 +112,23 @@ def _transcribe(model, messages: list[ChatMessage], stop: threading.Event) -> st
     return "".join(parts)
 
 
+@contextmanager
+def _page_readers(concurrency: int) -> Iterator[tuple[ThreadPoolExecutor, threading.Event]]:
+    """Threads for the model calls, and the event that stops them. Left by an exception (Cancel),
+    the pages being read are abandoned, not awaited, so the job ends within a second of Cancel
+    rather than after the slowest page in flight: their threads stop at their next token (`stop`),
+    or end with the job's process."""
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vlm")
+    stop = threading.Event()
+    try:
+        yield pool, stop
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
 def vlm_pages(
     doc: pymupdf.Document, model_name: str, progress: ProgressFn, cancelled: CancelledFn
 ) -> tuple[list[PageText], list[int]]:
@@ -128,11 +147,9 @@ def vlm_pages(
     keys: dict[int, str] = {}
     fallbacks: list[int] = []
     model_unusable = False
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vlm")
-    stop = threading.Event()
-    pending: dict[Future, int] = {}
-    next_index = 0
-    try:
+    with _page_readers(concurrency) as (pool, stop):
+        pending: dict[Future, int] = {}
+        next_index = 0
         while next_index < total or pending:
             # Render a little ahead so the model never waits for an image.
             while next_index < total and len(pending) < concurrency * 2 and not model_unusable:
@@ -167,12 +184,4 @@ def vlm_pages(
                     fallbacks.append(index + 1)
                 next_index = total
             progress(len(results))
-    except BaseException:
-        # Cancelled (or failed): the pages being read are abandoned, not awaited, so the job ends
-        # within a second of Cancel rather than after the slowest page in flight. Their threads
-        # stop at their next token (`stop`), or end with the job's process.
-        stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
     return [PageText(i + 1, results[i]) for i in range(total)], sorted(fallbacks)
