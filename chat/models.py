@@ -215,7 +215,12 @@ class Enrollment(models.Model):
 
     @property
     def label(self) -> str:
-        return f"Student {self.number}"
+        return self.label_of(self.number)
+
+    @staticmethod
+    def label_of(number: int) -> str:
+        """The pseudonym a student has in one prompt; the number is also their roster id."""
+        return gettext("Student %(number)s") % {"number": number}
 
 
 class ChatSessionQuerySet(models.QuerySet):

@@ -26,7 +26,7 @@ from chat import enrollment, feedback, insight, insight_chart, insight_csv, rost
 from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
-from chat.serializers import message_dict
+from chat.serializers import message_dict, student_label
 from currechat.embedding import embeddable
 from currechat.errors import CurreChatError, NotFound
 from currechat.health import get_health, shows_details
@@ -64,7 +64,6 @@ def prompt_detail(request, pk: int):
         .exclude(user=request.user)
         .select_related("user")[:100]
     )
-    labels = {row_student: row.label for row_student, row in _roster_by_user(prompt).items()}
     context = {
         "prompt": prompt,
         "form": form,
@@ -72,7 +71,7 @@ def prompt_detail(request, pk: int):
         "embed_code": _embed_code(join_url, prompt.name),
         "embedding_enabled": bool(settings.EMBED_ALLOWED_ORIGINS),
         "students": roster.roster(prompt),
-        "chats": [(chat, _chat_label(chat, labels)) for chat in chats],
+        "chats": list(zip(chats, roster.chat_labels(prompt, chats), strict=True)),
         "state": prompt.state(),
         "state_sentence": state_sentence(prompt),
         "is_owner": is_prompt_owner(request.user, prompt),
@@ -88,17 +87,6 @@ def _embed_code(join_url: str, title: str) -> str:
         f'<iframe src="{escape(join_url)}" title="{escape(title)}" width="100%" height="720" '
         'style="border:0" allow="clipboard-write"></iframe>'
     )
-
-
-def _roster_by_user(prompt) -> dict:
-    by_number = {row.id: row for row in roster.roster(prompt)}
-    return {e.student_id: by_number[e.number] for e in prompt.enrollments.all() if e.number in by_number}
-
-
-def _chat_label(chat, labels: dict) -> str:
-    if chat.visibility == ChatVisibility.NAMED:
-        return chat.user.get_full_name() or chat.user.username
-    return labels.get(chat.user_id, "A teacher")
 
 
 @login_required
@@ -223,7 +211,7 @@ def _chat_page(request, prompt, session):
         "session": session,
         "sessions": sessions,
         "read_only_owner": owner if owner.id != request.user.id else None,
-        "read_only_label": _reader_label(prompt, session) if owner.id != request.user.id else "",
+        "read_only_label": student_label(session, request.user) if session and owner.id != request.user.id else "",
         "can_start": may_chat and owner.id == request.user.id,
         "closed_reason": closed_reason,
         # Teachers chat before students can (or after): the band says students can't use it now.
@@ -247,16 +235,6 @@ def _lti_band(request, prompt) -> dict | None:
     """The course and name a learning-platform launch into this prompt brought (shown above the chat)."""
     launch = request.session.get("lti_launch")
     return launch if launch and launch.get("prompt_id") == prompt.pk else None
-
-
-def _reader_label(prompt, session) -> str:
-    """How a teacher sees the chat's student: by name only when the chat was started as "named"."""
-    if session is None:
-        return ""
-    if session.visibility == ChatVisibility.NAMED:
-        return session.user.username
-    enrollment = prompt.enrollments.filter(student_id=session.user_id).first()
-    return enrollment.label if enrollment else "a teacher"
 
 
 def _chat_list(prompt, owner, query: str):
