@@ -6,6 +6,7 @@ from typing import Any
 
 from chat import roster
 from chat.events import with_html
+from chat.model_choice import current_model, model_choices
 from chat.models import ChatSession, Enrollment, Message, MessageRole
 from currechat.rendering import render_markdown
 
@@ -72,6 +73,8 @@ def session_dict(session: ChatSession, viewer=None, *, with_messages: bool = Fal
         "prompt_name": session.prompt.name,
         "user": student_label(session, viewer),
         "title": str(session),
+        "model": current_model(session),
+        "model_choices": model_choices(session.prompt),
         "visibility": session.visibility,
         "created": session.created.isoformat(),
         "updated": session.updated.isoformat(),

@@ -25,6 +25,7 @@ from accounts.permissions import (
 from chat import enrollment, feedback, insight, insight_chart, insight_csv, roster, usage, writes
 from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
+from chat.model_choice import current_model, model_choices, offers_choice
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
 from chat.serializers import message_dict, student_label
 from currechat.embedding import embeddable
@@ -142,11 +143,11 @@ def student_action(request, pk: int, number: int, action: str):
 # --- Chat pages ------------------------------------------------------------------------------------
 
 
-def _model_status(prompt, user) -> dict:
-    """The status line of a chat: is the prompt's model connected, or do answers quote passages?
+def _model_status(model: str, user) -> dict:
+    """The status line of a chat: is the chat's model connected, or do answers quote passages?
     Teachers and staff read the model's name; students only whether the assistant is available."""
     health = get_health()
-    connected = health.has_model(prompt.chat_model)
+    connected = health.has_model(model)
     if not shows_details(user):
         text = (
             _("The assistant is available (connected).")
@@ -155,14 +156,28 @@ def _model_status(prompt, user) -> dict:
         )
         return {"connected": connected, "model": "", "text": text}
     if connected:
-        text = _("Model %(model)s connected.") % {"model": prompt.chat_model}
+        text = _("Model %(model)s connected.") % {"model": model}
     elif health.model_server.ok:
         text = _("Model %(model)s is not on the model server: answers quote the material without it.") % {
-            "model": prompt.chat_model
+            "model": model
         }
     else:
         text = _("No language model connected: answers quote the course material without a language model.")
-    return {"connected": connected, "model": prompt.chat_model, "text": text}
+    return {"connected": connected, "model": model, "text": text}
+
+
+def _model_select(prompt, model: str) -> list[dict] | None:
+    """The composer's choice of models, when the prompt offers more than one: each with whether it
+    can answer now (a model gone from its server says so in plain words, not why)."""
+    if not offers_choice(prompt):
+        return None
+    health = get_health()
+    options = []
+    for name in model_choices(prompt):
+        available = health.has_model(name)
+        label = name if available else _("%(model)s (not available now)") % {"model": name}
+        options.append({"name": name, "label": label, "selected": name == model})
+    return options
 
 
 def _usage(user, prompt) -> dict:
@@ -193,13 +208,16 @@ def _chat_page(request, prompt, session):
     writable = may_chat and owner.id == request.user.id
     teaching = prompt.is_taught_by(request.user)
     state = prompt.state()
+    model = current_model(session) if session else prompt.chat_model
     config = {
         "session_id": session.id if session else None,
         "ws_path": f"/ws/chats/{session.id}/" if session else None,
         "api_path": f"/api/v1/chats/{session.id}" if session else None,
         "writable": writable,
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
-        "model_status": _model_status(prompt, request.user),
+        "model_status": _model_status(model, request.user),
+        # Which model wrote each answer: for students when they choose between models, for teachers always.
+        "show_models": offers_choice(prompt) or shows_details(request.user),
         "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},
         # Ratings of the student's own answers (feedback controls under each answer).
         "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,
@@ -219,7 +237,8 @@ def _chat_page(request, prompt, session):
         "state_sentence": state_sentence(prompt, state),
         "example_questions": prompt.example_questions if writable else [],
         "query": query,
-        "page_models": [("chat", prompt.chat_model)],
+        "page_models": [("chat", model)],
+        "model_options": _model_select(prompt, model) if writable else None,
         "max_chars": settings.CHAT_MAX_MESSAGE_CHARS,
         # What teachers see: the level the chat started under (a blank chat starts under today's).
         "visibility_sentence": STUDENT_SENTENCES[session.visibility if session else prompt.chat_visibility],

@@ -19,7 +19,7 @@ import ollama
 import pydantic
 from django.conf import settings
 
-from currechat.errors import ProviderError
+from currechat.errors import ModelMissing, ProviderError
 from rag.providers.base import (
     ChatEvent,
     ChatMessage,
@@ -57,10 +57,9 @@ def _translate_errors(host: str, model: str):
         yield
     except ollama.ResponseError as exc:
         if exc.status_code == 404:
-            raise ProviderError(
+            raise ModelMissing(
                 f"The model server at {host} does not have the model '{model}'. Pull it there "
-                f"(ollama pull {model}) or choose another model.",
-                retryable=False,
+                f"(ollama pull {model}) or choose another model."
             ) from exc
         retryable = exc.status_code < 0 or exc.status_code >= 500 or exc.status_code == 429
         raise ProviderError(f"The model server failed: {exc.error}.", retryable=retryable) from exc
