@@ -6,11 +6,12 @@ Everything is real except the model: a Redis Stack server, `daphne currechat.asg
 in its own process (SQLite, the `make run` default), and the model servers in processes of their
 own, streaming every answer at a fixed rate: the Ollama-protocol test server
 (tests/fake_ollama.FakeOllama) and the OpenAI-protocol one (tests/fake_openai.FakeOpenAI). Each
-run measures four configurations in turn against the same server process — each protocol with
-weekly token budgets off (the prompt has none) and on (a budget that is checked before every turn
-and counted after every model call, but never reached) — each with its own chats. The
-clients (this process, `websockets`) start chats evenly over `--ramp` seconds; answers last longer
-than the ramp, so all N chats stream at the same time.
+run measures both protocols against the same server process, in `--rounds` rounds each. In a
+round, N chats alternate between a prompt with weekly token budgets off (it has none) and one
+with them on (a budget that is checked before every turn and counted after every model call, but
+never reached), so the two settings are compared in the same window, under the same load from
+whatever else the machine runs. The clients (this process, `websockets`) start chats evenly over
+`--ramp` seconds; answers last longer than the ramp, so all N chats stream at the same time.
 
 Reported:
 - lost / reordered / duplicated tokens per chat, against the exact sequence the model sent;
@@ -177,14 +178,25 @@ async def one_chat(
 
 
 async def run_chats(
-    port: int, chats: list[tuple[int, str]], ramp: float, first_index: int = 0, stop_every: int = 0
+    port: int,
+    chats: list[tuple[int, str]],
+    ramp: float,
+    first_index: int = 0,
+    stop_every: int = 0,
+    group: int = 1,
 ) -> list[ChatRun]:
-    """Every `stop_every`-th chat presses Stop after its 10th token event (0: none does)."""
+    """Every `stop_every`-th group of `group` chats presses Stop after its 10th token event (0: none
+    does); with chats of two configurations alternating, a group of 2 gives both the same share."""
     begin = time.monotonic() + 2.0  # all sockets open first; then messages go out over the ramp
     spacing = ramp / max(1, len(chats))
     jobs = [
         one_chat(
-            first_index + i, port, cid, cookie, begin + i * spacing, 10 if stop_every and i % stop_every == 0 else None
+            first_index + i,
+            port,
+            cid,
+            cookie,
+            begin + i * spacing,
+            10 if stop_every and (i // group) % stop_every == 0 else None,
         )
         for i, (cid, cookie) in enumerate(chats)
     ]
@@ -258,6 +270,8 @@ def report(runs: list[ChatRun], arrivals: dict[int, float], expected: list[str],
         rows.append(f"| {label} | {pct(values, 0.5):.1f} | {pct(values, 0.95):.1f} | {max(values, default=0):.1f} |")
     if ok:
         rows.append(f"\nmean answer time {statistics.mean(r.done - r.sent for r in ok if r.done):.2f} s")
+    if args.server_cpu is None:
+        return "\n".join(rows + [f"errors: {'; '.join(errors[:5])}"] if errors else rows)
     streamed = sum(len("".join(r.tokens).split()) for r in runs)
     rows.append(
         f"server CPU: {args.server_cpu:.1f} s over {args.wall:.1f} s ({args.server_cpu / args.wall:.0%} of a core), "
@@ -269,12 +283,7 @@ def report(runs: list[ChatRun], arrivals: dict[int, float], expected: list[str],
     return "\n".join(rows)
 
 
-CONFIGS = [  # (protocol, budgets): "off" and "on" alternate, so neither always runs on a warmer server
-    ("ollama", "off"),
-    ("ollama", "on"),
-    ("openai", "on"),
-    ("openai", "off"),
-]
+PROTOCOLS = ("ollama", "openai")
 MODELS = {"ollama": "qwen3:8b", "openai": "openai:Qwen/Qwen3-8B"}
 NEVER_REACHED = 10**9  # a budget every turn is checked against and counted towards
 
@@ -289,15 +298,24 @@ def start_model_servers(ctx, expected: list[str], delay: float) -> dict[str, tup
     return servers
 
 
-def measure(port: int, daphne_pid: int, chats: list[tuple[int, str]], args, first_index: int) -> tuple:
-    """One configuration: a warm-up chat (not counted), then the rest over the ramp."""
-    warm = asyncio.run(run_chats(port, chats[:1], 0.0, first_index=first_index))[0]
-    if warm.error:
-        raise RuntimeError(f"warm-up chat failed: {warm.error}")
+def mixed_round(port: int, daphne_pid: int, off: list, on: list, args, first_index: int) -> tuple:
+    """One round of one protocol: budgets off and on in the same window.
+
+    The chats alternate between the prompt without a budget and the one with a budget, so whatever
+    else the shared machine does during the round hits both alike; run one after the other, a
+    burst from another job decides which configuration looks slower (seen: p95 ratios of 0.05 and
+    1.92 for the same code). A warm-up chat of each prompt is not counted.
+    Returns ({"off": runs, "on": runs}, server CPU seconds, wall seconds).
+    """
+    for warm in asyncio.run(run_chats(port, [off[0], on[0]], 0.0, first_index=first_index)):
+        if warm.error:
+            raise RuntimeError(f"warm-up chat failed: {warm.error}")
+    chats = [chat for pair in zip(off[1:], on[1:], strict=True) for chat in pair]
     cpu_before, wall_before = cpu_seconds(daphne_pid), time.monotonic()
     stop_every = round(1 / args.stop_share) if args.stop_share else 0
-    runs = asyncio.run(run_chats(port, chats[1:], args.ramp, first_index=first_index + 1, stop_every=stop_every))
-    return runs, cpu_seconds(daphne_pid) - cpu_before, time.monotonic() - wall_before
+    runs = asyncio.run(run_chats(port, chats, args.ramp, first_index=first_index + 2, stop_every=stop_every, group=2))
+    split = {"off": runs[0::2], "on": runs[1::2]}
+    return split, cpu_seconds(daphne_pid) - cpu_before, time.monotonic() - wall_before
 
 
 def main() -> int:
@@ -308,6 +326,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="tokens per second per answer")
     parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which the chats start")
     parser.add_argument("--stop-share", type=float, default=0.1, help="share of chats that press Stop mid-answer")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per protocol, each with budgets off and on mixed")
     args = parser.parse_args()
     args.first_delay = 1.0 / args.rate  # the fakes sleep this long before every chunk, the first too
 
@@ -337,11 +356,13 @@ def main() -> int:
         (tmp / "var").mkdir()
         os.environ.update(env)
         setup_database()
+        half = args.chats // 2
+        budget = {"off": None, "on": NEVER_REACHED}
         data = {
-            (protocol, budgets): prepare_data(
-                args.chats, f"{protocol}-{budgets}", MODELS[protocol], NEVER_REACHED if budgets == "on" else None
-            )
-            for protocol, budgets in CONFIGS
+            (r, protocol, budgets): prepare_data(half, f"{protocol}-{budgets}-{r}", MODELS[protocol], budget[budgets])
+            for r in range(args.rounds)
+            for protocol in PROTOCOLS
+            for budgets in ("off", "on")
         }
         warm_up = prepare_data(20, "warm-up", MODELS["ollama"], None)
         port = free_port()
@@ -350,27 +371,27 @@ def main() -> int:
         daphne = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
         wait_for_port(port)
         # Not counted: the server's first burst (thread pool, connections, caches) under load.
-        measure(port, daphne.pid, warm_up, args, first_index=0)
-        results = {}
-        for n, config in enumerate(CONFIGS):
-            results[config] = measure(port, daphne.pid, data[config], args, first_index=(n + 1) * 100000)
+        asyncio.run(run_chats(port, warm_up, args.ramp))
+        rounds: list[tuple[int, str, dict, float, float]] = []
+        for r in range(args.rounds):
+            # The protocols take turns going first, so neither always meets a warmer server.
+            for protocol in PROTOCOLS if r % 2 == 0 else PROTOCOLS[::-1]:
+                split, cpu, wall = mixed_round(
+                    port,
+                    daphne.pid,
+                    data[(r, protocol, "off")],
+                    data[(r, protocol, "on")],
+                    args,
+                    first_index=(len(rounds) + 1) * 100000,
+                )
+                rounds.append((r, protocol, split, cpu, wall))
         arrivals: dict[int, float] = {}
         for _, parent, _ in servers.values():
             parent.send("dump")
             arrivals.update(parent.recv())
-        summary = []
-        for (protocol, budgets), (runs, cpu, wall) in results.items():
-            args.server_cpu, args.wall = cpu, wall
-            print(f"\n## {protocol} protocol, budgets {budgets}\n")
-            print(report(runs, arrivals, expected, args))
-            ok = [r for r in runs if not r.error and r.first is not None and r.index in arrivals]
-            own = [((r.first - r.sent) - args.first_delay) * 1000 for r in ok]
-            # Stopped answers lack their tail on purpose: lost tokens are counted in completed answers.
-            lost = sum(check(r, expected)[0] for r in runs if not r.error and r.stop_after is None)
-            summary.append((protocol, budgets, pct(own, 0.5), pct(own, 0.95), lost, sum(1 for r in runs if r.error)))
-            if any(r.error for r in runs):
-                print("daphne log (end):\n" + (tmp / "daphne.log").read_text()[-3000:])
-        print(summary_table(summary))
+        print(full_report(rounds, arrivals, expected, args))
+        if any(run.error for *_, split, _, _ in rounds for runs in split.values() for run in runs):
+            print("daphne log (end):\n" + (tmp / "daphne.log").read_text()[-3000:])
         return 0
     finally:
         if daphne is not None:
@@ -383,21 +404,47 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def summary_table(rows: list[tuple]) -> str:
-    """Server's own time to first token per configuration, and budgets on against off per protocol."""
-    lines = [
+def own_ttft(runs: list[ChatRun], arrivals: dict[int, float], args) -> list[float]:
+    """The server's own time to first token (ms) of each chat that got one."""
+    ok = [r for r in runs if not r.error and r.first is not None and r.index in arrivals]
+    return [((r.first - r.sent) - args.first_delay) * 1000 for r in ok]
+
+
+def full_report(rounds: list[tuple], arrivals: dict[int, float], expected: list[str], args) -> str:
+    """Per protocol and budget setting: every round's chats pooled; then the paired comparison,
+    round by round, of budgets on against off (the same window, so the same machine load)."""
+    out = []
+    summary = [
         "\n| protocol | budgets | own TTFT p50 (ms) | own TTFT p95 (ms) | lost tokens (completed) | failed chats |",
         "|---|---|---|---|---|---|",
     ]
-    p95 = {}
-    for protocol, budgets, p50, q95, lost, failed in rows:
-        lines.append(f"| {protocol} | {budgets} | {p50:.1f} | {q95:.1f} | {lost} | {failed} |")
-        p95[(protocol, budgets)] = q95
-    for protocol in ("ollama", "openai"):
-        on, off = p95.get((protocol, "on")), p95.get((protocol, "off"))
-        if on is not None and off:
-            lines.append(f"\n{protocol}: p95 with budgets on / off = {on / off:.2f}")
-    return "\n".join(lines)
+    paired = [
+        "\n| protocol | round | p95 off (ms) | p95 on (ms) | on / off | server CPU per streamed token |",
+        "|---|---|---|---|---|---|",
+    ]
+    for protocol in PROTOCOLS:
+        mine = [entry for entry in rounds if entry[1] == protocol]
+        for budgets in ("off", "on"):
+            runs = [run for _, _, split, _, _ in mine for run in split[budgets]]
+            args.server_cpu = None  # measured per round for both settings together (below)
+            out.append(f"\n## {protocol} protocol, budgets {budgets} ({len(mine)} rounds pooled)\n")
+            out.append(report(runs, arrivals, expected, args))
+            own = own_ttft(runs, arrivals, args)
+            lost = sum(check(r, expected)[0] for r in runs if not r.error and r.stop_after is None)
+            failed = sum(1 for r in runs if r.error)
+            summary.append(
+                f"| {protocol} | {budgets} | {pct(own, 0.5):.1f} | {pct(own, 0.95):.1f} | {lost} | {failed} |"
+            )
+        ratios = []
+        for r, _, split, cpu, _wall in mine:
+            off, on = (pct(own_ttft(split[b], arrivals, args), 0.95) for b in ("off", "on"))
+            streamed = sum(len("".join(run.tokens).split()) for runs in split.values() for run in runs)
+            ratios.append(on / off)
+            per_token = cpu / max(1, streamed) * 1e6
+            paired.append(f"| {protocol} | {r + 1} | {off:.1f} | {on:.1f} | {on / off:.2f} | {per_token:.0f} µs |")
+        paired.append(f"| {protocol} | **median** | | | **{statistics.median(ratios):.2f}** | |")
+    load = f"\nmachine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end"
+    return "\n".join([*out, *summary, *paired, load])
 
 
 if __name__ == "__main__":

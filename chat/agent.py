@@ -22,6 +22,7 @@ import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from chat import grounding, insight
 from chat.attachments import Attachment
@@ -31,12 +32,13 @@ from chat.citations import map_citations
 from chat.events import ChatEventOut, ErrorEvent, EventSink, PassageView, ToolResultEvent
 from chat.extractive import extractive_answer
 from chat.limits import StopSignal, TurnLock, check_rate, holder_alive, token_age
+from chat.model_choice import choose_model, offers_choice, stored_choice
 from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
 from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
 from chat.usage import UsageMeter, check_budget
 from currechat import metrics
-from currechat.errors import Conflict, CurreChatError, ProviderError, ServiceUnavailable
+from currechat.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
 from currechat.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
 from rag.providers.base import ToolCallEvent
@@ -71,6 +73,7 @@ class Turn:
     question: Message
     reply: Message
     lock: TurnLock
+    model: str  # the chat model that answers: the student's choice (chat/model_choice.py)
     stop: StopSignal = field(init=False)
     meter: UsageMeter = field(init=False)  # every model call made for the student, curation too
 
@@ -128,11 +131,14 @@ def start_turn(
     retry: bool = False,
     regenerate: bool = False,
     attachment: Attachment | None = None,
+    model: str | None = None,
 ) -> Turn:
     """Check and store the student's message (and the text of a file attached to it). With
     `retry`, answer the last question again after a failed answer; with `regenerate`, whatever its
-    answer was (the earlier answer stays in the chat)."""
+    answer was (the earlier answer stays in the chat). `model` is the student's choice of the
+    prompt's models for this message and the chat's next ones (None: the chat's model)."""
     retry = retry or regenerate
+    chosen = choose_model(session, model)  # refused before anything is stored or counted
     text = (content or "").strip()
     if attachment is not None and not text:
         text = f"(attached “{attachment.name}”)"
@@ -163,14 +169,15 @@ def start_turn(
             reply = Message.objects.create(session=session, role=MessageRole.ASSISTANT, status=MessageStatus.PENDING)
             if not session.title:
                 session.title = _title(question.content)
-            session.save(update_fields=["title", "updated"])
+            session.model = stored_choice(session, chosen)
+            session.save(update_fields=["title", "model", "updated"])
             Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).update(
                 last_active=timezone.now()
             )
     except BaseException:
         lock.release()
         raise
-    return Turn(session=session, question=question, reply=reply, lock=lock)
+    return Turn(session=session, question=question, reply=reply, lock=lock, model=chosen)
 
 
 def _title(text: str) -> str:
@@ -225,7 +232,7 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         # Only the collections a teacher of the prompt may still use (co-ownership can end).
         searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
         tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
-        if is_available(prompt.chat_model):
+        if is_available(turn.model):
             _answer_with_model(turn, tool, progress, sink)
         else:
             tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
@@ -236,6 +243,10 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         _finish(reply, progress, MessageStatus.STOPPED)
         log.info("Chat turn %s stopped by the student", reply.id)
         final = {"type": "message_done", "message": message_dict(reply)}
+    except ModelMissing as exc:
+        # The model went from the server after the availability check: the server's address and
+        # its "ollama pull" advice are for the logs and teachers, not for the student.
+        final = _fail(reply, progress, TurnFailed(_model_gone(turn), code=exc.code, retryable=True), detail=exc)
     except (TurnFailed, ProviderError, MessageTooLong) as exc:
         final = _fail(reply, progress, exc)
     except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
@@ -246,6 +257,14 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         turn.lock.release()
     sink.emit(final)
     return reply
+
+
+def _model_gone(turn: Turn) -> str:
+    if offers_choice(turn.session.prompt):
+        return gettext(
+            "The assistant is not available with this model right now. Choose another model, or try again later."
+        )
+    return gettext("The assistant is not available right now. Try again in a few minutes.")
 
 
 def _mirror_usage(turn: Turn) -> None:
@@ -343,9 +362,10 @@ def _chat_model(name: str):
 
 def _answer_with_model(turn: Turn, tool: SearchTool, progress: _Progress, sink: EventSink) -> None:
     prompt = turn.session.prompt
-    model = _chat_model(prompt.chat_model)
-    # Kept in memory until the reply is next saved: a write here would delay the first token.
-    turn.reply.model, turn.reply.mode, turn.reply.status = model.name, AnswerMode.MODEL, MessageStatus.STREAMING
+    model = _chat_model(turn.model)
+    # Kept in memory until the reply is next saved: a write here would delay the first token. The
+    # name as the prompt lists it (`openai:...` too): the chat shows which of its models answered.
+    turn.reply.model, turn.reply.mode, turn.reply.status = turn.model, AnswerMode.MODEL, MessageStatus.STREAMING
     specs = [tool.spec()] if tool.offered else []
     window = context_window(model)
     budget = Budget.plan(window, has_tool=bool(specs))
@@ -421,7 +441,7 @@ class _ModelLoop:
                 self.progress.usage["prompt_tokens"] += event.prompt_tokens
                 self.progress.usage["completion_tokens"] += event.completion_tokens
                 self.progress.usage["rounds"] += 1
-                self.turn.meter(event.prompt_tokens, event.completion_tokens, self.model.name)
+                self.turn.meter(event.prompt_tokens, event.completion_tokens, self.turn.model)
 
 
 def _run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: _Progress, sink: EventSink) -> ToolOutcome:

@@ -34,6 +34,12 @@ from currechat.ratelimit import client_address, join_by_address, limit_failures
 router = Router(tags=["prompts"])
 
 
+_STUDENT_MODELS = (
+    "Models students may choose between in the chat, each on a configured server (`openai:` names for the "
+    "OpenAI-compatible one); the prompt's own `model` is always among them. Empty: students get `model`."
+)
+
+
 # Lengths, models and collections are checked by chat.writes (as for the pages and the admin), so
 # every channel refuses a bad value with the same sentence.
 class PromptIn(Schema):
@@ -42,6 +48,7 @@ class PromptIn(Schema):
     system_prompt: str = ""
     model: str | None = None
     temperature: float | None = None
+    student_models: list[str] = Field(default_factory=list, description=_STUDENT_MODELS)
     collection_ids: list[int] = Field(default_factory=list)
     co_teacher_ids: list[int] = Field(default_factory=list, description="User ids of teachers who co-teach it.")
     curation_enabled: bool = True
@@ -65,6 +72,7 @@ class PromptPatch(Schema):
     system_prompt: str | None = None
     model: str | None = None
     temperature: float | None = None
+    student_models: list[str] | None = Field(None, description=_STUDENT_MODELS)
     collection_ids: list[int] | None = None
     co_teacher_ids: list[int] | None = None
     curation_enabled: bool | None = None
@@ -86,6 +94,7 @@ class PromptOut(Schema):
     system_prompt: str
     model: str = Field(alias="chat_model")
     temperature: float | None
+    student_models: list[str] = Field(description=_STUDENT_MODELS)
     collection_ids: list[int]
     unavailable_collection_ids: list[int] = Field(
         description="Connected collections none of the prompt's teachers may use any more: not searched."
@@ -268,6 +277,10 @@ class ChatIn(Schema):
 
 class MessageIn(Schema):
     content: str
+    model: str | None = Field(
+        None,
+        description="One of the chat's `model_choices` to answer with, from this message on; left out: the chat's.",
+    )
 
 
 class MessageOut(Schema):
@@ -293,6 +306,8 @@ class ChatOut(Schema):
     prompt_name: str
     user: str
     title: str
+    model: str = Field(description="The model the chat's next message goes to unless the message names another.")
+    model_choices: list[str] = Field(description="The models a message may name: the prompt's models for students.")
     created: str
     updated: str
 
@@ -334,6 +349,7 @@ _MESSAGE_BODY = {
                 "type": "object",
                 "properties": {
                     "content": {"type": "string"},
+                    "model": {"type": "string", "description": "One of the chat's `model_choices`."},
                     "attachment": {"type": "string", "format": "binary", "description": "Text, Markdown, HTML or PDF."},
                 },
             }
@@ -342,18 +358,21 @@ _MESSAGE_BODY = {
 }
 
 
-def _message_input(request) -> tuple[str, Attachment | None]:
-    """The question (JSON `{content}`, or multipart `content` + an optional `attachment` file)."""
+def _message_input(request) -> tuple[str, Attachment | None, str | None]:
+    """The question, its attachment and the model chosen for it (JSON `{content, model?}`, or
+    multipart `content` + optional `model` and `attachment` file)."""
     if request.content_type == "multipart/form-data":
+        content, model = request.POST.get("content", ""), request.POST.get("model") or None
         upload = request.FILES.get("attachment")
         if upload is None:
-            return request.POST.get("content", ""), None
+            return content, None, model
         check_size(upload.name or "attachment", upload.size or 0)  # before its bytes are read
-        return request.POST.get("content", ""), read_attachment(upload.name, upload.read())
+        return content, read_attachment(upload.name, upload.read()), model
     try:
-        return MessageIn.model_validate_json(request.body or b"{}").content, None
+        data = MessageIn.model_validate_json(request.body or b"{}")
     except pydantic.ValidationError:
         raise InvalidInput('Send {"content": "your question"} as JSON, or a multipart form with "content".')
+    return data.content, None, data.model
 
 
 @router.post(
@@ -366,8 +385,8 @@ async def post_message(request, chat_id: int):
     """Ask a question, optionally with an attached file whose text the model reads with it (never
     added to any collection). Returns the finished answer, or with `Accept: text/event-stream`
     the same events as the websocket (`token`, `tool_call`, `tool_result`, `message_done`, `error`)."""
-    content, attachment = await sync_to_async(_message_input)(request)
-    turn = await sync_to_async(start_turn_for)(request.user, chat_id, content, attachment=attachment)
+    content, attachment, model = await sync_to_async(_message_input)(request)
+    turn = await sync_to_async(start_turn_for)(request.user, chat_id, content, attachment=attachment, model=model)
     return await _answer(request, turn)
 
 

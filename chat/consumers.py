@@ -2,7 +2,8 @@
 
 The session's student may send `{"type": "user_message", "content": ...}`, `{"type": "retry"}`
 (after a failed answer), `{"type": "regenerate"}` (answer the last question again) or
-`{"type": "stop"}`; the prompt's teacher may connect but only to read. Events are those of
+`{"type": "stop"}`; the first three may carry `"model"`, one of the prompt's models to answer with
+(chat/model_choice.py); the prompt's teacher may connect but only to read. Events are those of
 `chat.events`. Every message is checked against the current state (the user still signed in,
 active, in the course; the prompt open): access taken away stops an open socket's next message.
 """
@@ -72,6 +73,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if kind == "user_message" and not isinstance(text, str):
             await self.send_json(error_event(CurreChatError("'content' must be text.")))
             return
+        model = content.get("model")
+        if model is not None and not isinstance(model, str):
+            await self.send_json(error_event(CurreChatError("'model' must be a model's name.")))
+            return
         if not await database_sync_to_async(self._signed_in)():
             await self.send_json(error_event(NotAuthenticated("You were signed out. Log in again to continue.")))
             await self.close(code=CLOSE_NOT_ALLOWED)
@@ -81,7 +86,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             return
         try:
             turn = await start_turn_async(
-                self.scope["user"], self.session_id, text, retry=kind == "retry", regenerate=kind == "regenerate"
+                self.scope["user"],
+                self.session_id,
+                text,
+                retry=kind == "retry",
+                regenerate=kind == "regenerate",
+                model=model,
             )
         except CurreChatError as exc:
             await self.send_json(error_event(exc))

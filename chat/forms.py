@@ -1,6 +1,7 @@
 from typing import cast
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import active_teachers
 from accounts.permissions import is_prompt_owner
@@ -9,6 +10,15 @@ from chat.writes import MAX_EXAMPLE_QUESTIONS, attachable_collections, check_pro
 from collections_app.models import Collection
 from currechat.forms import WriteRulesForm
 from currechat.health import get_health
+from rag.providers.languages import looks_like_embedder
+
+
+class ModelsField(forms.MultipleChoiceField):
+    """Ticks among the models offered; the names are checked by `chat.writes` (exists on a server,
+    none twice), so the page refuses a model with the same sentence as the API and the admin."""
+
+    def validate(self, value):
+        pass
 
 
 class PromptForm(WriteRulesForm):
@@ -33,6 +43,15 @@ class PromptForm(WriteRulesForm):
         widget=forms.Textarea(attrs={"rows": 4}),
         help_text=f"One per line, at most {MAX_EXAMPLE_QUESTIONS}: shown as clickable starters in an empty chat.",
     )
+    student_models = ModelsField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label=_("Models students may choose between"),
+        help_text=_(
+            "Students pick one of these for each chat, above the message box; the chat model is always one of "
+            "them. None ticked: students get the chat model."
+        ),
+    )
     opens_at = forms.DateTimeField(
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
@@ -48,8 +67,8 @@ class PromptForm(WriteRulesForm):
         model = Prompt
         fields = [
             "name", "description", "system_prompt", "student_instructions", "example_questions", "chat_model",
-            "temperature", "collections", "source_policy", "curation_enabled", "active", "opens_at", "closes_at",
-            "co_teachers", "chat_visibility", "retention_days", "weekly_token_budget",
+            "temperature", "student_models", "collections", "source_policy", "curation_enabled", "active", "opens_at",
+            "closes_at", "co_teachers", "chat_visibility", "retention_days", "weekly_token_budget",
         ]  # fmt: skip
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
@@ -93,6 +112,7 @@ class PromptForm(WriteRulesForm):
         if not co_teachers.queryset.exists():
             del self.fields["co_teachers"]  # no other teacher to choose: no empty section
         health = get_health()
+        cast(ModelsField, self.fields["student_models"]).choices = _student_model_choices(health, self.instance)
         if health.model_server.ok:
             names = ", ".join(health.available_models) or "none"
             self.fields["chat_model"].help_text = f"Models on the server: {names}."
@@ -103,3 +123,13 @@ class PromptForm(WriteRulesForm):
 
     def actor(self):
         return self._actor
+
+
+def _student_model_choices(health, prompt: Prompt) -> list[tuple[str, str]]:
+    """The chat models the servers have, and those the prompt lists or uses (marked when a server
+    lacks them, so the teacher sees why students cannot use them and can untick them)."""
+    names = [name for name in health.available_models if not looks_like_embedder(name)]
+    kept = [*(prompt.student_models if prompt.pk else []), prompt.chat_model if prompt.pk else ""]
+    names += [name for name in kept if name and name not in names]
+    away = set() if not health.model_server.ok else {name for name in names if not health.has_model(name)}
+    return [(name, _("%(name)s (not on the server now)") % {"name": name} if name in away else name) for name in names]

@@ -118,6 +118,11 @@ class Prompt(models.Model):
     system_prompt = models.TextField(blank=True)
     chat_model = models.CharField(max_length=200, default=_default_chat_model)
     temperature = models.FloatField(null=True, blank=True, help_text=_("0-2; empty uses the model's default."))
+    # The models students may choose between in the chat (the prompt's own model among them, first
+    # unless the teacher ordered it otherwise); empty: students get `chat_model`. See chat/model_choice.py.
+    student_models = models.JSONField(
+        default=list, blank=True, help_text=_("Models students may choose between; empty: the chat model only.")
+    )
     collections = models.ManyToManyField("collections_app.Collection", blank=True, related_name="prompts")
     curation_enabled = models.BooleanField(default=True, help_text=_("Let an LLM check each search result."))
     source_policy = models.CharField(max_length=16, choices=SourcePolicy.choices, default=SourcePolicy.MATERIAL_FIRST)
@@ -215,7 +220,12 @@ class Enrollment(models.Model):
 
     @property
     def label(self) -> str:
-        return f"Student {self.number}"
+        return self.label_of(self.number)
+
+    @staticmethod
+    def label_of(number: int) -> str:
+        """The pseudonym a student has in one prompt; the number is also their roster id."""
+        return gettext("Student %(number)s") % {"number": number}
 
 
 class ChatSessionQuerySet(models.QuerySet):
@@ -237,6 +247,9 @@ class ChatSession(models.Model):
     title = models.CharField(max_length=200, blank=True)
     # The prompt's chat_visibility when the chat started: what its student was told teachers see.
     visibility = models.CharField(max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS)
+    # The model the student chose for this chat (one of the prompt's `student_models`); empty: the
+    # prompt's own model, whatever it is when each message is sent.
+    model = models.CharField(max_length=200, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 

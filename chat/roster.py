@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, Q
+from django.utils.translation import gettext
 
 from chat import usage
 from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, MessageRole, Prompt
@@ -31,10 +32,30 @@ class RosterRow:
     blocked: bool
 
 
+def known_as(user, number: int | None, visibility: str) -> str:
+    """How a teacher may know a student at the privacy level `visibility`: by name only at "named",
+    otherwise by their number in the prompt ("Student 7"). `number` is None for someone never
+    enrolled (a teacher trying their own prompt).
+
+    For a chat, `visibility` is the level the student was told when the chat started
+    (`ChatSession.visibility`), not the prompt's level now: a prompt switched to "named" later
+    must not put names on chats written under "Student N"."""
+    if visibility == ChatVisibility.NAMED:
+        return user.get_full_name() or user.username
+    if number is None:
+        return gettext("A teacher")
+    return Enrollment.label_of(number)
+
+
 def label_for(prompt: Prompt, enrollment: Enrollment) -> str:
-    if prompt.chat_visibility == ChatVisibility.NAMED:
-        return enrollment.student.get_full_name() or enrollment.student.username
-    return enrollment.label
+    """A roster row's label: at the prompt's level now (the roster is about the present)."""
+    return known_as(enrollment.student, enrollment.number, prompt.chat_visibility)
+
+
+def chat_labels(prompt: Prompt, chats) -> list[str]:
+    """`known_as` for each of the prompt's chats (users selected with them), with one query."""
+    numbers = dict(prompt.enrollments.values_list("student_id", "number"))
+    return [known_as(chat.user, numbers.get(chat.user_id), chat.visibility) for chat in chats]
 
 
 def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:

@@ -154,37 +154,47 @@ def start_turn_for(
     retry: bool = False,
     regenerate: bool = False,
     attachment: Attachment | None = None,
+    model: str | None = None,
 ) -> Turn:
-    """Permission check and `start_turn`, for the async edges (one sync call, one DB thread hop)."""
+    """Permission check and `start_turn`, for the async edges (one sync call, one DB thread hop).
+    `model` is the student's choice of the prompt's models (chat/model_choice.py)."""
     from accounts.permissions import current, get_session_for_write
 
     # The user as they are now: a websocket keeps the user of its handshake, who may have been
     # deactivated or demoted since.
     session = get_session_for_write(current(user), session_id)
     try:
-        return start_turn(session, content, retry=retry, regenerate=regenerate, attachment=attachment)
+        return start_turn(session, content, retry=retry, regenerate=regenerate, attachment=attachment, model=model)
     except redis.RedisError as exc:  # the rate limit and the turn lock live in Redis
         raise ServiceUnavailable(
             "The chat service cannot reach Redis right now; your message was not sent. Try again in a moment."
         ) from exc
 
 
-def _start_in_thread(user, session_id: int, content: str | None, retry: bool, regenerate: bool) -> Turn:
+def _start_in_thread(
+    user, session_id: int, content: str | None, retry: bool, regenerate: bool, model: str | None
+) -> Turn:
     close_old_connections()
     try:
-        return start_turn_for(user, session_id, content, retry=retry, regenerate=regenerate)
+        return start_turn_for(user, session_id, content, retry=retry, regenerate=regenerate, model=model)
     finally:
         close_old_connections()
 
 
 async def start_turn_async(
-    user, session_id: int, content: str | None, *, retry: bool = False, regenerate: bool = False
+    user,
+    session_id: int,
+    content: str | None,
+    *,
+    retry: bool = False,
+    regenerate: bool = False,
+    model: str | None = None,
 ) -> Turn:
     """`start_turn_for` on the turn pool. Not channels' `database_sync_to_async`: that runs every
     consumer's calls on one shared thread, so with many chats busy, new questions queued behind
     each other for seconds before reaching the model."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor(), _start_in_thread, user, session_id, content, retry, regenerate)
+    return await loop.run_in_executor(executor(), _start_in_thread, user, session_id, content, retry, regenerate, model)
 
 
 def error_event(exc: CurreChatError) -> ErrorEvent:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from chat import roster
 from chat.events import with_html
-from chat.models import ChatSession, ChatVisibility, Enrollment, Message, MessageRole
+from chat.model_choice import current_model, model_choices
+from chat.models import ChatSession, Enrollment, Message, MessageRole
 from currechat.rendering import render_markdown
 
 
@@ -56,10 +58,12 @@ def student_label(session: ChatSession, viewer) -> str:
     student was told of when the chat started ("Student 7" unless it was "named")."""
     if viewer is not None and viewer.pk == session.user_id:
         return session.user.username
-    if session.visibility == ChatVisibility.NAMED:
-        return session.user.get_full_name() or session.user.username
-    enrollment = Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).first()
-    return enrollment.label if enrollment else "A teacher"
+    number = (
+        Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id)
+        .values_list("number", flat=True)
+        .first()
+    )
+    return roster.known_as(session.user, number, session.visibility)
 
 
 def session_dict(session: ChatSession, viewer=None, *, with_messages: bool = False) -> dict[str, Any]:
@@ -69,6 +73,8 @@ def session_dict(session: ChatSession, viewer=None, *, with_messages: bool = Fal
         "prompt_name": session.prompt.name,
         "user": student_label(session, viewer),
         "title": str(session),
+        "model": current_model(session),
+        "model_choices": model_choices(session.prompt),
         "visibility": session.visibility,
         "created": session.created.isoformat(),
         "updated": session.updated.isoformat(),

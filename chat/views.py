@@ -25,8 +25,9 @@ from accounts.permissions import (
 from chat import enrollment, feedback, insight, insight_chart, insight_csv, roster, usage, writes
 from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
+from chat.model_choice import current_model, model_choices, offers_choice
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
-from chat.serializers import message_dict
+from chat.serializers import message_dict, student_label
 from currechat.embedding import embeddable
 from currechat.errors import CurreChatError, NotFound
 from currechat.health import get_health, shows_details
@@ -64,7 +65,6 @@ def prompt_detail(request, pk: int):
         .exclude(user=request.user)
         .select_related("user")[:100]
     )
-    labels = {row_student: row.label for row_student, row in _roster_by_user(prompt).items()}
     context = {
         "prompt": prompt,
         "form": form,
@@ -72,7 +72,7 @@ def prompt_detail(request, pk: int):
         "embed_code": _embed_code(join_url, prompt.name),
         "embedding_enabled": bool(settings.EMBED_ALLOWED_ORIGINS),
         "students": roster.roster(prompt),
-        "chats": [(chat, _chat_label(chat, labels)) for chat in chats],
+        "chats": list(zip(chats, roster.chat_labels(prompt, chats), strict=True)),
         "state": prompt.state(),
         "state_sentence": state_sentence(prompt),
         "is_owner": is_prompt_owner(request.user, prompt),
@@ -88,17 +88,6 @@ def _embed_code(join_url: str, title: str) -> str:
         f'<iframe src="{escape(join_url)}" title="{escape(title)}" width="100%" height="720" '
         'style="border:0" allow="clipboard-write"></iframe>'
     )
-
-
-def _roster_by_user(prompt) -> dict:
-    by_number = {row.id: row for row in roster.roster(prompt)}
-    return {e.student_id: by_number[e.number] for e in prompt.enrollments.all() if e.number in by_number}
-
-
-def _chat_label(chat, labels: dict) -> str:
-    if chat.visibility == ChatVisibility.NAMED:
-        return chat.user.get_full_name() or chat.user.username
-    return labels.get(chat.user_id, "A teacher")
 
 
 @login_required
@@ -154,11 +143,11 @@ def student_action(request, pk: int, number: int, action: str):
 # --- Chat pages ------------------------------------------------------------------------------------
 
 
-def _model_status(prompt, user) -> dict:
-    """The status line of a chat: is the prompt's model connected, or do answers quote passages?
+def _model_status(model: str, user) -> dict:
+    """The status line of a chat: is the chat's model connected, or do answers quote passages?
     Teachers and staff read the model's name; students only whether the assistant is available."""
     health = get_health()
-    connected = health.has_model(prompt.chat_model)
+    connected = health.has_model(model)
     if not shows_details(user):
         text = (
             _("The assistant is available (connected).")
@@ -167,14 +156,28 @@ def _model_status(prompt, user) -> dict:
         )
         return {"connected": connected, "model": "", "text": text}
     if connected:
-        text = _("Model %(model)s connected.") % {"model": prompt.chat_model}
+        text = _("Model %(model)s connected.") % {"model": model}
     elif health.model_server.ok:
         text = _("Model %(model)s is not on the model server: answers quote the material without it.") % {
-            "model": prompt.chat_model
+            "model": model
         }
     else:
         text = _("No language model connected: answers quote the course material without a language model.")
-    return {"connected": connected, "model": prompt.chat_model, "text": text}
+    return {"connected": connected, "model": model, "text": text}
+
+
+def _model_select(prompt, model: str) -> list[dict] | None:
+    """The composer's choice of models, when the prompt offers more than one: each with whether it
+    can answer now (a model gone from its server says so in plain words, not why)."""
+    if not offers_choice(prompt):
+        return None
+    health = get_health()
+    options = []
+    for name in model_choices(prompt):
+        available = health.has_model(name)
+        label = name if available else _("%(model)s (not available now)") % {"model": name}
+        options.append({"name": name, "label": label, "selected": name == model})
+    return options
 
 
 def _usage(user, prompt) -> dict:
@@ -205,13 +208,16 @@ def _chat_page(request, prompt, session):
     writable = may_chat and owner.id == request.user.id
     teaching = prompt.is_taught_by(request.user)
     state = prompt.state()
+    model = current_model(session) if session else prompt.chat_model
     config = {
         "session_id": session.id if session else None,
         "ws_path": f"/ws/chats/{session.id}/" if session else None,
         "api_path": f"/api/v1/chats/{session.id}" if session else None,
         "writable": writable,
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
-        "model_status": _model_status(prompt, request.user),
+        "model_status": _model_status(model, request.user),
+        # Which model wrote each answer: for students when they choose between models, for teachers always.
+        "show_models": offers_choice(prompt) or shows_details(request.user),
         "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},
         # Ratings of the student's own answers (feedback controls under each answer).
         "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,
@@ -223,7 +229,7 @@ def _chat_page(request, prompt, session):
         "session": session,
         "sessions": sessions,
         "read_only_owner": owner if owner.id != request.user.id else None,
-        "read_only_label": _reader_label(prompt, session) if owner.id != request.user.id else "",
+        "read_only_label": student_label(session, request.user) if session and owner.id != request.user.id else "",
         "can_start": may_chat and owner.id == request.user.id,
         "closed_reason": closed_reason,
         # Teachers chat before students can (or after): the band says students can't use it now.
@@ -231,7 +237,8 @@ def _chat_page(request, prompt, session):
         "state_sentence": state_sentence(prompt, state),
         "example_questions": prompt.example_questions if writable else [],
         "query": query,
-        "page_models": [("chat", prompt.chat_model)],
+        "page_models": [("chat", model)],
+        "model_options": _model_select(prompt, model) if writable else None,
         "max_chars": settings.CHAT_MAX_MESSAGE_CHARS,
         # What teachers see: the level the chat started under (a blank chat starts under today's).
         "visibility_sentence": STUDENT_SENTENCES[session.visibility if session else prompt.chat_visibility],
@@ -247,16 +254,6 @@ def _lti_band(request, prompt) -> dict | None:
     """The course and name a learning-platform launch into this prompt brought (shown above the chat)."""
     launch = request.session.get("lti_launch")
     return launch if launch and launch.get("prompt_id") == prompt.pk else None
-
-
-def _reader_label(prompt, session) -> str:
-    """How a teacher sees the chat's student: by name only when the chat was started as "named"."""
-    if session is None:
-        return ""
-    if session.visibility == ChatVisibility.NAMED:
-        return session.user.username
-    enrollment = prompt.enrollments.filter(student_id=session.user_id).first()
-    return enrollment.label if enrollment else "a teacher"
 
 
 def _chat_list(prompt, owner, query: str):

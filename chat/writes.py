@@ -9,7 +9,10 @@ Rules:
 - a chat model that a chat provider serves and, while the model server answers, one it has (while it
   is down any name is kept: answers quote the material until the model is there);
 - collections the acting teacher may use themselves; collections already attached stay attachable
-  (another teacher of the prompt may have attached them).
+  (another teacher of the prompt may have attached them);
+- models students may choose between (`student_models`): each passes the chat model's check (models
+  already listed stay listed while the server is away), none twice, and the prompt's own model is
+  always one of them (put first when the list leaves it out, also when the chat model changes).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext as _
 
 from accounts.models import User, teachers_named
 from accounts.permissions import Forbidden, is_prompt_owner
@@ -31,7 +35,7 @@ from rag.providers.registry import UnknownModel, get_chat_model
 FIELDS = (
     "name", "description", "system_prompt", "chat_model", "collections", "curation_enabled", "active", "owner",
     "co_teachers", "opens_at", "closes_at", "source_policy", "student_instructions", "example_questions",
-    "chat_visibility", "retention_days", "weekly_token_budget", "temperature",
+    "chat_visibility", "retention_days", "weekly_token_budget", "temperature", "student_models",
 )  # fmt: skip
 _PLAIN = ("description", "system_prompt", "student_instructions")
 _FLAGS = ("curation_enabled", "active")
@@ -62,6 +66,8 @@ def check_prompt(actor: User, prompt: Prompt | None, changes: dict[str, Any]) ->
             cleaned[name] = bool(changes[name])
     if "chat_model" in changes or prompt is None:
         cleaned["chat_model"] = _clean_chat_model(changes.get("chat_model"), prompt)
+    if "student_models" in changes or "chat_model" in cleaned:
+        cleaned["student_models"] = _clean_student_models(changes, cleaned, prompt)
     if changes.get("owner") is not None and (prompt is None or changes["owner"] != prompt.owner):
         if not actor.is_superuser:
             raise Forbidden("Only an administrator can give a prompt to another teacher.")
@@ -187,21 +193,52 @@ def _clean_name(value: str) -> str:
     return name
 
 
+def _stored(prompt: Prompt | None, field: str) -> Any:
+    """The field as the database has it (a ModelForm may have copied its new value onto `prompt`)."""
+    return Prompt.objects.filter(pk=prompt.pk).values_list(field, flat=True).first() if prompt else None
+
+
 def _clean_chat_model(value: str | None, prompt: Prompt | None) -> str:
     name = (value or "").strip() or settings.CHAT_MODEL
-    # Compared with the stored row (a ModelForm has already copied its value onto `prompt`).
-    stored = Prompt.objects.filter(pk=prompt.pk).values_list("chat_model", flat=True).first() if prompt else None
-    if name == stored:
+    if name == _stored(prompt, "chat_model"):
         return name  # unchanged: a prompt stays editable while its model is away
+    _check_model_exists(name, field="chat_model")
+    return name
+
+
+def _check_model_exists(name: str, *, field: str) -> None:
+    """A chat provider serves the name and, while the model server answers, it has the model."""
     try:
         get_chat_model(name)  # a name no chat provider serves; contacts no server
     except UnknownModel as exc:
-        raise InvalidInput(str(exc), field="chat_model") from exc
+        raise InvalidInput(str(exc), field=field) from exc
     health = get_health()
     if health.model_server.ok and not health.has_model(name):
         choices = ", ".join(health.available_models) or "none"
-        raise InvalidInput(f"The model server has no model “{name}”. Choose one of: {choices}.", field="chat_model")
-    return name
+        raise InvalidInput(f"The model server has no model “{name}”. Choose one of: {choices}.", field=field)
+
+
+def _clean_student_models(changes: dict[str, Any], cleaned: dict[str, Any], prompt: Prompt | None) -> list[str]:
+    """The models students may choose between; [] when they get the prompt's model only."""
+    stored = _stored(prompt, "student_models") or []
+    value = changes.get("student_models", stored)
+    if value is None:  # the admin's empty JSON field
+        value = []
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        sentence = _('List the models by name, e.g. ["qwen3:8b", "openai:Qwen/Qwen3-8B"].')
+        raise InvalidInput(sentence, field="student_models")
+    names = [v.strip() for v in value if v.strip()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        sentence = _("“%(name)s” is listed twice; list each model once.") % {"name": twice[0]}
+        raise InvalidInput(sentence, field="student_models")
+    for name in names:
+        if name not in stored:  # models already listed stay, like an unchanged chat model
+            _check_model_exists(name, field="student_models")
+    chat_model = cleaned.get("chat_model") or _stored(prompt, "chat_model") or settings.CHAT_MODEL
+    if names and chat_model not in names:
+        names.insert(0, chat_model)  # students can always choose the prompt's own model
+    return names
 
 
 def attachable_collections(actor: User, prompt: Prompt | None) -> QuerySet[Collection]:

@@ -44,6 +44,16 @@ class ProviderError(CurreChatError):
         self.retryable = retryable
 
 
+class ModelMissing(ProviderError):
+    """The model server answers but does not have the model asked for (it was removed or renamed):
+    the sentence names the server and model for teachers and logs; students get a plain one."""
+
+    code = "model_missing"
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=False)
+
+
 class InvalidInput(CurreChatError):
     """A value a user gave breaks a rule. `field` names the form field or API property it came from."""
 

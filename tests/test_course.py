@@ -348,3 +348,27 @@ def test_an_attachment_too_big_for_the_context_is_refused_with_a_sentence(
     upload = SimpleUploadedFile("essee.txt", ("Sana " * 400).encode())
     response = client_for(student).post(f"/api/v1/chats/{session.pk}/messages", {"content": "Q", "attachment": upload})
     assert response.status_code == 413 and "Attach a shorter excerpt" in response.json()["detail"]
+
+
+def test_a_chat_keeps_the_label_its_student_was_told_after_the_prompt_becomes_named(client_for, owner, student, prompt):
+    student.first_name, student.last_name = "Sanna", "Suomi"
+    student.save()
+    chat = ChatSession.objects.create(prompt=prompt, user=student)  # started under "Student N"
+    Message.objects.create(session=chat, role="user", content="What is a p-value?")
+    teacher = client_for(owner)
+    api(teacher, "patch", f"/prompts/{prompt.pk}", {"chat_visibility": "named"})
+    page = teacher.get(f"/prompts/{prompt.pk}/").content.decode()
+    asked = page[page.index("What students asked") :].split("</section>")[0]
+    views = {
+        "prompt page's chat list": asked,
+        "chat page": teacher.get(f"/prompts/{prompt.pk}/chat/{chat.pk}/").content.decode(),
+        "chats API": json.dumps(api(teacher, "get", f"/prompts/{prompt.pk}/chats").json()),
+        "chat API": json.dumps(api(teacher, "get", f"/chats/{chat.pk}").json()),
+    }
+    for where, body in views.items():
+        assert "Student 1" in body and "Sanna Suomi" not in body, where
+    assert "Sanna Suomi" in page, "the roster is about the present: at 'named' it names the student"
+    later = ChatSession.objects.create(prompt=prompt, user=student, visibility="named")
+    Message.objects.create(session=later, role="user", content="And a confidence interval?")
+    labels = [c["user"] for c in api(teacher, "get", f"/prompts/{prompt.pk}/chats").json()]
+    assert sorted(labels) == ["Sanna Suomi", "Student 1"]

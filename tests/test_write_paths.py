@@ -4,6 +4,7 @@ the same sentence, and accept it with the same effect (collections_app.writes, c
 from __future__ import annotations
 
 import html
+import json
 
 import pytest
 
@@ -225,3 +226,97 @@ def test_the_embedding_model_is_chosen_from_the_models_that_exist(client_for, ow
     assert "<select" in page and "local:all-MiniLM-L6-v2 — English only" in page
     assert "ollama:snowflake-arctic-embed2 — multilingual" in page, "the model server's embedder is offered"
     assert "qwen3:8b" not in page.split('name="embedding_model"')[1].split("</select>")[0], "chat models are not"
+
+
+def test_a_student_model_the_server_lacks_is_refused_alike_by_page_api_and_admin(
+    client_for, owner, admin_user, prompt, ollama
+):
+    sentence = f"The model server has no model “{MISSING_MODEL}”."
+    page = client_for(owner).post(
+        f"/prompts/{prompt.pk}/", _prompt_page_form(prompt, student_models=["qwen3-vl:8b", MISSING_MODEL])
+    )
+    api = client_for(owner).patch(
+        f"/api/v1/prompts/{prompt.pk}", {"student_models": [MISSING_MODEL]}, content_type="application/json"
+    )
+    created = client_for(owner).post(
+        "/api/v1/prompts", {"name": "New", "student_models": [MISSING_MODEL]}, content_type="application/json"
+    )
+    admin = client_for(admin_user).post(
+        f"/admin/chat/prompt/{prompt.pk}/change/",
+        _prompt_admin_form(prompt, student_models=f'["{MISSING_MODEL}"]'),
+    )
+    assert page.status_code == 200 and sentence in _page_text(page)
+    assert api.status_code == 400 and sentence in api.json()["detail"]
+    assert created.status_code == 400 and sentence in created.json()["detail"]
+    assert admin.status_code == 200 and sentence in _page_text(admin)
+    prompt.refresh_from_db()
+    assert prompt.student_models == []
+    assert not Prompt.objects.filter(name="New").exists()
+
+
+def test_a_student_model_listed_twice_is_refused_alike_by_page_api_and_admin(client_for, owner, admin_user, prompt):
+    sentence = "“qwen3-vl:8b” is listed twice; list each model once."
+    twice = ["qwen3-vl:8b", "qwen3:8b", "qwen3-vl:8b"]
+    page = client_for(owner).post(f"/prompts/{prompt.pk}/", _prompt_page_form(prompt, student_models=twice))
+    api = client_for(owner).patch(
+        f"/api/v1/prompts/{prompt.pk}", {"student_models": twice}, content_type="application/json"
+    )
+    admin = client_for(admin_user).post(
+        f"/admin/chat/prompt/{prompt.pk}/change/", _prompt_admin_form(prompt, student_models=json.dumps(twice))
+    )
+    assert page.status_code == 200 and sentence in _page_text(page)
+    assert api.status_code == 400 and api.json()["detail"] == sentence
+    assert admin.status_code == 200 and sentence in _page_text(admin)
+    prompt.refresh_from_db()
+    assert prompt.student_models == []
+
+
+def test_the_prompts_own_model_is_always_a_students_choice(client_for, owner, admin_user, prompt, ollama):
+    ollama.models.append("llama3.2:3b")
+    client = client_for(owner)
+    listed = client.patch(
+        f"/api/v1/prompts/{prompt.pk}", {"student_models": ["qwen3-vl:8b"]}, content_type="application/json"
+    )
+    assert listed.status_code == 200 and listed.json()["student_models"] == ["qwen3:8b", "qwen3-vl:8b"]
+    # A new chat model joins the students' choices; the one before stays offered.
+    changed = client.patch(f"/api/v1/prompts/{prompt.pk}", {"model": "llama3.2:3b"}, content_type="application/json")
+    assert changed.json()["student_models"] == ["llama3.2:3b", "qwen3:8b", "qwen3-vl:8b"]
+    # The page: the teacher ticks models; the admin: a JSON list. Both keep the chat model in it.
+    page = client.post(
+        f"/prompts/{prompt.pk}/", _prompt_page_form(prompt, chat_model="qwen3:8b", student_models=["qwen3-vl:8b"])
+    )
+    assert page.status_code == 302
+    prompt.refresh_from_db()
+    assert prompt.student_models == ["qwen3:8b", "qwen3-vl:8b"]
+    admin = client_for(admin_user).post(
+        f"/admin/chat/prompt/{prompt.pk}/change/", _prompt_admin_form(prompt, student_models='["llama3.2:3b"]')
+    )
+    assert admin.status_code == 302
+    prompt.refresh_from_db()
+    assert prompt.student_models == ["qwen3:8b", "llama3.2:3b"]
+    # Nothing ticked: students get the chat model only.
+    client.post(f"/prompts/{prompt.pk}/", _prompt_page_form(prompt))
+    prompt.refresh_from_db()
+    assert prompt.student_models == []
+
+
+def test_a_listed_model_gone_from_the_server_does_not_block_other_changes(client_for, owner, prompt, ollama):
+    ollama.models.append("llama3.2:3b")
+    client = client_for(owner)
+    client.patch(f"/api/v1/prompts/{prompt.pk}", {"student_models": ["llama3.2:3b"]}, content_type="application/json")
+    ollama.models.remove("llama3.2:3b")
+    renamed = client.post(
+        f"/prompts/{prompt.pk}/", _prompt_page_form(prompt, name="Renamed", student_models=["llama3.2:3b"])
+    )
+    assert renamed.status_code == 302
+    prompt.refresh_from_db()
+    assert prompt.name == "Renamed" and prompt.student_models == ["qwen3:8b", "llama3.2:3b"]
+    # The settings page says which listed model the server lacks, so the teacher can untick it.
+    assert "llama3.2:3b (not on the server now)" in _page_text(client.get(f"/prompts/{prompt.pk}/"))
+
+
+def test_the_students_models_are_ticked_among_the_chat_models_that_exist(client_for, owner, prompt, ollama):
+    page = _page_text(client_for(owner).get(f"/prompts/{prompt.pk}/"))
+    choices = page.split('id="id_student_models"')[1].split('<small class="help">')[0]
+    assert 'value="qwen3:8b"' in choices and 'value="qwen3-vl:8b"' in choices
+    assert "snowflake-arctic-embed2" not in choices, "embedding models are not offered for chatting"

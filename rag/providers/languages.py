@@ -64,3 +64,12 @@ def suggest_model(language: str, is_available: Callable[[str], bool]) -> str | N
         if knows_language(name, language) and is_available(name):
             return name
     return None
+
+
+def looks_like_embedder(name: str) -> bool:
+    """Whether a server's model is an embedding model (one of the table's, or named "embed..."), so
+    pages offering chat models can leave it out. Servers do not say which models can chat."""
+    _, model = split_name(name)
+    model = model.lower().rsplit("/", 1)[-1]  # "BAAI/bge-m3" on an OpenAI-compatible server
+    base = model.split(":", 1)[0]
+    return model in MODEL_LANGUAGES or base in MODEL_LANGUAGES or "embed" in base

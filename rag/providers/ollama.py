@@ -26,7 +26,7 @@ import ollama
 import pydantic
 from django.conf import settings
 
-from currechat.errors import ProviderError
+from currechat.errors import ModelMissing, ProviderError
 from rag.providers.base import (
     ChatEvent,
     ChatMessage,
@@ -92,10 +92,9 @@ def _status_error(host: str, model: str, status: int, text: str) -> ProviderErro
 
 def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> ProviderError:
     if exc.status_code == 404:
-        return ProviderError(
+        return ModelMissing(
             f"The model server at {host} does not have the model '{model}'. Pull it there "
-            f"(ollama pull {model}) or choose another model.",
-            retryable=False,
+            f"(ollama pull {model}) or choose another model."
         )
     retryable = exc.status_code < 0 or exc.status_code >= 500 or exc.status_code == 429
     return ProviderError(f"The model server failed: {exc.error}.", retryable=retryable)

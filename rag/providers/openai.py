@@ -24,7 +24,7 @@ import httpx2
 import openai
 from django.conf import settings
 
-from currechat.errors import ProviderError
+from currechat.errors import ModelMissing, ProviderError
 from rag.providers.base import (
     ChatEvent,
     ChatMessage,
@@ -61,9 +61,8 @@ def _translate_errors(base_url: str, model: str):
     try:
         yield
     except openai.NotFoundError as exc:
-        raise ProviderError(
-            f"The model server at {base_url} does not have the model '{model}'. Choose another model.",
-            retryable=False,
+        raise ModelMissing(
+            f"The model server at {base_url} does not have the model '{model}'. Choose another model."
         ) from exc
     except openai.APIStatusError as exc:
         retryable = exc.status_code >= 500 or exc.status_code == 429

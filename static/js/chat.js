@@ -18,6 +18,9 @@
   let pendingText = null; // what we sent, until the server accepts or refuses it
   let pendingAttachment = null; // the name of the file sent with it
   const attachInput = document.getElementById("composer-attachment");
+  // The model the student chose (shown only when the teacher offers several): every message carries
+  // it, so the server checks it against the prompt's list as it is then, and the chat keeps it.
+  const modelSelect = document.getElementById("composer-model");
   const chip = document.getElementById("attachment-chip");
 
   // On a phone the chat list is a drawer behind the button at the top (see app.css).
@@ -171,6 +174,9 @@
       answer.textContent = message.content || "…";
     }
     box.append(answer);
+    if (config.show_models && message.mode === "model" && message.model && ["complete", "stopped"].includes(message.status)) {
+      box.append(el("p", { class: "answered-by muted", "data-testid": "answered-by", text: interpolate(gettext("Answered by %(model)s"), { model: message.model }, true) }));
+    }
     const cites = citationsBlock(message);
     if (cites) box.append(cites);
     if (message.status === "stopped") box.append(el("p", { class: "muted", text: gettext("You stopped this answer.") }));
@@ -181,7 +187,7 @@
       box.append(el("p", { class: "error", text: message.error || gettext("The answer failed.") }));
       if (isLast && config.writable) {
         const retry = el("button", { type: "button", class: "retry", text: gettext("Retry") });
-        retry.addEventListener("click", () => send({ type: "retry" }));
+        retry.addEventListener("click", () => send(withModel({ type: "retry" })));
         box.append(retry);
       }
     }
@@ -210,7 +216,7 @@
     tools.append(copy);
     if (isLast && config.writable) {
       const again = el("button", { type: "button", class: "link", text: gettext("Regenerate"), "data-testid": "regenerate" });
-      again.addEventListener("click", () => send({ type: "regenerate" }));
+      again.addEventListener("click", () => send(withModel({ type: "regenerate" })));
       tools.append(again);
     }
     return tools;
@@ -343,7 +349,12 @@
     }
   }
 
+  function withModel(payload) {
+    return modelSelect ? { ...payload, model: modelSelect.value } : payload;
+  }
+
   // Keep the status line honest: the server answers without a model when none is connected.
+  // Students read whether the assistant is available; teachers (who get the model's name) which model.
   function showMode(message) {
     const status = document.querySelector("[data-testid=model-status]");
     if (!status) return;
@@ -352,9 +363,18 @@
     status.classList.toggle("ok", !extractive);
     status.querySelector(".dot")?.classList.toggle("bad", extractive);
     status.querySelector(".dot")?.classList.toggle("ok", !extractive);
-    const text = extractive
-      ? ` ${gettext("No language model connected: answers quote the course material without a language model.")} `
-      : ` ${interpolate(gettext("Model %(model)s connected."), { model: message.model }, true)} `;
+    const details = Boolean(config.model_status.model);
+    let text;
+    if (details) {
+      text = extractive
+        ? gettext("No language model connected: answers quote the course material without a language model.")
+        : interpolate(gettext("Model %(model)s connected."), { model: message.model }, true);
+    } else {
+      text = extractive
+        ? gettext("The assistant answers by quoting the course material: its language model is not connected.")
+        : gettext("The assistant is available (connected).");
+    }
+    text = ` ${text} `;
     status.childNodes.forEach((node) => {
       if (node.nodeType === Node.TEXT_NODE && node.textContent.trim()) node.textContent = text;
     });
@@ -434,6 +454,7 @@
     }
     const body = new FormData();
     body.append("content", text);
+    if (modelSelect) body.append("model", modelSelect.value);
     body.append("attachment", file);
     const csrf = form.querySelector("[name=csrfmiddlewaretoken]").value;
     let response;
@@ -592,7 +613,7 @@
       if (file) {
         pendingAttachment = file.name;
         sendWithAttachment(text, file);
-      } else if (!send({ type: "user_message", content: text })) pendingText = null;
+      } else if (!send(withModel({ type: "user_message", content: text }))) pendingText = null;
     });
     attachInput?.addEventListener("change", showAttachment);
     stopButton.addEventListener("click", stop);
