@@ -247,7 +247,12 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         # The model went from the server after the availability check: the server's address and
         # its "ollama pull" advice are for the logs and teachers, not for the student.
         final = _fail(reply, progress, TurnFailed(_model_gone(turn), code=exc.code, retryable=True), detail=exc)
-    except (TurnFailed, ProviderError, MessageTooLong) as exc:
+    except ProviderError as exc:
+        # The provider's sentence names the server and repeats its words: for the logs. The
+        # student is told what happened in plain language, in their language.
+        plain = TurnFailed(_model_failed(exc), code=exc.code, retryable=exc.retryable)
+        final = _fail(reply, progress, plain, detail=exc)
+    except (TurnFailed, MessageTooLong) as exc:
         final = _fail(reply, progress, exc)
     except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
         log.exception("Chat turn %s failed", reply.id)
@@ -265,6 +270,20 @@ def _model_gone(turn: Turn) -> str:
             "The assistant is not available with this model right now. Choose another model, or try again later."
         )
     return gettext("The assistant is not available right now. Try again in a few minutes.")
+
+
+def _model_failed(exc: ProviderError) -> str:
+    if exc.reason == "timeout":
+        return gettext("The assistant took too long to answer. Try again in a minute.")
+    if exc.reason == "unreachable":
+        return gettext("The assistant is not available right now. Try again in a few minutes.")
+    if exc.reason == "unreadable":
+        return gettext("The assistant's answer could not be read. Try again.")
+    if exc.reason == "cut":
+        return gettext("The assistant stopped before the answer was finished. Try again.")
+    if exc.retryable:
+        return gettext("The assistant could not answer this time. Try again in a minute.")
+    return gettext("The assistant cannot answer this question. Tell your teacher if it keeps happening.")
 
 
 def _mirror_usage(turn: Turn) -> None:
@@ -289,8 +308,9 @@ def _finish(reply: Message, progress: _Progress, status: str) -> None:
 def _fail(reply: Message, progress: _Progress, exc: Exception, detail=None) -> ErrorEvent:
     """Store the reply as failed (never complete); the `error` event that ends the turn."""
     log.info("Chat turn %s failed: %s", reply.id, detail or exc)
-    if isinstance(exc, ProviderError):
-        metrics.MODEL_ERRORS.labels(retryable=str(exc.retryable).lower()).inc()
+    failure = detail if isinstance(detail, ProviderError) else exc
+    if isinstance(failure, ProviderError):
+        metrics.MODEL_ERRORS.labels(retryable=str(failure.retryable).lower()).inc()
     reply.error = str(exc)
     try:
         _finish(reply, progress, MessageStatus.FAILED)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class CurreChatError(Exception):
     """Base class. `str(error)` is shown to users, so write it as a sentence they can act on.
@@ -34,14 +36,23 @@ class ServiceUnavailable(CurreChatError):
 
 
 class ProviderError(CurreChatError):
-    """A model server failed. `retryable` says whether trying again may help."""
+    """A model server failed. `retryable` says whether trying again may help; `reason` says what
+    kind of failure it was, so that people who should not see the server's address and its own
+    words (students) can be told in plain language (chat.agent)."""
 
     status_code = 503
     code = "model_failed"
 
-    def __init__(self, message: str, *, retryable: bool = True):
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        reason: Literal["failed", "timeout", "unreachable", "unreadable", "cut", "missing"] = "failed",
+    ):
         super().__init__(message)
         self.retryable = retryable
+        self.reason = reason
 
 
 class ModelMissing(ProviderError):
@@ -51,7 +62,7 @@ class ModelMissing(ProviderError):
     code = "model_missing"
 
     def __init__(self, message: str):
-        super().__init__(message, retryable=False)
+        super().__init__(message, retryable=False, reason="missing")
 
 
 class InvalidInput(CurreChatError):

@@ -160,7 +160,8 @@ def test_a_stream_cut_before_done_is_a_failure_not_an_answer(session, ollama):
 def test_a_model_server_error_fails_the_turn_and_retry_answers_it(session, ollama):
     ollama.script(Reply(status=500, error="out of memory"))
     failed, sink = ask(session, "What is bias?")
-    assert failed.status == MessageStatus.FAILED and "out of memory" in failed.error
+    assert failed.status == MessageStatus.FAILED and "could not answer this time" in failed.error
+    assert "out of memory" not in failed.error, "the server's own words are for the logs"
 
     ollama.script(Reply(content="Now it works."))
     retried = run_turn(start_turn(session, None, retry=True), ListSink())
@@ -191,5 +192,6 @@ def test_a_model_that_stops_answering_times_out_as_a_failed_turn(session, ollama
     settings.OLLAMA_TIMEOUT = 0.5
     ollama.script(Reply(content="too late", delay=2.0))
     reply, sink = ask(session, "Hello?")
-    assert reply.status == MessageStatus.FAILED and "did not answer in time" in reply.error
+    assert reply.status == MessageStatus.FAILED and "took too long to answer" in reply.error
     assert sink.events[-1]["type"] == "error" and sink.events[-1]["retryable"] is True
+    assert "127.0.0.1" not in sink.events[-1]["detail"] + reply.error, "students never read the server's address"

@@ -108,13 +108,15 @@ def _translate_errors(host: str, model: str):
     except ollama.ResponseError as exc:
         raise _from_response_error(exc, host, model) from exc
     except httpx.TimeoutException as exc:
-        raise ProviderError(f"The model server at {host} did not answer in time.") from exc
+        raise ProviderError(f"The model server at {host} did not answer in time.", reason="timeout") from exc
     except (json.JSONDecodeError, pydantic.ValidationError) as exc:
         # Embeddings or the model list in a shape the client does not accept.
         log.warning("Unreadable reply from the model server at %s: %s", host, exc)
-        raise ProviderError(f"The model server at {host} sent a reply that could not be read. Try again.") from exc
+        raise ProviderError(
+            f"The model server at {host} sent a reply that could not be read. Try again.", reason="unreadable"
+        ) from exc
     except (ConnectionError, httpx.TransportError) as exc:
-        raise ProviderError(f"The model server at {host} cannot be reached.") from exc
+        raise ProviderError(f"The model server at {host} cannot be reached.", reason="unreachable") from exc
 
 
 def _message_payload(message: ChatMessage) -> dict[str, Any]:
@@ -194,7 +196,8 @@ def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
                 raise ProviderError(
                     f"The model server at {host} sent replies that could not be read; it may not be an Ollama "
                     "server, or a proxy in between changed them. Try again, or ask an administrator to check "
-                    "OLLAMA_HOST."
+                    "OLLAMA_HOST.",
+                    reason="unreadable",
                 )
             continue
         if part.text:
@@ -206,7 +209,7 @@ def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
             yield Done(part.prompt_tokens, part.completion_tokens, tuple(calls))
             return
     # A stream that ends without `done` was cut off: never pass it off as a complete answer.
-    raise ProviderError("The model server closed the answer before it was finished.")
+    raise ProviderError("The model server closed the answer before it was finished.", reason="cut")
 
 
 class _OllamaModel:
@@ -254,26 +257,28 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
                 started = True
                 yield from _stream_events(response.iter_lines(), self.host)
         except httpx.TimeoutException as exc:
-            raise ProviderError(f"The model server at {self.host} did not answer in time.") from exc
+            raise ProviderError(f"The model server at {self.host} did not answer in time.", reason="timeout") from exc
         except httpx.TransportError as exc:
             if started:  # the connection dropped mid-answer
-                raise ProviderError("The model server closed the answer before it was finished.") from exc
-            raise ProviderError(f"The model server at {self.host} cannot be reached.") from exc
+                raise ProviderError("The model server closed the answer before it was finished.", reason="cut") from exc
+            raise ProviderError(f"The model server at {self.host} cannot be reached.", reason="unreachable") from exc
 
     def info(self) -> ModelInfo:
         try:
             response = self._http.post("/api/show", json={"model": self.name})
         except httpx.TimeoutException as exc:
-            raise ProviderError(f"The model server at {self.host} did not answer in time.") from exc
+            raise ProviderError(f"The model server at {self.host} did not answer in time.", reason="timeout") from exc
         except httpx.TransportError as exc:
-            raise ProviderError(f"The model server at {self.host} cannot be reached.") from exc
+            raise ProviderError(f"The model server at {self.host} cannot be reached.", reason="unreachable") from exc
         if response.status_code != 200:
             raise _status_error(self.host, self.name, response.status_code, response.text)
         try:
             shown = response.json()
             model_info, parameters = shown.get("model_info") or {}, shown.get("parameters") or ""
         except (ValueError, AttributeError) as exc:
-            raise ProviderError(f"The model server at {self.host} sent a reply that could not be read.") from exc
+            raise ProviderError(
+                f"The model server at {self.host} sent a reply that could not be read.", reason="unreadable"
+            ) from exc
         context = None
         for key, value in model_info.items():
             if key.endswith(".context_length"):

@@ -68,9 +68,9 @@ def _translate_errors(base_url: str, model: str):
         retryable = exc.status_code >= 500 or exc.status_code == 429
         raise ProviderError(f"The model server failed: {_message(exc)}.", retryable=retryable) from exc
     except openai.APITimeoutError as exc:
-        raise ProviderError(f"The model server at {base_url} did not answer in time.") from exc
+        raise ProviderError(f"The model server at {base_url} did not answer in time.", reason="timeout") from exc
     except openai.APIConnectionError as exc:
-        raise ProviderError(f"The model server at {base_url} cannot be reached.") from exc
+        raise ProviderError(f"The model server at {base_url} cannot be reached.", reason="unreachable") from exc
     except openai.APIError as exc:  # an error event mid-stream (vLLM sends one when generation fails)
         raise ProviderError(f"The model server failed: {exc.message}.") from exc
     except json.JSONDecodeError as exc:
@@ -80,7 +80,8 @@ def _translate_errors(base_url: str, model: str):
         log.warning("Unreadable event from the model server at %s: %s", base_url, exc)
         raise ProviderError(
             f"The model server at {base_url} sent part of the answer in a form that could not be read "
-            f"(the model '{model}' or a proxy in between may have garbled it). Try again."
+            f"(the model '{model}' or a proxy in between may have garbled it). Try again.",
+            reason="unreadable",
         ) from exc
 
 
@@ -209,7 +210,7 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
                 finished = finished or choice.finish_reason is not None
         if not finished:
             # A stream that ends without a finish reason was cut off: never a complete answer.
-            raise ProviderError("The model server closed the answer before it was finished.")
+            raise ProviderError("The model server closed the answer before it was finished.", reason="cut")
         calls = tuple(pending[i].call(i) for i in sorted(pending))
         for made in calls:
             yield ToolCallEvent(made)
