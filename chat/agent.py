@@ -22,6 +22,7 @@ import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat import grounding, insight
 from chat.attachments import Attachment
@@ -112,13 +113,13 @@ def stop_turn(user, session_id: int) -> None:
     user = current(user)
     session = get_session_for_read(user, session_id)
     if session.user_id != user.pk:
-        raise Forbidden("Only the chat's student can stop its answers.")
+        raise Forbidden(_("Only the chat's student can stop its answers."))
     try:
         if not TurnLock(session.id).held():
-            raise Conflict("Nothing is being answered in this chat.")
+            raise Conflict(_("Nothing is being answered in this chat."))
         StopSignal(session.id).request()
     except redis.RedisError as exc:
-        raise ServiceUnavailable("Stop could not reach the chat service (Redis); try again in a moment.") from exc
+        raise ServiceUnavailable(_("Stop could not reach the chat service (Redis); try again in a moment.")) from exc
 
 
 def start_turn(
@@ -140,11 +141,14 @@ def start_turn(
         question = _question_to_retry(session, answered=regenerate)
     else:
         if not text:
-            raise CurreChatError("Write a message first.")
+            raise CurreChatError(_("Write a message first."))
         if len(text) > settings.CHAT_MAX_MESSAGE_CHARS:
             raise MessageTooLong(
-                f"Your message has {len(text)} characters; the most is {settings.CHAT_MAX_MESSAGE_CHARS}. "
-                "Shorten it or split it into several questions."
+                _(
+                    "Your message has %(length)s characters; the most is %(most)s. "
+                    "Shorten it or split it into several questions."
+                )
+                % {"length": len(text), "most": settings.CHAT_MAX_MESSAGE_CHARS}
             )
     check_budget(session.user_id, session.prompt)  # before the rate limit: a refusal costs no slot
     check_rate(session.user_id)
@@ -181,10 +185,10 @@ def _title(text: str) -> str:
 def _question_to_retry(session: ChatSession, *, answered: bool = False) -> Message:
     last_question = session.messages.filter(role=MessageRole.USER).last()
     if last_question is None:
-        raise CurreChatError("There is no question to retry in this chat.")
+        raise CurreChatError(_("There is no question to retry in this chat."))
     later = session.messages.filter(role=MessageRole.ASSISTANT, id__gt=last_question.id)
     if not answered and later.filter(status=MessageStatus.COMPLETE).exists():
-        raise CurreChatError("The last question already has an answer; only a failed answer can be retried.")
+        raise CurreChatError(_("The last question already has an answer; only a failed answer can be retried."))
     return last_question
 
 

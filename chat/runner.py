@@ -18,6 +18,7 @@ import redis
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
+from django.utils.translation import gettext as _
 
 from chat.agent import Turn, run_turn, start_turn
 from chat.attachments import Attachment
@@ -165,7 +166,7 @@ def start_turn_for(
         return start_turn(session, content, retry=retry, regenerate=regenerate, attachment=attachment)
     except redis.RedisError as exc:  # the rate limit and the turn lock live in Redis
         raise ServiceUnavailable(
-            "The chat service cannot reach Redis right now; your message was not sent. Try again in a moment."
+            _("The chat service cannot reach Redis right now; your message was not sent. Try again in a moment.")
         ) from exc
 
 

@@ -195,11 +195,14 @@ def check_budget(user_id: int, prompt: Prompt) -> None:
     which = standing.exhausted
     if which is not None:
         spent = standing.budget if which == "prompt" else standing.total_budget
-        where = "in this assistant" if which == "prompt" else "across all assistants"
+        if which == "prompt":
+            used = _("You have used your %(spent)s tokens for this week in this assistant.")
+        else:
+            used = _("You have used your %(spent)s tokens for this week across all assistants.")
+        again = _("Your budget starts again on %(when)s.") % {"when": describe_reset(standing.week)}
         metrics.BUDGET_REFUSALS.inc()
         raise BudgetExhausted(
-            f"You have used your {spent:,} tokens for this week {where}. "
-            f"Your budget starts again on {describe_reset(standing.week)}.",
+            f"{used % {'spent': f'{spent:,}'}} {again}",
             retry_after=standing.week.seconds_left(),
         )
 
@@ -277,7 +280,7 @@ def reset_week(user_id: int, prompt: Prompt) -> int:
 def set_budget(user_id: int, prompt: Prompt, weekly_token_budget: int | None) -> None:
     """The user's own budget in the prompt (None: the prompt's again)."""
     if weekly_token_budget is not None and weekly_token_budget < 0:
-        raise InvalidInput("A weekly token budget is 0 or more tokens.", field="weekly_token_budget")
+        raise InvalidInput(_("A weekly token budget is 0 or more tokens."), field="weekly_token_budget")
     BudgetOverride.objects.update_or_create(
         prompt=prompt, user_id=user_id, defaults={"weekly_token_budget": weekly_token_budget}
     )

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from rag.languages import LANGUAGE_CHOICES
 
@@ -128,4 +129,6 @@ class SourceFile(models.Model):
         if self.status != FileStatus.READY or not bad:
             return ""
         total = self.pages or len(bad)
-        return f"{len(bad)} of {total} page{'s' if total != 1 else ''} had no readable text"
+        return ngettext(
+            "%(bad)s of %(total)s page had no readable text", "%(bad)s of %(total)s pages had no readable text", total
+        ) % {"bad": len(bad), "total": total}
