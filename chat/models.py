@@ -215,7 +215,7 @@ class Enrollment(models.Model):
 
     @property
     def label(self) -> str:
-        return f"Student {self.number}"
+        return gettext("Student %(number)s") % {"number": self.number}
 
 
 class ChatSessionQuerySet(models.QuerySet):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext
+
 from chat.events import with_html
 from chat.models import ChatSession, ChatVisibility, Enrollment, Message, MessageRole
 from currechat.rendering import render_markdown
@@ -59,7 +61,7 @@ def student_label(session: ChatSession, viewer) -> str:
     if session.visibility == ChatVisibility.NAMED:
         return session.user.get_full_name() or session.user.username
     enrollment = Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).first()
-    return enrollment.label if enrollment else "A teacher"
+    return enrollment.label if enrollment else gettext("A teacher")
 
 
 def session_dict(session: ChatSession, viewer=None, *, with_messages: bool = False) -> dict[str, Any]:

@@ -263,7 +263,7 @@ def _reader_label(prompt, session) -> str:
     if session.visibility == ChatVisibility.NAMED:
         return session.user.username
     enrollment = prompt.enrollments.filter(student_id=session.user_id).first()
-    return enrollment.label if enrollment else "a teacher"
+    return enrollment.label if enrollment else _("a teacher")
 
 
 def _chat_list(prompt, owner, query: str):
