@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 import redis
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from chat import grounding, insight
 from chat.attachments import Attachment
@@ -74,6 +75,9 @@ class Turn:
     lock: TurnLock
     stop: StopSignal = field(init=False)
     meter: UsageMeter = field(init=False)  # every model call made for the student, curation too
+    # The student's language when they asked: the turn runs in a pool thread, which has none of
+    # its own, and what it stores and sends (errors, an answer without a model) is read in it.
+    language: str = field(default_factory=lambda: translation.get_language() or settings.LANGUAGE_CODE)
 
     def __post_init__(self) -> None:
         self.stop = StopSignal(self.session.id)
@@ -192,7 +196,7 @@ def _question_to_retry(session: ChatSession, *, answered: bool = False) -> Messa
     return last_question
 
 
-ORPHANED = "The server stopped before this answer was finished. Ask again or retry."
+ORPHANED = gettext_lazy("The server stopped before this answer was finished. Ask again or retry.")
 
 
 def fail_orphaned_replies(session: ChatSession) -> None:
@@ -214,7 +218,9 @@ def fail_orphaned_replies(session: ChatSession) -> None:
             log.warning("Chat %s: broke the turn lock of a turn that is gone (%s)", session.id, token)
         token = lock.current()
     if ids and token is None:
-        Message.objects.filter(id__in=ids, status__in=unfinished).update(status=MessageStatus.FAILED, error=ORPHANED)
+        Message.objects.filter(id__in=ids, status__in=unfinished).update(
+            status=MessageStatus.FAILED, error=str(ORPHANED)
+        )
 
 
 def run_turn(turn: Turn, sink: EventSink) -> Message:
@@ -222,6 +228,11 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
 
     The last event (`message_done` or `error`) goes out only after everything of the turn is
     stored and its lock released: a client that hears it may at once read the chat or ask again."""
+    with translation.override(turn.language):
+        return _run_turn(turn, sink)
+
+
+def _run_turn(turn: Turn, sink: EventSink) -> Message:
     reply, progress = turn.reply, _Progress()
     final: ChatEventOut
     try:
@@ -244,7 +255,7 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         final = _fail(reply, progress, exc)
     except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
         log.exception("Chat turn %s failed", reply.id)
-        final = _fail(reply, progress, TurnFailed("Something went wrong while answering. Try again."), detail=exc)
+        final = _fail(reply, progress, TurnFailed(_("Something went wrong while answering. Try again.")), detail=exc)
     finally:
         _mirror_usage(turn)
         turn.lock.release()
@@ -388,8 +399,10 @@ class _ModelLoop:
             said = self.progress.text[start:].removeprefix(ROUND_SEPARATOR)
             if not calls or last:
                 if not said.strip():
-                    why = f"kept searching and gave no answer after {limit} rounds" if calls else "gave an empty answer"
-                    raise TurnFailed(f"The model {why}. Try again.")
+                    if calls:
+                        failure = _("The model kept searching and gave no answer after %(limit)s rounds. Try again.")
+                        raise TurnFailed(failure % {"limit": limit})
+                    raise TurnFailed(_("The model gave an empty answer. Try again."))
                 return
             messages.append(ChatMessage(role="assistant", content=said, tool_calls=tuple(calls)))
             for call in calls:

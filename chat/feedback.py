@@ -73,9 +73,12 @@ def own_ratings(session) -> dict[int, dict[str, str]]:
 def note_for_student(visibility: str) -> str:
     """What a student is told their teachers see of a rating, at the chat's privacy level."""
     if visibility == ChatVisibility.NONE:
-        return "Your teachers see only how many answers were rated up or down."
-    who = "your name" if visibility == ChatVisibility.NAMED else "“Student N”, not your name"
-    return f"Your teachers see the rating and comment with this question and answer, under {who}."
+        return _("Your teachers see only how many answers were rated up or down.")
+    if visibility == ChatVisibility.NAMED:
+        return _("Your teachers see the rating and comment with this question and answer, under your name.")
+    return _(
+        "Your teachers see the rating and comment with this question and answer, under “Student N”, not your name."
+    )
 
 
 @dataclass(frozen=True)

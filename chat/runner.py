@@ -18,6 +18,7 @@ import redis
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from chat.agent import Turn, run_turn, start_turn
@@ -170,10 +171,11 @@ def start_turn_for(
         ) from exc
 
 
-def _start_in_thread(user, session_id: int, content: str | None, retry: bool, regenerate: bool) -> Turn:
+def _start_in_thread(user, session_id: int, content: str | None, retry: bool, regenerate: bool, language: str) -> Turn:
     close_old_connections()
     try:
-        return start_turn_for(user, session_id, content, retry=retry, regenerate=regenerate)
+        with translation.override(language):  # a pool thread inherits no language of its own
+            return start_turn_for(user, session_id, content, retry=retry, regenerate=regenerate)
     finally:
         close_old_connections()
 
@@ -185,7 +187,10 @@ async def start_turn_async(
     consumer's calls on one shared thread, so with many chats busy, new questions queued behind
     each other for seconds before reaching the model."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor(), _start_in_thread, user, session_id, content, retry, regenerate)
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    return await loop.run_in_executor(
+        executor(), _start_in_thread, user, session_id, content, retry, regenerate, language
+    )
 
 
 def error_event(exc: CurreChatError) -> ErrorEvent:

@@ -358,7 +358,7 @@ def prompt_insight(request, pk: int):
         "days": days,
         "periods": INSIGHT_PERIODS,
         "stats": stats,
-        "chart": insight_chart.messages_chart(stats.by_day, f"Messages per day, last {days} days"),
+        "chart": insight_chart.messages_chart(stats.by_day, _("Messages per day, last %(days)s days") % {"days": days}),
         "busy_days": [d for d in reversed(stats.by_day) if d.messages],
         "gaps": gap_rows,
         "open_gaps": sum(1 for gap, _ in gap_rows if not gap.handled),

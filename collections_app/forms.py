@@ -24,7 +24,8 @@ def embedding_choices(current: str) -> list[tuple[str, str]]:
     if current:
         names.append(current)
     unique = list(dict.fromkeys(names))
-    return [(name, f"{name} — {_('English only') if model_languages(name) else _('multilingual')}") for name in unique]
+    english_only, multilingual = _("English only"), _("multilingual")
+    return [(name, f"{name} — {english_only if model_languages(name) else multilingual}") for name in unique]
 
 
 class CollectionForm(WriteRulesForm):
