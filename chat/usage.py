@@ -25,9 +25,10 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
+from django.utils import dateformat, timezone
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from chat.models import BudgetOverride, Prompt, TokenUsage
 from currechat import metrics
@@ -75,9 +76,11 @@ def current_week(now: datetime | None = None) -> Week:
 
 
 def describe_reset(week: Week) -> str:
-    """'Monday 2 March at 00:00 (Europe/Helsinki)'."""
-    end = week.end
-    return f"{end:%A} {end.day} {end:%B} at {end:%H:%M} ({settings.TIME_ZONE})"
+    """'Monday 2 March at 00:00 (Europe/Helsinki)', in the active language ('2. maaliskuuta klo
+    0.00 (maanantai)')."""
+    # A date format (Django's letters: l weekday, j day, F/E month, H/G hour, i minutes) per language.
+    shape = pgettext("the moment a weekly budget starts again, as a Django date format", r"l j F \a\t H:i")
+    return f"{dateformat.format(week.end, shape)} ({settings.TIME_ZONE})"
 
 
 def _key(week: Week, user_id: int, prompt_id: int | None = None) -> str:

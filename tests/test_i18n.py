@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import translation
 
 from accounts.models import User
+from chat.usage import current_week, describe_reset
 from tests.conftest import PASSWORD
 from tests.untranslated import LOCALE, catalogue_sentences, english_left
 
@@ -140,3 +141,18 @@ def test_english_left_finds_marked_sentences_with_and_without_placeholders():
     assert "Your assistants" in left
     assert "You joined “%(name)s”. Ask your first question below." in left
     assert english_left("Avustajasi. Liityit avustajaan ”Tilastoavustaja”.", sentences, min_words=2) == []
+
+
+def test_budget_reset_day_is_written_in_the_language(settings):
+    settings.TIME_ZONE = "Europe/Helsinki"
+    settings.USAGE_WEEK_RESET_WEEKDAY, settings.USAGE_WEEK_RESET_HOUR = 0, 6
+    week = current_week(datetime(2026, 2, 25, 12, 0, tzinfo=UTC))
+    said = {}
+    for lang in ("en", "fi", "sv"):
+        with translation.override(lang):
+            said[lang] = describe_reset(week)
+    assert said == {
+        "en": "Monday 2 March at 06:00 (Europe/Helsinki)",
+        "fi": "maanantaina 2. maaliskuuta klo 6.00 (Europe/Helsinki)",
+        "sv": "måndag den 2 mars kl. 06.00 (Europe/Helsinki)",
+    }
