@@ -156,6 +156,19 @@ def test_student_chats_in_finnish_and_teacher_pages_are_finnish(live_app, new_pa
     expect(teacher.get_by_test_id("status-badge")).to_contain_text("1 taustakäsittelijä käynnissä")
     pages.check(teacher, "teacher-collection")
 
+    files.get_by_role("link", name="keskiluvut.md").click()
+    expect(teacher.get_by_role("heading", name="Poimittu teksti")).to_be_visible()
+    expect(teacher.locator("article.chunk")).to_contain_text("jakamalla havaintojen summa")
+    pages.check(teacher, "teacher-file")
+
+    teacher.get_by_role("link", name="← Tilastotiede").click()
+    teacher.get_by_role("link", name="Kokeile hakua").click()
+    teacher.get_by_label("Hakusanat").fill("keskiarvo")
+    teacher.get_by_role("button", name="Hae").click()
+    expect(teacher.locator(".search-results li.passage").first).to_contain_text("keskiluvut.md")
+    pages.check(teacher, "teacher-search")
+
+    teacher.get_by_role("link", name="Tilastotiede").first.click()
     teacher.get_by_test_id("settings-tab").click()
     expect(teacher.get_by_label("Upotusmalli")).to_be_visible()
     pages.check(teacher, "teacher-collection-settings")
