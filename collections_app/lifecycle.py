@@ -65,11 +65,14 @@ LOST = gettext_lazy(
 )
 
 
-def in_owner_language(collection_id: int) -> translation.override:
-    """The language of the sentences the workers store for a collection's teachers to read: its
-    owner's chosen interface language (the site's default when they chose none)."""
-    language = Collection.objects.filter(pk=collection_id).values_list("owner__language", flat=True).first()
-    return translation.override(language or settings.LANGUAGE_CODE)
+def in_teachers_language(collection_id: int, language: str = "") -> translation.override:
+    """The language of the sentences a worker stores for a collection's teachers to read: the one of
+    the teacher who queued the file (`language`, passed with the job), else the owner's chosen
+    interface language, else the site's default."""
+    if language not in dict(settings.LANGUAGES):
+        owner = Collection.objects.filter(pk=collection_id).values_list("owner__language", flat=True).first()
+        language = owner or settings.LANGUAGE_CODE
+    return translation.override(language)
 
 
 def _stale_before():
@@ -82,12 +85,12 @@ def is_stalled(source: SourceFile) -> bool:
     return source.status == FileStatus.PROCESSING and source.updated < _stale_before()
 
 
-def fail_lost(file_id: int, attempt: int, why: str | Promise) -> bool:
+def fail_lost(file_id: int, attempt: int, why: str | Promise, language: str = "") -> bool:
     """The process running this attempt died (the worker saw its job process end without a
-    result): fail the file with a reason and a Retry (`why`, lazy so it is read in the owner's language).
+    result): fail the file with a reason and a Retry (`why`, lazy so it is read in the teachers' language).
     False when the attempt was no longer live."""
     collection_id = SourceFile.objects.filter(pk=file_id).values_list("collection_id", flat=True).first()
-    with in_owner_language(collection_id or 0):
+    with in_teachers_language(collection_id or 0, language):
         error = LOST % {"why": why}
     changed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.PROCESSING).update(
         status=FileStatus.FAILED, error=error, progress_detail="", updated=timezone.now()
@@ -155,7 +158,8 @@ def queue_for_ingestion(source: SourceFile, *, re_extract: bool = True) -> None:
     from collections_app.tasks import ingest_file  # the task module imports this one
 
     try:
-        ingest_file.enqueue(source.id, source.attempt, re_extract)
+        # The teacher's language goes with the job: the worker writes what they will read in it.
+        ingest_file.enqueue(source.id, source.attempt, re_extract, translation.get_language() or "")
     except Exception as exc:  # noqa: BLE001 — any queue failure: say so and keep the file retryable
         log.warning("Could not queue file %s", source.id, exc_info=True)
         SourceFile.objects.filter(pk=source.pk, attempt=source.attempt).update(
@@ -356,10 +360,10 @@ class FileTracker:
         announce(self.source)
 
 
-def run_ingest(file_id: int, attempt: int, *, re_extract: bool = True) -> pipeline.IngestReport:
+def run_ingest(file_id: int, attempt: int, *, re_extract: bool = True, language: str = "") -> pipeline.IngestReport:
     """Ingest one attempt of one file (the body of the background task, and of `manage.py reindex`)."""
     collection_id = SourceFile.objects.filter(pk=file_id).values_list("collection_id", flat=True).first()
-    with in_owner_language(collection_id or 0):  # the progress and error sentences it stores
+    with in_teachers_language(collection_id or 0, language):  # the progress and error sentences it stores
         source = claim(file_id, attempt)
         if source is None:
             log.info("file %s attempt %s: nothing to do (cancelled, deleted or re-queued)", file_id, attempt)

@@ -161,6 +161,7 @@ class PreloadingWorker(Worker):
         else:
             why = gettext_lazy("its process ended unexpectedly")
         try:
-            lifecycle.fail_lost(int(job.args[0]), int(job.args[1]), why)
+            language = str(job.args[3]) if len(job.args) > 3 else ""
+            lifecycle.fail_lost(int(job.args[0]), int(job.args[1]), why, language)
         except Exception:  # noqa: BLE001 — the periodic sweep fails it later
             log.exception("Could not mark the file of job %s failed", job.id)
