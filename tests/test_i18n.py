@@ -10,10 +10,12 @@ from html import unescape
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 from django.utils import translation
 
 from accounts.models import User
 from chat.usage import current_week, describe_reset
+from collections_app.models import SourceFile
 from tests.conftest import PASSWORD
 from tests.untranslated import LOCALE, catalogue_sentences, english_left
 
@@ -80,18 +82,17 @@ def test_saved_language_wins_over_the_browser(student):
     assert "Dina assistenter" in c.get("/").content.decode()
 
 
-@pytest.mark.parametrize("who", ["student", "visitor"])
-def test_finnish_student_pages_have_no_untranslated_english(who, prompt, student):
-    """Every marked string on the English page is gone from the Finnish one."""
+def _english_left_in_finnish(paths: list[str], user) -> int:
+    """Every marked string each page shows in English is gone from its Finnish version; how many
+    strings the comparison saw."""
     sentences = catalogue_sentences("fi")
-    paths = ["/", f"/join/{prompt.join_code}/"] if who == "student" else [f"/join/{prompt.join_code}/", "/login/"]
     checked = 0
     for path in paths:
         pages = {}
         for lang in ("en", "fi"):
             c = Client(HTTP_ACCEPT_LANGUAGE=lang)
-            if who == "student":
-                c.force_login(student)
+            if user is not None:
+                c.force_login(user)
             response = c.get(path)
             assert response.status_code == 200, path
             pages[lang] = _visible_text(response.content.decode())
@@ -99,7 +100,38 @@ def test_finnish_student_pages_have_no_untranslated_english(who, prompt, student
         checked += len(shown)
         left = english_left(pages["fi"], shown)
         assert left == [], f"{path} in Finnish still says {left}"
-    assert checked >= 8  # the comparison saw the pages' own strings
+    return checked
+
+
+@pytest.mark.parametrize("who", ["student", "visitor"])
+def test_finnish_student_pages_have_no_untranslated_english(who, prompt, student):
+    """Every marked string on the English page is gone from the Finnish one."""
+    paths = ["/", f"/join/{prompt.join_code}/"] if who == "student" else [f"/join/{prompt.join_code}/", "/login/"]
+    assert _english_left_in_finnish(paths, student if who == "student" else None) >= 8
+
+
+def test_finnish_teacher_pages_have_no_untranslated_english(owner, prompt, collection):
+    collection.name = "Tilastotiede"  # "Statistics" is one of the interface's own words
+    collection.save()
+    source = SourceFile.objects.create(
+        collection=collection, original_name="muistiinpanot.md", file="collections/x/notes", file_type="markdown",
+        size=10, sha256="a" * 64, status="queued", markdown="# Muistiinpanot\n\nKeskiarvo.", uploaded_by=owner,
+    )  # fmt: skip
+    paths = [
+        "/",
+        reverse("collection_create"),
+        reverse("collection_detail", args=[collection.pk]),
+        reverse("collection_settings", args=[collection.pk]),
+        reverse("collection_search", args=[collection.pk]),
+        reverse("file_detail", args=[source.pk]),
+        reverse("prompt_create"),
+        reverse("prompt_detail", args=[prompt.pk]),
+        reverse("prompt_insight", args=[prompt.pk]),
+        reverse("account"),
+        reverse("profile"),
+        reverse("start_reset"),
+    ]
+    assert _english_left_in_finnish(paths, owner) >= 100
 
 
 def test_dates_follow_the_language(student, prompt):
