@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -47,10 +48,11 @@ def teachers_named(values: list, *, field: str, may: str) -> list[User]:
     users = list(User.objects.filter(username__in=names))
     missing = sorted(set(names) - {u.username for u in users})
     if missing:
-        raise InvalidInput(f"No such user: {', '.join(missing)}.", field=field)
+        raise InvalidInput(gettext("No such user: %(names)s.") % {"names": ", ".join(missing)}, field=field)
     not_teachers = sorted(u.username for u in users if not (u.is_teacher and u.is_active))
     if not_teachers:
-        raise InvalidInput(f"Only active teachers can {may}: {', '.join(not_teachers)} is not one.", field=field)
+        sentence = gettext("Only active teachers can %(action)s: %(names)s is not one.")
+        raise InvalidInput(sentence % {"action": may, "names": ", ".join(not_teachers)}, field=field)
     return users
 
 

@@ -17,6 +17,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import User
@@ -28,8 +30,10 @@ class NameForm(forms.ModelForm):
     class Meta:
         model = User
         fields = ["first_name", "last_name"]
-        labels = {"first_name": "First name", "last_name": "Last name"}
-        help_texts = {"last_name": "Teachers see your name only where a course says they read chats by name."}
+        labels = {"first_name": gettext_lazy("First name"), "last_name": gettext_lazy("Last name")}
+        help_texts = {
+            "last_name": gettext_lazy("Teachers see your name only where a course says they read chats by name.")
+        }
 
 
 @login_required
@@ -40,12 +44,12 @@ def profile(request):
     password_form = PasswordChangeForm(request.user, request.POST if "change_password" in request.POST else None)
     if "save_name" in request.POST and name_form.is_valid():
         name_form.save()
-        messages.success(request, "Your name was saved.")
+        messages.success(request, _("Your name was saved."))
         return redirect("profile")
     if "change_password" in request.POST and password_form.is_valid():
         user = password_form.save()
         update_session_auth_hash(request, user)  # this browser stays signed in; others are signed out
-        messages.success(request, "Your password was changed. Other browsers signed in as you are signed out.")
+        messages.success(request, _("Your password was changed. Other browsers signed in as you are signed out."))
         return redirect("profile")
     return render(request, "accounts/profile.html", {"name_form": name_form, "password_form": password_form})
 
@@ -63,16 +67,18 @@ def student_for_reset(teacher: User, username: str) -> User:
 
     user = User.objects.filter(username=username.strip()).first()
     if user is None:
-        raise NotFound("There is no such user among your students.")
+        raise NotFound(_("There is no such user among your students."))
     if teacher.is_superuser:
         return user
     if user.is_teacher or not Prompt.objects.editable_by(teacher).filter(enrolled_q(user)).exists():
-        raise NotFound("There is no such user among your students.")
+        raise NotFound(_("There is no such user among your students."))
     return user
 
 
 class ResetForm(forms.Form):
-    username = forms.CharField(max_length=150, help_text="The student tells you their username.")
+    username = forms.CharField(
+        label=gettext_lazy("Username"), max_length=150, help_text=gettext_lazy("The student tells you their username.")
+    )
 
 
 @login_required

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 import redis
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from chat import grounding, insight
 from chat.attachments import Attachment
@@ -76,6 +77,9 @@ class Turn:
     model: str  # the chat model that answers: the student's choice (chat/model_choice.py)
     stop: StopSignal = field(init=False)
     meter: UsageMeter = field(init=False)  # every model call made for the student, curation too
+    # The student's language when they asked: the turn runs in a pool thread, which has none of
+    # its own, and what it stores and sends (errors, an answer without a model) is read in it.
+    language: str = field(default_factory=lambda: translation.get_language() or settings.LANGUAGE_CODE)
 
     def __post_init__(self) -> None:
         self.stop = StopSignal(self.session.id)
@@ -115,13 +119,13 @@ def stop_turn(user, session_id: int) -> None:
     user = current(user)
     session = get_session_for_read(user, session_id)
     if session.user_id != user.pk:
-        raise Forbidden("Only the chat's student can stop its answers.")
+        raise Forbidden(_("Only the chat's student can stop its answers."))
     try:
         if not TurnLock(session.id).held():
-            raise Conflict("Nothing is being answered in this chat.")
+            raise Conflict(_("Nothing is being answered in this chat."))
         StopSignal(session.id).request()
     except redis.RedisError as exc:
-        raise ServiceUnavailable("Stop could not reach the chat service (Redis); try again in a moment.") from exc
+        raise ServiceUnavailable(_("Stop could not reach the chat service (Redis); try again in a moment.")) from exc
 
 
 def start_turn(
@@ -146,11 +150,14 @@ def start_turn(
         question = _question_to_retry(session, answered=regenerate)
     else:
         if not text:
-            raise CurreChatError("Write a message first.")
+            raise CurreChatError(_("Write a message first."))
         if len(text) > settings.CHAT_MAX_MESSAGE_CHARS:
             raise MessageTooLong(
-                f"Your message has {len(text)} characters; the most is {settings.CHAT_MAX_MESSAGE_CHARS}. "
-                "Shorten it or split it into several questions."
+                _(
+                    "Your message has %(length)s characters; the most is %(most)s. "
+                    "Shorten it or split it into several questions."
+                )
+                % {"length": len(text), "most": settings.CHAT_MAX_MESSAGE_CHARS}
             )
     check_budget(session.user_id, session.prompt)  # before the rate limit: a refusal costs no slot
     check_rate(session.user_id)
@@ -188,14 +195,14 @@ def _title(text: str) -> str:
 def _question_to_retry(session: ChatSession, *, answered: bool = False) -> Message:
     last_question = session.messages.filter(role=MessageRole.USER).last()
     if last_question is None:
-        raise CurreChatError("There is no question to retry in this chat.")
+        raise CurreChatError(_("There is no question to retry in this chat."))
     later = session.messages.filter(role=MessageRole.ASSISTANT, id__gt=last_question.id)
     if not answered and later.filter(status=MessageStatus.COMPLETE).exists():
-        raise CurreChatError("The last question already has an answer; only a failed answer can be retried.")
+        raise CurreChatError(_("The last question already has an answer; only a failed answer can be retried."))
     return last_question
 
 
-ORPHANED = "The server stopped before this answer was finished. Ask again or retry."
+ORPHANED = gettext_lazy("The server stopped before this answer was finished. Ask again or retry.")
 
 
 def fail_orphaned_replies(session: ChatSession) -> None:
@@ -217,7 +224,9 @@ def fail_orphaned_replies(session: ChatSession) -> None:
             log.warning("Chat %s: broke the turn lock of a turn that is gone (%s)", session.id, token)
         token = lock.current()
     if ids and token is None:
-        Message.objects.filter(id__in=ids, status__in=unfinished).update(status=MessageStatus.FAILED, error=ORPHANED)
+        Message.objects.filter(id__in=ids, status__in=unfinished).update(
+            status=MessageStatus.FAILED, error=str(ORPHANED)
+        )
 
 
 def run_turn(turn: Turn, sink: EventSink) -> Message:
@@ -225,6 +234,11 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
 
     The last event (`message_done` or `error`) goes out only after everything of the turn is
     stored and its lock released: a client that hears it may at once read the chat or ask again."""
+    with translation.override(turn.language):
+        return _run_turn(turn, sink)
+
+
+def _run_turn(turn: Turn, sink: EventSink) -> Message:
     reply, progress = turn.reply, _Progress()
     final: ChatEventOut
     try:
@@ -256,7 +270,7 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
         final = _fail(reply, progress, exc)
     except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
         log.exception("Chat turn %s failed", reply.id)
-        final = _fail(reply, progress, TurnFailed("Something went wrong while answering. Try again."), detail=exc)
+        final = _fail(reply, progress, TurnFailed(_("Something went wrong while answering. Try again.")), detail=exc)
     finally:
         _mirror_usage(turn)
         turn.lock.release()
@@ -266,24 +280,22 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
 
 def _model_gone(turn: Turn) -> str:
     if offers_choice(turn.session.prompt):
-        return gettext(
-            "The assistant is not available with this model right now. Choose another model, or try again later."
-        )
-    return gettext("The assistant is not available right now. Try again in a few minutes.")
+        return _("The assistant is not available with this model right now. Choose another model, or try again later.")
+    return _("The assistant is not available right now. Try again in a few minutes.")
 
 
 def _model_failed(exc: ProviderError) -> str:
     if exc.reason == "timeout":
-        return gettext("The assistant took too long to answer. Try again in a minute.")
+        return _("The assistant took too long to answer. Try again in a minute.")
     if exc.reason == "unreachable":
-        return gettext("The assistant is not available right now. Try again in a few minutes.")
+        return _("The assistant is not available right now. Try again in a few minutes.")
     if exc.reason == "unreadable":
-        return gettext("The assistant's answer could not be read. Try again.")
+        return _("The assistant's answer could not be read. Try again.")
     if exc.reason == "cut":
-        return gettext("The assistant stopped before the answer was finished. Try again.")
+        return _("The assistant stopped before the answer was finished. Try again.")
     if exc.retryable:
-        return gettext("The assistant could not answer this time. Try again in a minute.")
-    return gettext("The assistant cannot answer this question. Tell your teacher if it keeps happening.")
+        return _("The assistant could not answer this time. Try again in a minute.")
+    return _("The assistant cannot answer this question. Tell your teacher if it keeps happening.")
 
 
 def _mirror_usage(turn: Turn) -> None:
@@ -424,8 +436,10 @@ class _ModelLoop:
             said = self.progress.text[start:].removeprefix(ROUND_SEPARATOR)
             if not calls or last:
                 if not said.strip():
-                    why = f"kept searching and gave no answer after {limit} rounds" if calls else "gave an empty answer"
-                    raise TurnFailed(f"The model {why}. Try again.")
+                    if calls:
+                        failure = _("The model kept searching and gave no answer after %(limit)s rounds. Try again.")
+                        raise TurnFailed(failure % {"limit": limit})
+                    raise TurnFailed(_("The model gave an empty answer. Try again."))
                 return
             messages.append(ChatMessage(role="assistant", content=said, tool_calls=tuple(calls)))
             for call in calls:

@@ -9,6 +9,7 @@ from typing import Literal
 import pydantic
 from asgiref.sync import sync_to_async
 from django.http import HttpResponse, StreamingHttpResponse
+from django.utils.translation import gettext as _
 from ninja import Field, Query, Router, Schema, Status
 
 from accounts.models import User
@@ -371,7 +372,7 @@ def _message_input(request) -> tuple[str, Attachment | None, str | None]:
     try:
         data = MessageIn.model_validate_json(request.body or b"{}")
     except pydantic.ValidationError:
-        raise InvalidInput('Send {"content": "your question"} as JSON, or a multipart form with "content".')
+        raise InvalidInput(_('Send {"content": "your question"} as JSON, or a multipart form with "content".'))
     return data.content, None, data.model
 
 
@@ -395,7 +396,7 @@ def stop_answer(request, chat_id: int):
     """Stop the answer being written: it ends with `message_done` whose status is `stopped`,
     keeping its text so far; the next message can be sent at once. 409 when nothing is running."""
     stop_turn(request.user, chat_id)
-    return Status(202, {"detail": "Stopping the answer."})
+    return Status(202, {"detail": _("Stopping the answer.")})
 
 
 @router.get("/chats/{int:chat_id}/export", tags=["chats"], response={200: None})
@@ -403,7 +404,7 @@ def export_chat(request, chat_id: int, format: Literal["md"] = "md"):
     """Your chat as Markdown, citations resolved to file, page and section."""
     session = get_session_for_read(request.user, chat_id)
     if session.user_id != request.user.pk:
-        raise Forbidden("Only the chat's student can download it; teachers export a prompt's chats.")
+        raise Forbidden(_("Only the chat's student can download it; teachers export a prompt's chats."))
     response = HttpResponse(export.chat_markdown(session), content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{export.export_filename(session)}"'
     return response
@@ -414,7 +415,7 @@ def delete_chat(request, chat_id: int):
     """Delete your own chat with all its messages (gone from the teachers' view too)."""
     session = get_session_for_read(request.user, chat_id)
     if session.user_id != request.user.pk:
-        raise Forbidden("Only the chat's student can delete it.")
+        raise Forbidden(_("Only the chat's student can delete it."))
     session.delete()
     return Status(204, None)
 
@@ -551,7 +552,7 @@ def export_insight_csv(request, prompt_id: int, what: Literal["stats", "gaps", "
     """Statistics per day, the gaps, or the feedback as CSV (UTF-8, for spreadsheets)."""
     prompt = get_prompt_for_edit(request.user, prompt_id)
     if not 1 <= days <= insight.MAX_DAYS:
-        raise InvalidInput(f"days must be between 1 and {insight.MAX_DAYS}.", field="days")
+        raise InvalidInput(_("days must be between 1 and %(most)s.") % {"most": insight.MAX_DAYS}, field="days")
     response = HttpResponse(insight_csv.export(prompt, what, days), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="currechat-prompt-{prompt.pk}-{what}.csv"'
     return response
@@ -614,7 +615,7 @@ def student_budget(request, prompt_id: int, student_id: int, data: BudgetIn):
     prompt = get_prompt_for_edit(request.user, prompt_id)
     student = roster.enrollment_by_number(prompt, student_id).student_id
     if "weekly_token_budget" not in data.model_fields_set and not data.reset:
-        raise InvalidInput("Send reset: true or a weekly_token_budget.", field="weekly_token_budget")
+        raise InvalidInput(_("Send reset: true or a weekly_token_budget."), field="weekly_token_budget")
     if "weekly_token_budget" in data.model_fields_set:
         usage.set_budget(student, prompt, data.weekly_token_budget)
     if data.reset:

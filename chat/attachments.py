@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from chat.budget import MessageTooLong, estimate_tokens
 from rag.ingest import sniff
@@ -32,8 +33,8 @@ def check_size(name: str, size: int) -> None:
     limit = settings.CHAT_ATTACHMENT_MAX_BYTES
     if size > limit:
         raise TooLarge(
-            f"“{name}” is {_size(size)}; attachments may be at most {_size(limit)}. "
-            "Attach the part you are asking about."
+            _("“%(name)s” is %(size)s; attachments may be at most %(limit)s. Attach the part you are asking about.")
+            % {"name": name, "size": _size(size), "limit": _size(limit)}
         )
 
 
@@ -43,7 +44,7 @@ def read_attachment(name: str, data: bytes) -> Attachment:
     name = (name or "attachment").rsplit("/", 1)[-1][:200]
     check_size(name, len(data))
     if not data:
-        raise IngestFailed(f"“{name}” is empty. Check that you picked the right file.")
+        raise IngestFailed(_("“%(name)s” is empty. Check that you picked the right file.") % {"name": name})
     kind = sniff.detect_type(name, data[:1024])
     pages = None
     if kind == "pdf":
@@ -54,11 +55,15 @@ def read_attachment(name: str, data: bytes) -> Attachment:
             text = html_to_markdown(text)
     text = normalize_text(text).strip()
     if not text:
-        raise IngestFailed(f"No text could be found in “{name}”. If it is a scan, copy the text you mean instead.")
+        sentence = _("No text could be found in “%(name)s”. If it is a scan, copy the text you mean instead.")
+        raise IngestFailed(sentence % {"name": name})
     if estimate_tokens(text) > settings.CHAT_ATTACHMENT_MAX_TOKENS:
         raise MessageTooLong(
-            f"“{name}” is too long for the assistant to read with your question (about {estimate_tokens(text):,} "
-            f"tokens; it has room for {settings.CHAT_ATTACHMENT_MAX_TOKENS:,}). Attach a shorter excerpt."
+            _(
+                "“%(name)s” is too long for the assistant to read with your question (about %(tokens)s tokens; "
+                "it has room for %(room)s). Attach a shorter excerpt."
+            )
+            % {"name": name, "tokens": f"{estimate_tokens(text):,}", "room": f"{settings.CHAT_ATTACHMENT_MAX_TOKENS:,}"}
         )
     return Attachment(name=name, text=text, pages=pages, size=len(data))
 
@@ -69,8 +74,11 @@ def _pdf_text(name: str, data: bytes) -> tuple[str, int]:
         limit = settings.CHAT_ATTACHMENT_MAX_PAGES
         if doc.page_count > limit:
             raise TooLarge(
-                f"“{name}” has {doc.page_count} pages; attachments may have at most {limit}. "
-                "Attach the pages you are asking about."
+                _(
+                    "“%(name)s” has %(pages)s pages; attachments may have at most %(limit)s. "
+                    "Attach the pages you are asking about."
+                )
+                % {"name": name, "pages": doc.page_count, "limit": limit}
             )
         pages = fast_pages(doc, progress=lambda done: None, cancelled=lambda: False)
         return "\n\n".join(p.markdown for p in pages), doc.page_count

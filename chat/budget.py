@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from currechat.errors import CurreChatError
 from rag.providers import ChatMessage, ChatModel, ToolSpec
@@ -128,8 +129,10 @@ def fit_history(
     room = budget.for_messages(message_tokens(system) + tools_cost) - message_tokens(current)
     if room < 0:
         raise MessageTooLong(
-            "Your message is too long for this assistant's model to read together with the course material. "
-            "Shorten it or split it into several questions."
+            _(
+                "Your message is too long for this assistant's model to read together with the course material. "
+                "Shorten it or split it into several questions."
+            )
         )
     exchanges = _exchanges(history)
     costs = [sum(message_tokens(m) for m in exchange) for exchange in exchanges]

@@ -20,7 +20,11 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.base import SessionBase
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation.trans_real import parse_accept_lang_header
 
+from accounts.middleware import saved_language
 from accounts.permissions import NotAuthenticated, get_session_for_read
 from chat.agent import stop_turn
 from chat.runner import error_event, start_turn_async, stream_turn
@@ -31,6 +35,22 @@ log = logging.getLogger(__name__)
 # Close codes in the application range, so the page can tell "not allowed" from a network drop.
 CLOSE_NOT_ALLOWED = 4403
 KINDS = ("user_message", "retry", "regenerate", "stop")
+
+
+def scope_language(scope) -> str:
+    """The language of a websocket's sentences, chosen as LocaleMiddleware and UserLanguageMiddleware
+    choose a page's (Channels runs no Django middleware): the user's saved choice, the language
+    cookie, then the browser's Accept-Language; the site's default otherwise."""
+    saved = saved_language(scope.get("user"))
+    if saved:
+        return saved
+    cookie = scope.get("cookies", {}).get(settings.LANGUAGE_COOKIE_NAME, "")
+    accept = dict(scope.get("headers", [])).get(b"accept-language", b"").decode("latin-1")
+    wanted = [cookie] + [code for code, _q in parse_accept_lang_header(accept)]
+    for code in filter(None, wanted):
+        with contextlib.suppress(LookupError):
+            return translation.get_supported_language_variant(code)
+    return settings.LANGUAGE_CODE
 
 
 def _still_signed_in(session: SessionBase | None, user) -> bool:
@@ -57,6 +77,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except CurreChatError:
             await self.close(code=CLOSE_NOT_ALLOWED)
             return
+        self.language = scope_language(self.scope)
         await self.accept()
 
     async def disconnect(self, code):
@@ -65,20 +86,26 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             task.cancel()
 
     async def receive_json(self, content, **kwargs):
+        # The refusals sent back are sentences the student reads (the turn's work happens in
+        # sync_to_async threads, which inherit the active language).
+        with translation.override(self.language):
+            await self._receive(content)
+
+    async def _receive(self, content):
         kind = content.get("type") if isinstance(content, dict) else None
         if kind not in KINDS:
-            await self.send_json(error_event(CurreChatError("Send {'type': 'user_message', 'content': '...'}.")))
+            await self.send_json(error_event(CurreChatError(_("Send {'type': 'user_message', 'content': '...'}."))))
             return
         text = content.get("content")
         if kind == "user_message" and not isinstance(text, str):
-            await self.send_json(error_event(CurreChatError("'content' must be text.")))
+            await self.send_json(error_event(CurreChatError(_("'content' must be text."))))
             return
         model = content.get("model")
         if model is not None and not isinstance(model, str):
             await self.send_json(error_event(CurreChatError("'model' must be a model's name.")))
             return
         if not await database_sync_to_async(self._signed_in)():
-            await self.send_json(error_event(NotAuthenticated("You were signed out. Log in again to continue.")))
+            await self.send_json(error_event(NotAuthenticated(_("You were signed out. Log in again to continue."))))
             await self.close(code=CLOSE_NOT_ALLOWED)
             return
         if kind == "stop":

@@ -24,7 +24,7 @@ BLOCKED = gettext_lazy(
 def check_enrollment(prompt: Prompt, student: User) -> None:
     """Who may be a prompt's student: an active user who is not one of its teachers."""
     if not student.is_active:
-        raise InvalidInput(f"{student.username}'s account is deactivated.", field="student")
+        raise InvalidInput(_("%(name)s's account is deactivated.") % {"name": student.username}, field="student")
     if prompt.owner_id == student.pk or prompt.co_teachers.filter(pk=student.pk).exists():
         raise Forbidden(_("This is your own prompt; teachers don't need to join their own prompts."))
 

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat.models import ChatSession, Message, MessageRole, MessageStatus, Prompt
 from chat.serializers import student_label
@@ -28,13 +29,13 @@ def _quote(text: str, limit: int = 300) -> str:
 
 
 def _answer_markdown(message: Message) -> list[str]:
-    lines = [message.content.strip() or "_(no text)_"]
+    lines = [message.content.strip() or "_({})_".format(_("no text"))]
     if message.status == MessageStatus.STOPPED:
-        lines.append("\n_(You stopped this answer.)_")
+        lines.append("\n_({})_".format(_("You stopped this answer.")))
     elif message.status == MessageStatus.FAILED:
-        lines.append(f"\n_(No answer: {message.error})_")
+        lines.append("\n_({})_".format(_("No answer: %(error)s") % {"error": message.error}))
     if message.citations:
-        lines.append("\nSources:\n")
+        lines.append("\n{}\n".format(_("Sources:")))
         lines += [f"- [{c['n']}] {_where(c)}: “{_quote(c.get('text', ''))}”" for c in message.citations]
     return lines
 

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat.insight import add_to_day
 from chat.models import (
@@ -36,14 +37,13 @@ def give_feedback(message: Message, rating: str, comment: str | None = None) -> 
     user's own chat (`accounts.permissions.get_answer_for_feedback`). A `comment` of None keeps
     the one given before; "" removes it."""
     if rating not in FeedbackRating.values:
-        raise InvalidInput("Rate the answer with 'up' or 'down'.", field="rating")
+        raise InvalidInput(_("Rate the answer with 'up' or 'down'."), field="rating")
     comment = comment.strip() if comment is not None else None
     if comment is not None and len(comment) > MAX_COMMENT_CHARS:
-        raise InvalidInput(
-            f"The comment has {len(comment)} characters; the most is {MAX_COMMENT_CHARS}.", field="comment"
-        )
+        sentence = _("The comment has %(length)s characters; the most is %(most)s.")
+        raise InvalidInput(sentence % {"length": len(comment), "most": MAX_COMMENT_CHARS}, field="comment")
     if message.status not in _RATED:
-        raise Conflict("Only a finished answer can be rated.")
+        raise Conflict(_("Only a finished answer can be rated."))
     session = message.session
     counted = Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).exists()
     day = timezone.localdate(message.created)
@@ -73,9 +73,12 @@ def own_ratings(session) -> dict[int, dict[str, str]]:
 def note_for_student(visibility: str) -> str:
     """What a student is told their teachers see of a rating, at the chat's privacy level."""
     if visibility == ChatVisibility.NONE:
-        return "Your teachers see only how many answers were rated up or down."
-    who = "your name" if visibility == ChatVisibility.NAMED else "“Student N”, not your name"
-    return f"Your teachers see the rating and comment with this question and answer, under {who}."
+        return _("Your teachers see only how many answers were rated up or down.")
+    if visibility == ChatVisibility.NAMED:
+        return _("Your teachers see the rating and comment with this question and answer, under your name.")
+    return _(
+        "Your teachers see the rating and comment with this question and answer, under “Student N”, not your name."
+    )
 
 
 @dataclass(frozen=True)

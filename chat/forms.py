@@ -1,7 +1,9 @@
 from typing import cast
 
 from django import forms
-from django.utils.translation import gettext_lazy as _
+from django.utils.text import format_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import active_teachers
 from accounts.permissions import is_prompt_owner
@@ -30,24 +32,30 @@ class PromptForm(WriteRulesForm):
         queryset=Collection.objects.none(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="The assistant searches these collections when it needs the course material.",
+        label=gettext_lazy("Collections"),
+        help_text=gettext_lazy("The assistant searches these collections when it needs the course material."),
     )
     co_teachers = forms.ModelMultipleChoiceField(
         queryset=active_teachers(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Teachers who edit this prompt and see its students. Only you, its owner, change this.",
+        label=gettext_lazy("Co-teachers"),
+        help_text=gettext_lazy("Teachers who edit this prompt and see its students. Only you, its owner, change this."),
     )
     example_questions = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 4}),
-        help_text=f"One per line, at most {MAX_EXAMPLE_QUESTIONS}: shown as clickable starters in an empty chat.",
+        label=gettext_lazy("Example questions"),
+        help_text=format_lazy(
+            gettext_lazy("One per line, at most {count}: shown as clickable starters in an empty chat."),
+            count=MAX_EXAMPLE_QUESTIONS,
+        ),
     )
     student_models = ModelsField(
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        label=_("Models students may choose between"),
-        help_text=_(
+        label=gettext_lazy("Models students may choose between"),
+        help_text=gettext_lazy(
             "Students pick one of these for each chat, above the message box; the chat model is always one of "
             "them. None ticked: students get the chat model."
         ),
@@ -55,12 +63,14 @@ class PromptForm(WriteRulesForm):
     opens_at = forms.DateTimeField(
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-        help_text="Students can chat from then on. Empty: as soon as it is switched on.",
+        label=gettext_lazy("Opens at"),
+        help_text=gettext_lazy("Students can chat from then on. Empty: as soon as it is switched on."),
     )
     closes_at = forms.DateTimeField(
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-        help_text="Students can no longer send messages from then on; their chats stay readable.",
+        label=gettext_lazy("Closes at"),
+        help_text=gettext_lazy("Students can no longer send messages from then on; their chats stay readable."),
     )
 
     class Meta:
@@ -80,17 +90,27 @@ class PromptForm(WriteRulesForm):
             "chat_visibility": forms.RadioSelect,
         }
         labels = {
-            "chat_model": "Chat model",
-            "source_policy": "How the assistant uses the material",
-            "chat_visibility": "What teachers see of students' chats",
-            "active": "Switched on",
+            "name": gettext_lazy("Name"),
+            "description": gettext_lazy("Description"),
+            "system_prompt": gettext_lazy("System prompt"),
+            "student_instructions": gettext_lazy("Student instructions"),
+            "chat_model": gettext_lazy("Chat model"),
+            "temperature": gettext_lazy("Temperature"),
+            "source_policy": gettext_lazy("How the assistant uses the material"),
+            "curation_enabled": gettext_lazy("Curation enabled"),
+            "chat_visibility": gettext_lazy("What teachers see of students' chats"),
+            "active": gettext_lazy("Switched on"),
+            "retention_days": gettext_lazy("Retention days"),
+            "weekly_token_budget": gettext_lazy("Weekly token budget"),
         }
         help_texts = {
-            "system_prompt": "How the assistant should behave, e.g. its role, tone and what to focus on.",
-            "chat_visibility": "Students are told this when they join and above every chat. A change applies "
-            "to chats started after it.",
-            "retention_days": "Chats older than this are deleted. Empty: the site's default.",
-            "weekly_token_budget": "Tokens each student may use per week. Empty: no limit.",
+            "system_prompt": gettext_lazy("How the assistant should behave, e.g. its role, tone and what to focus on."),
+            "chat_visibility": gettext_lazy(
+                "Students are told this when they join and above every chat. "
+                "A change applies to chats started after it."
+            ),
+            "retention_days": gettext_lazy("Chats older than this are deleted. Empty: the site's default."),
+            "weekly_token_budget": gettext_lazy("Tokens each student may use per week. Empty: no limit."),
         }
 
     def __init__(self, *args, actor, **kwargs):
@@ -108,18 +128,18 @@ class PromptForm(WriteRulesForm):
             self.initial["example_questions"] = "\n".join(self.instance.example_questions)
             if not is_prompt_owner(actor, self.instance):
                 self.fields["co_teachers"].disabled = True
-                self.fields["co_teachers"].help_text = "Only the prompt's owner changes its co-teachers."
+                self.fields["co_teachers"].help_text = _("Only the prompt's owner changes its co-teachers.")
         if not co_teachers.queryset.exists():
             del self.fields["co_teachers"]  # no other teacher to choose: no empty section
         health = get_health()
         cast(ModelsField, self.fields["student_models"]).choices = _student_model_choices(health, self.instance)
         if health.model_server.ok:
-            names = ", ".join(health.available_models) or "none"
-            self.fields["chat_model"].help_text = f"Models on the server: {names}."
+            names = ", ".join(health.available_models) or _("none")
+            self.fields["chat_model"].help_text = _("Models on the server: %(names)s.") % {"names": names}
         else:
-            self.fields[
-                "chat_model"
-            ].help_text = "No model server is connected; until one is, students get answers quoted from the material."
+            self.fields["chat_model"].help_text = _(
+                "No model server is connected; until one is, students get answers quoted from the material."
+            )
 
     def actor(self):
         return self._actor

@@ -22,6 +22,7 @@ from datetime import date, datetime, timedelta
 from django.db import transaction
 from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat.models import (
     ChatVisibility,
@@ -51,7 +52,7 @@ NOTHING_RELEVANT = "nothing_relevant"
 def prompt_language(prompt: Prompt) -> str:
     """The language gap queries are stemmed in: the most common one of the prompt's collections."""
     languages = Counter(prompt.collections.values_list("language", flat=True))
-    for language, _ in languages.most_common():
+    for language, _count in languages.most_common():
         if language in LANGUAGES:
             return language
     return "english"
@@ -280,7 +281,7 @@ def mark_gap_handled(prompt: Prompt, gap_id: int, handled: bool = True) -> GapRo
     again as soon as a student asks it after this moment."""
     gap = MaterialGap.objects.filter(prompt=prompt, pk=gap_id).select_related("example__session").first()
     if gap is None:
-        raise NotFound("There is no such gap in this prompt.")
+        raise NotFound(_("There is no such gap in this prompt."))
     gap.handled_at = timezone.now() if handled else None
     gap.save(update_fields=["handled_at"])
     return _gap_row(gap)

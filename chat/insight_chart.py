@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import ngettext
 
 from chat.insight import DayRow
 
@@ -37,15 +39,15 @@ def messages_chart(days: Sequence[DayRow], title: str) -> SafeString:
     bar_w = max(slot * 0.7, 1.0)
     bars = format_html_join(
         "",
-        '<rect class="bar" x="{}" y="{}" width="{}" height="{}"><title>{}: {} messages</title></rect>',
+        '<rect class="bar" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>',
         (
             (
                 _n(LEFT + i * slot + (slot - bar_w) / 2),
                 _n(TOP + plot_h - plot_h * d.messages / top),
                 _n(bar_w),
                 _n(plot_h * d.messages / top),
-                d.date.isoformat(),
-                d.messages,
+                ngettext("%(day)s: %(n)s message", "%(day)s: %(n)s messages", d.messages)
+                % {"day": d.date.isoformat(), "n": d.messages},
             )
             for i, d in enumerate(days)
         ),
@@ -55,7 +57,7 @@ def messages_chart(days: Sequence[DayRow], title: str) -> SafeString:
         "",
         '<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>',
         (
-            (_n(LEFT + i * slot + slot / 2), HEIGHT - 6, d.date.strftime("%d %b"))
+            (_n(LEFT + i * slot + slot / 2), HEIGHT - 6, date_format(d.date, "d M"))
             for i, d in enumerate(days)
             if i % every == 0
         ),

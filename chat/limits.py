@@ -9,6 +9,7 @@ import time
 import uuid
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from currechat.errors import Conflict
 from currechat.ratelimit import RateLimited, SlidingWindow
@@ -44,8 +45,10 @@ def check_rate(user_id: int) -> None:
         "chat",
         settings.CHAT_RATE_LIMIT,
         settings.CHAT_RATE_WINDOW_SECONDS,
-        "You have sent {limit} messages in the last {window} seconds, the most allowed. "
-        "Try again in {retry_after} seconds.",
+        _(
+            "You have sent {limit} messages in the last {window} seconds, the most allowed. "
+            "Try again in {retry_after} seconds."
+        ),
     ).hit(user_id)
 
 
@@ -105,7 +108,7 @@ class TurnLock:
     def acquire(self) -> None:
         self.token = f"{_beacon.ensure()}:{time.time_ns()}"
         if not get_redis().set(self.key, self.token, nx=True, ex=TURN_LOCK_SECONDS):
-            raise ChatBusy("The assistant is still answering your previous message in this chat. Wait for it.")
+            raise ChatBusy(_("The assistant is still answering your previous message in this chat. Wait for it."))
 
     def current(self) -> str | None:
         """The holder's token, or None when the chat is free."""

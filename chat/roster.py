@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, Q
-from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 
 from chat import usage
 from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, MessageRole, Prompt
@@ -43,7 +43,7 @@ def known_as(user, number: int | None, visibility: str) -> str:
     if visibility == ChatVisibility.NAMED:
         return user.get_full_name() or user.username
     if number is None:
-        return gettext("A teacher")
+        return _("A teacher")
     return Enrollment.label_of(number)
 
 
@@ -95,5 +95,5 @@ def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
 def enrollment_by_number(prompt: Prompt, number: int) -> Enrollment:
     enrollment = prompt.enrollments.select_related("student").filter(number=number).first()
     if enrollment is None:
-        raise NotFound("There is no such student in this prompt.")
+        raise NotFound(_("There is no such student in this prompt."))
     return enrollment

@@ -18,6 +18,8 @@ import redis
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from chat.agent import Turn, run_turn, start_turn
 from chat.attachments import Attachment
@@ -167,16 +169,17 @@ def start_turn_for(
         return start_turn(session, content, retry=retry, regenerate=regenerate, attachment=attachment, model=model)
     except redis.RedisError as exc:  # the rate limit and the turn lock live in Redis
         raise ServiceUnavailable(
-            "The chat service cannot reach Redis right now; your message was not sent. Try again in a moment."
+            _("The chat service cannot reach Redis right now; your message was not sent. Try again in a moment.")
         ) from exc
 
 
 def _start_in_thread(
-    user, session_id: int, content: str | None, retry: bool, regenerate: bool, model: str | None
+    user, session_id: int, content: str | None, retry: bool, regenerate: bool, model: str | None, language: str
 ) -> Turn:
     close_old_connections()
     try:
-        return start_turn_for(user, session_id, content, retry=retry, regenerate=regenerate, model=model)
+        with translation.override(language):  # a pool thread inherits no language of its own
+            return start_turn_for(user, session_id, content, retry=retry, regenerate=regenerate, model=model)
     finally:
         close_old_connections()
 
@@ -194,7 +197,10 @@ async def start_turn_async(
     consumer's calls on one shared thread, so with many chats busy, new questions queued behind
     each other for seconds before reaching the model."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor(), _start_in_thread, user, session_id, content, retry, regenerate, model)
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    return await loop.run_in_executor(
+        executor(), _start_in_thread, user, session_id, content, retry, regenerate, model, language
+    )
 
 
 def error_event(exc: CurreChatError) -> ErrorEvent:

@@ -25,9 +25,10 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
+from django.utils import dateformat, timezone
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from chat.models import BudgetOverride, Prompt, TokenUsage
 from currechat import metrics
@@ -75,9 +76,11 @@ def current_week(now: datetime | None = None) -> Week:
 
 
 def describe_reset(week: Week) -> str:
-    """'Monday 2 March at 00:00 (Europe/Helsinki)'."""
-    end = week.end
-    return f"{end:%A} {end.day} {end:%B} at {end:%H:%M} ({settings.TIME_ZONE})"
+    """'Monday 2 March at 00:00 (Europe/Helsinki)', in the active language ('2. maaliskuuta klo
+    0.00 (maanantai)')."""
+    # A date format (Django's letters: l weekday, j day, F/E month, H/G hour, i minutes) per language.
+    shape = pgettext("the moment a weekly budget starts again, as a Django date format", r"l j F \a\t H:i")
+    return f"{dateformat.format(week.end, shape)} ({settings.TIME_ZONE})"
 
 
 def _key(week: Week, user_id: int, prompt_id: int | None = None) -> str:
@@ -195,11 +198,14 @@ def check_budget(user_id: int, prompt: Prompt) -> None:
     which = standing.exhausted
     if which is not None:
         spent = standing.budget if which == "prompt" else standing.total_budget
-        where = "in this assistant" if which == "prompt" else "across all assistants"
+        if which == "prompt":
+            used = _("You have used your %(spent)s tokens for this week in this assistant.")
+        else:
+            used = _("You have used your %(spent)s tokens for this week across all assistants.")
+        again = _("Your budget starts again on %(when)s.") % {"when": describe_reset(standing.week)}
         metrics.BUDGET_REFUSALS.inc()
         raise BudgetExhausted(
-            f"You have used your {spent:,} tokens for this week {where}. "
-            f"Your budget starts again on {describe_reset(standing.week)}.",
+            f"{used % {'spent': f'{spent:,}'}} {again}",
             retry_after=standing.week.seconds_left(),
         )
 
@@ -277,7 +283,7 @@ def reset_week(user_id: int, prompt: Prompt) -> int:
 def set_budget(user_id: int, prompt: Prompt, weekly_token_budget: int | None) -> None:
     """The user's own budget in the prompt (None: the prompt's again)."""
     if weekly_token_budget is not None and weekly_token_budget < 0:
-        raise InvalidInput("A weekly token budget is 0 or more tokens.", field="weekly_token_budget")
+        raise InvalidInput(_("A weekly token budget is 0 or more tokens."), field="weekly_token_budget")
     BudgetOverride.objects.update_or_create(
         prompt=prompt, user_id=user_id, defaults={"weekly_token_budget": weekly_token_budget}
     )

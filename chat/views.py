@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.permissions import (
@@ -121,9 +122,15 @@ def prompt_rotate_code(request, pk: int):
 
 
 _STUDENT_ACTIONS = {
-    "remove": (lambda e: enrollment.remove_student(e), "{label} removed; they can join again with the code."),
-    "block": (lambda e: enrollment.remove_student(e, block=True), "{label} removed and blocked from joining again."),
-    "readmit": (enrollment.readmit_student, "{label} enrolled again."),
+    "remove": (
+        lambda e: enrollment.remove_student(e),
+        gettext_lazy("%(label)s removed; they can join again with the code."),
+    ),
+    "block": (
+        lambda e: enrollment.remove_student(e, block=True),
+        gettext_lazy("%(label)s removed and blocked from joining again."),
+    ),
+    "readmit": (enrollment.readmit_student, gettext_lazy("%(label)s enrolled again.")),
 }
 
 
@@ -132,11 +139,11 @@ _STUDENT_ACTIONS = {
 def student_action(request, pk: int, number: int, action: str):
     prompt = get_prompt_for_edit(request.user, pk)
     if action not in _STUDENT_ACTIONS:
-        raise NotFound("There is no such action.")
+        raise NotFound(_("There is no such action."))
     found = roster.enrollment_by_number(prompt, number)
     act, sentence = _STUDENT_ACTIONS[action]
     act(found)
-    messages.success(request, sentence.format(label=roster.label_for(prompt, found)))
+    messages.success(request, sentence % {"label": roster.label_for(prompt, found)})
     return redirect("prompt_detail", pk=pk)
 
 
@@ -292,7 +299,7 @@ def chat_new(request, pk: int):
 def chat_rename(request, pk: int, session_id: int):
     session = get_session_for_read(request.user, session_id)
     if session.prompt_id != pk or session.user_id != request.user.pk:
-        raise NotFound("There is no such chat.")
+        raise NotFound(_("There is no such chat."))
     title = " ".join(request.POST.get("title", "").split())[:200]
     if title:
         session.title = title
@@ -309,7 +316,7 @@ def chat_session(request, pk: int, session_id: int):
     """One conversation: its student writes in it; the prompt's teacher reads it."""
     session = get_session_for_read(request.user, session_id)
     if session.prompt_id != pk:
-        raise NotFound("There is no such chat.")
+        raise NotFound(_("There is no such chat."))
     fail_orphaned_replies(session)
     return _chat_page(request, session.prompt, session)
 
@@ -320,7 +327,7 @@ def chat_delete(request, pk: int, session_id: int):
     """A student deletes their own chat (gone for the teachers too)."""
     session = get_session_for_read(request.user, session_id)
     if session.prompt_id != pk or session.user_id != request.user.pk:
-        raise NotFound("There is no such chat.")
+        raise NotFound(_("There is no such chat."))
     session.delete()
     messages.success(request, _("Chat deleted."))
     return redirect("chat_home", pk=pk)
@@ -348,7 +355,7 @@ def prompt_insight(request, pk: int):
         "days": days,
         "periods": INSIGHT_PERIODS,
         "stats": stats,
-        "chart": insight_chart.messages_chart(stats.by_day, f"Messages per day, last {days} days"),
+        "chart": insight_chart.messages_chart(stats.by_day, _("Messages per day, last %(days)s days") % {"days": days}),
         "busy_days": [d for d in reversed(stats.by_day) if d.messages],
         "gaps": gap_rows,
         "open_gaps": sum(1 for gap, _ in gap_rows if not gap.handled),
@@ -364,6 +371,9 @@ def gap_handled(request, pk: int, gap_id: int):
     prompt = get_prompt_for_edit(request.user, pk)
     handled = request.POST.get("handled", "1") == "1"
     row = insight.mark_gap_handled(prompt, gap_id, handled=handled)
-    sentence = "marked handled; it comes back if students ask it again" if handled else "open again"
-    messages.success(request, f"“{row.query}” {sentence}.")
+    if handled:
+        sentence = _("“%(query)s” marked handled; it comes back if students ask it again.")
+    else:
+        sentence = _("“%(query)s” open again.")
+    messages.success(request, sentence % {"query": row.query})
     return redirect(f"{reverse('prompt_insight', args=[pk])}#gaps")

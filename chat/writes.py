@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import User, teachers_named
 from accounts.permissions import Forbidden, is_prompt_owner
@@ -41,8 +42,10 @@ _PLAIN = ("description", "system_prompt", "student_instructions")
 _FLAGS = ("curation_enabled", "active")
 _CHOICES = {"source_policy": SourcePolicy, "chat_visibility": ChatVisibility}
 # Optional whole numbers: (smallest, sentence naming the field)
-_COUNTS = {"retention_days": (1, "Keep chats for at least 1 day, or leave it empty."),
-           "weekly_token_budget": (0, "A weekly token budget is 0 or more tokens, or empty for no limit.")}  # fmt: skip
+_COUNTS = {
+    "retention_days": (1, gettext_lazy("Keep chats for at least 1 day, or leave it empty.")),
+    "weekly_token_budget": (0, gettext_lazy("A weekly token budget is 0 or more tokens, or empty for no limit.")),
+}
 MAX_EXAMPLE_QUESTIONS = 6
 
 
@@ -70,10 +73,10 @@ def check_prompt(actor: User, prompt: Prompt | None, changes: dict[str, Any]) ->
         cleaned["student_models"] = _clean_student_models(changes, cleaned, prompt)
     if changes.get("owner") is not None and (prompt is None or changes["owner"] != prompt.owner):
         if not actor.is_superuser:
-            raise Forbidden("Only an administrator can give a prompt to another teacher.")
+            raise Forbidden(_("Only an administrator can give a prompt to another teacher."))
         owner = changes["owner"]
         if not (owner.is_teacher and owner.is_active):
-            raise InvalidInput(f"{owner.username} is not an active teacher.", field="owner")
+            raise InvalidInput(_("%(name)s is not an active teacher.") % {"name": owner.username}, field="owner")
         cleaned["owner"] = owner
     if changes.get("collections") is not None:
         cleaned["collections"] = _clean_collections(actor, prompt, changes["collections"])
@@ -90,18 +93,19 @@ def _clean_course_settings(prompt: Prompt | None, changes: dict[str, Any]) -> di
         if changes.get(name) not in (None, ""):  # left out: the model's default
             if changes[name] not in choices.values:
                 allowed = ", ".join(choices.values)
-                raise InvalidInput(f"'{changes[name]}' is not a valid {name}; choose one of: {allowed}.", field=name)
+                refusal = _("'%(value)s' is not a valid %(name)s; choose one of: %(allowed)s.")
+                raise InvalidInput(refusal % {"value": changes[name], "name": name, "allowed": allowed}, field=name)
             cleaned[name] = changes[name]
-    for name, (smallest, sentence) in _COUNTS.items():
+    for name, (smallest, too_small) in _COUNTS.items():
         if name in changes:
             value = changes[name]
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < smallest):
-                raise InvalidInput(sentence, field=name)
+                raise InvalidInput(str(too_small), field=name)
             cleaned[name] = value
     if "temperature" in changes:
         value = changes["temperature"]
         if value is not None and not (isinstance(value, int | float) and 0 <= value <= 2):
-            sentence = "The temperature is a number from 0 to 2, or empty for the model's default."
+            sentence = _("The temperature is a number from 0 to 2, or empty for the model's default.")
             raise InvalidInput(sentence, field="temperature")
         cleaned["temperature"] = None if value is None else float(value)
     if "example_questions" in changes:
@@ -112,7 +116,7 @@ def _clean_course_settings(prompt: Prompt | None, changes: dict[str, Any]) -> di
     opens = cleaned.get("opens_at", prompt.opens_at if prompt else None)
     closes = cleaned.get("closes_at", prompt.closes_at if prompt else None)
     if opens is not None and closes is not None and closes <= opens:
-        raise InvalidInput("The closing time must be after the opening time.", field="closes_at")
+        raise InvalidInput(_("The closing time must be after the opening time."), field="closes_at")
     return cleaned
 
 
@@ -124,24 +128,23 @@ def _clean_examples(value) -> list[str]:
     questions = [" ".join(str(q).split()) for q in value]
     questions = [q for q in questions if q]
     if len(questions) > MAX_EXAMPLE_QUESTIONS:
-        raise InvalidInput(
-            f"Give at most {MAX_EXAMPLE_QUESTIONS} example questions; there are {len(questions)}.",
-            field="example_questions",
-        )
+        sentence = _("Give at most %(most)s example questions; there are %(count)s.")
+        counts = {"most": MAX_EXAMPLE_QUESTIONS, "count": len(questions)}
+        raise InvalidInput(sentence % counts, field="example_questions")
     too_long = [q for q in questions if len(q) > 300]
     if too_long:
-        raise InvalidInput("Keep each example question under 300 characters.", field="example_questions")
+        raise InvalidInput(_("Keep each example question under 300 characters."), field="example_questions")
     return questions
 
 
 def _clean_co_teachers(actor: User, prompt: Prompt | None, values: list, new_owner: User | None) -> list[User]:
     """Active teachers other than the owner; only the owner (or an administrator) changes them."""
-    users = teachers_named(values, field="co_teachers", may="teach a prompt")
+    users = teachers_named(values, field="co_teachers", may=_("teach a prompt"))
     owner_id = new_owner.pk if new_owner else (prompt.owner_id if prompt else actor.pk)
     users = [u for u in users if u.pk != owner_id]
     current = set(prompt.co_teachers.values_list("pk", flat=True)) if prompt else set()
     if {u.pk for u in users} != current and prompt is not None and not is_prompt_owner(actor, prompt):
-        raise Forbidden("Only the prompt's owner can change its co-teachers.")
+        raise Forbidden(_("Only the prompt's owner can change its co-teachers."))
     return users
 
 
@@ -179,7 +182,7 @@ def duplicate_prompt(actor: User, prompt: Prompt) -> Prompt:
     owned by `actor` (co-teachers are not copied: the copy is the actor's to share)."""
     settings_fields = [f for f in FIELDS if f not in ("owner", "co_teachers", "collections", "name")]
     changes = {name: getattr(prompt, name) for name in settings_fields}
-    changes["name"] = f"{prompt.name} (copy)"[:200]
+    changes["name"] = (_("%(name)s (copy)") % {"name": prompt.name})[:200]
     changes["collections"] = list(prompt.usable_collections().filter(pk__in=attachable_collections(actor, None)))
     return create_prompt(actor, changes)
 
@@ -187,9 +190,10 @@ def duplicate_prompt(actor: User, prompt: Prompt) -> Prompt:
 def _clean_name(value: str) -> str:
     name = (value or "").strip()
     if not name:
-        raise InvalidInput("Give the prompt a name.", field="name")
+        raise InvalidInput(_("Give the prompt a name."), field="name")
     if len(name) > 200:
-        raise InvalidInput(f"The name is {len(name)} characters long; keep it to 200.", field="name")
+        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": len(name)}
+        raise InvalidInput(sentence, field="name")
     return name
 
 
@@ -214,8 +218,9 @@ def _check_model_exists(name: str, *, field: str) -> None:
         raise InvalidInput(str(exc), field=field) from exc
     health = get_health()
     if health.model_server.ok and not health.has_model(name):
-        choices = ", ".join(health.available_models) or "none"
-        raise InvalidInput(f"The model server has no model “{name}”. Choose one of: {choices}.", field=field)
+        choices = ", ".join(health.available_models) or _("none")
+        sentence = _("The model server has no model “%(name)s”. Choose one of: %(choices)s.")
+        raise InvalidInput(sentence % {"name": name, "choices": choices}, field=field)
 
 
 def _clean_student_models(changes: dict[str, Any], cleaned: dict[str, Any], prompt: Prompt | None) -> list[str]:
@@ -254,7 +259,6 @@ def _clean_collections(actor: User, prompt: Prompt | None, values: list) -> list
     found = list(attachable_collections(actor, prompt).filter(pk__in=ids))
     missing = sorted(set(ids) - {c.pk for c in found})
     if missing:
-        raise InvalidInput(
-            f"You cannot connect collection(s) {missing}: they don't exist or aren't yours.", field="collections"
-        )
+        sentence = _("You cannot connect collection(s) %(ids)s: they don't exist or aren't yours.")
+        raise InvalidInput(sentence % {"ids": missing}, field="collections")
     return found

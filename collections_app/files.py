@@ -13,6 +13,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError
+from django.utils.translation import gettext as _
 
 from collections_app.lifecycle import (
     announce,
@@ -50,19 +51,22 @@ __all__ = [
 
 
 def _limit_text(limit: int) -> str:
-    return f"{limit / (1024 * 1024):.0f} MB" if limit >= 1024 * 1024 else f"{limit:,} bytes"
+    return f"{limit / (1024 * 1024):.0f} MB" if limit >= 1024 * 1024 else _("%(n)s bytes") % {"n": f"{limit:,}"}
 
 
 def _read_upload(upload, name: str) -> bytes:
     size = upload.size or 0
     if size > settings.UPLOAD_MAX_BYTES:
         raise TooLarge(
-            f"“{name}” is {_limit_text(size)}; the limit is {_limit_text(settings.UPLOAD_MAX_BYTES)}. "
-            "Split it into smaller files, or for a PDF, save it with smaller images."
+            _(
+                "“%(name)s” is %(size)s; the limit is %(limit)s. "
+                "Split it into smaller files, or for a PDF, save it with smaller images."
+            )
+            % {"name": name, "size": _limit_text(size), "limit": _limit_text(settings.UPLOAD_MAX_BYTES)}
         )
     data = b"".join(upload.chunks())
     if not data:
-        raise IngestFailed(f"“{name}” is empty. Check that you picked the right file.")
+        raise IngestFailed(_("“%(name)s” is empty. Check that you picked the right file.") % {"name": name})
     return data
 
 
@@ -84,7 +88,10 @@ def add_file(collection: Collection, upload, user, pdf_mode: str = PdfMode.AUTO)
     sha256 = hashlib.sha256(data).hexdigest()
     existing = collection.files.filter(sha256=sha256).first()
     if existing is not None:
-        raise Conflict(f"“{name}” is already in this collection as “{existing.original_name}” ({existing.status}).")
+        raise Conflict(
+            _("“%(name)s” is already in this collection as “%(existing)s” (%(status)s).")
+            % {"name": name, "existing": existing.original_name, "status": existing.get_status_display().lower()}
+        )
     source = SourceFile(
         collection=collection,
         original_name=name,
@@ -100,7 +107,7 @@ def add_file(collection: Collection, upload, user, pdf_mode: str = PdfMode.AUTO)
         source.save()
     except IntegrityError:  # the same file uploaded twice at the same moment
         source.file.delete(save=False)
-        raise Conflict(f"“{name}” is already in this collection.")
+        raise Conflict(_("“%(name)s” is already in this collection.") % {"name": name})
     try:
         queue_for_ingestion(source)
     except ServiceUnavailable as exc:
@@ -108,7 +115,11 @@ def add_file(collection: Collection, upload, user, pdf_mode: str = PdfMode.AUTO)
         source.file.delete(save=False)
         source.delete()
         raise ServiceUnavailable(
-            f"“{name}” was not added: the ingestion queue (Redis) cannot be reached right now. Upload it again shortly."
+            _(
+                "“%(name)s” was not added: the ingestion queue (Redis) cannot be reached right now. "
+                "Upload it again shortly."
+            )
+            % {"name": name}
         ) from exc
     return source
 

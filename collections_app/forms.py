@@ -2,6 +2,8 @@ from typing import cast
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import active_teachers
 from collections_app.models import Collection
@@ -22,7 +24,8 @@ def embedding_choices(current: str) -> list[tuple[str, str]]:
     if current:
         names.append(current)
     unique = list(dict.fromkeys(names))
-    return [(name, f"{name} — {'English only' if model_languages(name) else 'multilingual'}") for name in unique]
+    english_only, multilingual = _("English only"), _("multilingual")
+    return [(name, f"{name} — {english_only if model_languages(name) else multilingual}") for name in unique]
 
 
 class CollectionForm(WriteRulesForm):
@@ -34,14 +37,21 @@ class CollectionForm(WriteRulesForm):
         queryset=active_teachers(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Other teachers who may change this collection and its files.",
+        label=gettext_lazy("Co-owners"),
+        help_text=gettext_lazy("Other teachers who may change this collection and its files."),
     )
 
     class Meta:
         model = Collection
         fields = ["name", "description", "language", "embedding_model", "co_owners"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
-        help_texts = {"language": "The language of the documents; used for stemming and stop words."}
+        labels = {
+            "name": gettext_lazy("Name"),
+            "description": gettext_lazy("Description"),
+            "language": gettext_lazy("Language"),
+            "embedding_model": gettext_lazy("Embedding model"),
+        }
+        help_texts = {"language": gettext_lazy("The language of the documents; used for stemming and stop words.")}
 
     def __init__(self, *args, actor, **kwargs):
         super().__init__(*args, **kwargs)
@@ -52,20 +62,18 @@ class CollectionForm(WriteRulesForm):
         if self.instance.pk and not (actor.is_superuser or self.instance.owner_id == actor.pk):
             # Shown, so co-owners know who else edits; only the owner changes it (the rule is in writes.py).
             self.fields["co_owners"].disabled = True
-            self.fields["co_owners"].help_text = "Only the collection's owner can change its co-owners."
+            self.fields["co_owners"].help_text = _("Only the collection's owner can change its co-owners.")
         if not co_owners.queryset.exists():
             del self.fields["co_owners"]  # no other teacher to choose: no empty section
         current = self.instance.embedding_model if self.instance.pk else settings.EMBEDDING_MODEL
         self.fields["embedding_model"].widget = forms.Select(choices=embedding_choices(current))
-        self.fields[
-            "embedding_model"
-        ].help_text = "A multilingual model suits every language; an English-only one suits English collections only."
+        help_text = _("A multilingual model suits every language; an English-only one suits English collections only.")
         if self.instance.pk and self.instance.files.exists():
-            self.fields[
-                "embedding_model"
-            ].help_text += (
-                " Changing it (or the language) re-indexes every file; search is incomplete until that finishes."
+            reindexing = _(
+                "Changing it (or the language) re-indexes every file; search is incomplete until that finishes."
             )
+            help_text = f"{help_text} {reindexing}"
+        self.fields["embedding_model"].help_text = help_text
 
     def actor(self):
         return self._actor

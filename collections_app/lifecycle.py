@@ -24,7 +24,11 @@ from pathlib import Path
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.db.models import F
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.functional import Promise
+from django.utils.text import format_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from collections_app.models import Collection, FileStatus, SourceFile
 from collections_app.progress import file_event, publish
@@ -55,9 +59,20 @@ def announce(source: SourceFile) -> None:
     publish(source.collection_id, file_event(source, source.progress_detail))
 
 
-LOST = (
-    "The worker reading this file stopped before it finished ({why}). Nothing of this attempt was indexed; press Retry."
+LOST = gettext_lazy(
+    "The worker reading this file stopped before it finished (%(why)s). Nothing of this attempt was indexed; "
+    "press Retry."
 )
+
+
+def in_teachers_language(collection_id: int, language: str = "") -> translation.override:
+    """The language of the sentences a worker stores for a collection's teachers to read: the one of
+    the teacher who queued the file (`language`, passed with the job), else the owner's chosen
+    interface language, else the site's default."""
+    if language not in dict(settings.LANGUAGES):
+        owner = Collection.objects.filter(pk=collection_id).values_list("owner__language", flat=True).first()
+        language = owner or settings.LANGUAGE_CODE
+    return translation.override(language)
 
 
 def _stale_before():
@@ -70,11 +85,15 @@ def is_stalled(source: SourceFile) -> bool:
     return source.status == FileStatus.PROCESSING and source.updated < _stale_before()
 
 
-def fail_lost(file_id: int, attempt: int, why: str) -> bool:
+def fail_lost(file_id: int, attempt: int, why: str | Promise, language: str = "") -> bool:
     """The process running this attempt died (the worker saw its job process end without a
-    result): fail the file with a reason and a Retry. False when the attempt was no longer live."""
+    result): fail the file with a reason and a Retry (`why`, lazy so it is read in the teachers' language).
+    False when the attempt was no longer live."""
+    collection_id = SourceFile.objects.filter(pk=file_id).values_list("collection_id", flat=True).first()
+    with in_teachers_language(collection_id or 0, language):
+        error = LOST % {"why": why}
     changed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.PROCESSING).update(
-        status=FileStatus.FAILED, error=LOST.format(why=why), progress_detail="", updated=timezone.now()
+        status=FileStatus.FAILED, error=error, progress_detail="", updated=timezone.now()
     )
     if changed:
         log.warning("file %s attempt %s lost its worker: %s", file_id, attempt, why)
@@ -91,7 +110,8 @@ def fail_stalled_files() -> int:
         )
     )
     seconds = settings.INGEST_STALE_SECONDS
-    return sum(fail_lost(pk, attempt, f"no sign of life for over {seconds} seconds") for pk, attempt in lost)
+    why = format_lazy(gettext_lazy("no sign of life for over {seconds} seconds"), seconds=seconds)
+    return sum(fail_lost(pk, attempt, why) for pk, attempt in lost)
 
 
 class Heartbeat:
@@ -138,28 +158,28 @@ def queue_for_ingestion(source: SourceFile, *, re_extract: bool = True) -> None:
     from collections_app.tasks import ingest_file  # the task module imports this one
 
     try:
-        ingest_file.enqueue(source.id, source.attempt, re_extract)
+        # The teacher's language goes with the job: the worker writes what they will read in it.
+        ingest_file.enqueue(source.id, source.attempt, re_extract, translation.get_language() or "")
     except Exception as exc:  # noqa: BLE001 — any queue failure: say so and keep the file retryable
         log.warning("Could not queue file %s", source.id, exc_info=True)
         SourceFile.objects.filter(pk=source.pk, attempt=source.attempt).update(
-            status=FileStatus.FAILED, error="The file was saved but could not be queued for ingestion. Press Retry."
+            status=FileStatus.FAILED, error=_("The file was saved but could not be queued for ingestion. Press Retry.")
         )
-        raise ServiceUnavailable(
-            "The ingestion queue (Redis) cannot be reached right now; press Retry shortly."
-        ) from exc
+        sentence = _("The ingestion queue (Redis) cannot be reached right now; press Retry shortly.")
+        raise ServiceUnavailable(sentence) from exc
     announce(source)
 
 
 def cancel_file(source: SourceFile) -> SourceFile:
     """Stop a queued or running file; its chunks leave the index now (the worker stops shortly)."""
     changed = SourceFile.objects.filter(pk=source.pk, status__in=ACTIVE).update(
-        status=FileStatus.CANCELLED, progress_detail="Cancelled", chunk_count=0, updated=timezone.now()
+        status=FileStatus.CANCELLED, progress_detail=_("Cancelled"), chunk_count=0, updated=timezone.now()
     )
     if not changed:
         source.refresh_from_db()
         raise Conflict(
-            f"“{source.original_name}” is {source.get_status_display().lower()}; only queued or "
-            "running files can be cancelled."
+            _("“%(name)s” is %(status)s; only queued or running files can be cancelled.")
+            % {"name": source.original_name, "status": source.get_status_display().lower()}
         )
     stored_index(source.collection_id).delete_file(source.pk)
     announce(source)
@@ -173,7 +193,7 @@ def requeue(source: SourceFile, *, re_extract: bool = True, enqueue: bool = True
         attempt=F("attempt") + 1,
         progress=0,
         error="",
-        progress_detail="Queued",
+        progress_detail=_("Queued"),
         updated=timezone.now(),
     )
     source.refresh_from_db()
@@ -186,8 +206,8 @@ def retry_file(source: SourceFile) -> SourceFile:
     """Try a failed or cancelled file again (or one whose worker died), extracting it afresh."""
     if source.status not in (FileStatus.FAILED, FileStatus.CANCELLED) and not is_stalled(source):
         raise Conflict(
-            f"“{source.original_name}” is {source.get_status_display().lower()}; only failed or "
-            "cancelled files can be retried."
+            _("“%(name)s” is %(status)s; only failed or cancelled files can be retried.")
+            % {"name": source.original_name, "status": source.get_status_display().lower()}
         )
     return requeue(source, re_extract=True)
 
@@ -240,7 +260,7 @@ def delete_collection(collection: Collection) -> None:
 def claim(file_id: int, attempt: int) -> SourceFile | None:
     """Move a queued file to processing; None when it was cancelled, deleted or re-queued since."""
     claimed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.QUEUED).update(
-        status=FileStatus.PROCESSING, progress=0, error="", progress_detail="Starting", updated=timezone.now()
+        status=FileStatus.PROCESSING, progress=0, error="", progress_detail=_("Starting"), updated=timezone.now()
     )
     if not claimed:
         return None
@@ -308,7 +328,8 @@ class FileTracker:
         done = self._live().update(
             status=FileStatus.READY,
             progress=100,
-            progress_detail=f"{len(job.chunks)} passage{'s' if len(job.chunks) != 1 else ''} ready to search",
+            progress_detail=ngettext("%(n)s passage ready to search", "%(n)s passages ready to search", len(job.chunks))
+            % {"n": len(job.chunks)},
             markdown=job.markdown,
             extractor=job.extractor,
             pages=job.page_count,
@@ -339,11 +360,13 @@ class FileTracker:
         announce(self.source)
 
 
-def run_ingest(file_id: int, attempt: int, *, re_extract: bool = True) -> pipeline.IngestReport:
+def run_ingest(file_id: int, attempt: int, *, re_extract: bool = True, language: str = "") -> pipeline.IngestReport:
     """Ingest one attempt of one file (the body of the background task, and of `manage.py reindex`)."""
-    source = claim(file_id, attempt)
-    if source is None:
-        log.info("file %s attempt %s: nothing to do (cancelled, deleted or re-queued)", file_id, attempt)
-        return pipeline.IngestReport(Outcome.SKIPPED)
-    with Heartbeat(file_id, attempt):
-        return pipeline.run(build_job(source, re_extract=re_extract), FileTracker(source))
+    collection_id = SourceFile.objects.filter(pk=file_id).values_list("collection_id", flat=True).first()
+    with in_teachers_language(collection_id or 0, language):  # the progress and error sentences it stores
+        source = claim(file_id, attempt)
+        if source is None:
+            log.info("file %s attempt %s: nothing to do (cancelled, deleted or re-queued)", file_id, attempt)
+            return pipeline.IngestReport(Outcome.SKIPPED)
+        with Heartbeat(file_id, attempt):
+            return pipeline.run(build_job(source, re_extract=re_extract), FileTracker(source))

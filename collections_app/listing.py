@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from collections_app.models import FileStatus, SourceFile
 from currechat.errors import InvalidInput
@@ -18,14 +20,14 @@ SORTS = {
     "size": ("-size", "-id"),
 }
 SORT_LABELS = {
-    "newest": "Newest first",
-    "oldest": "Oldest first",
-    "name": "Name A–Z",
-    "-name": "Name Z–A",
-    "size": "Largest first",
+    "newest": gettext_lazy("Newest first"),
+    "oldest": gettext_lazy("Oldest first"),
+    "name": gettext_lazy("Name A–Z"),
+    "-name": gettext_lazy("Name Z–A"),
+    "size": gettext_lazy("Largest first"),
 }
 # "attention": what a teacher should look at: failed files and ready ones with unreadable pages.
-STATUS_CHOICES = [("", "All files"), *FileStatus.choices, ("attention", "Needs attention")]
+STATUS_CHOICES = [("", gettext_lazy("All files")), *FileStatus.choices, ("attention", gettext_lazy("Needs attention"))]
 PAGE_SIZE = 50
 MAX_QUERY_CHARS = 200
 
@@ -44,11 +46,12 @@ class FileFilter:
         the values that exist (a typo must not silently list every file)."""
         status, sort = (status or "").strip(), (sort or "newest").strip()
         if status not in dict(STATUS_CHOICES):
-            raise InvalidInput(
-                f"Unknown status {status!r}; use one of: {', '.join(k for k, _ in STATUS_CHOICES if k)}."
-            )
+            known = ", ".join(value for value, _label in STATUS_CHOICES if value)
+            sentence = _("Unknown status %(status)r; use one of: %(known)s.")
+            raise InvalidInput(sentence % {"status": status, "known": known})
         if sort not in SORTS:
-            raise InvalidInput(f"Unknown order {sort!r}; use one of: {', '.join(SORTS)}.")
+            known = ", ".join(SORTS)
+            raise InvalidInput(_("Unknown order %(sort)r; use one of: %(known)s.") % {"sort": sort, "known": known})
         return cls(q=" ".join((q or "").split())[:MAX_QUERY_CHARS], status=status, sort=sort)
 
     @property

@@ -6,8 +6,14 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop, ngettext
 
 from rag.languages import LANGUAGE_CHOICES
+
+# The languages' names in the reader's language: Django's own catalogue translates "Finnish",
+# "Swedish" and the others; ours adds the one it lacks.
+_NOT_IN_DJANGO = gettext_noop("Norwegian")
+LANGUAGE_CHOICES_SHOWN = [(code, _(label)) for code, label in LANGUAGE_CHOICES]
 
 
 class CollectionQuerySet(models.QuerySet):
@@ -30,7 +36,7 @@ class Collection(models.Model):
 
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    language = models.CharField(max_length=32, choices=LANGUAGE_CHOICES, default="english")
+    language = models.CharField(max_length=32, choices=LANGUAGE_CHOICES_SHOWN, default="english")
     embedding_model = models.CharField(
         max_length=200,
         default=_default_embedding_model,
@@ -128,4 +134,6 @@ class SourceFile(models.Model):
         if self.status != FileStatus.READY or not bad:
             return ""
         total = self.pages or len(bad)
-        return f"{len(bad)} of {total} page{'s' if total != 1 else ''} had no readable text"
+        return ngettext(
+            "%(bad)s of %(total)s page had no readable text", "%(bad)s of %(total)s pages had no readable text", total
+        ) % {"bad": len(bad), "total": total}

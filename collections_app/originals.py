@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from collections_app.models import FileType, SourceFile
 from currechat.errors import NotFound
@@ -21,9 +22,9 @@ CONTEXT_CHUNKS = 2  # passages shown before and after the cited one
 def page_image(source: SourceFile, page: int) -> bytes:
     """Page `page` (1-based) of a PDF as PNG, rendered once and kept beside the media files."""
     if source.file_type != FileType.PDF:
-        raise NotFound("This file has no pages.")
+        raise NotFound(_("This file has no pages."))
     if not 1 <= page <= (source.pages or 0):
-        raise NotFound(f"“{source.original_name}” has no page {page}.")
+        raise NotFound(_("“%(name)s” has no page %(page)s.") % {"name": source.original_name, "page": page})
     cached = _cache_path(source, page)
     if cached.exists():
         return cached.read_bytes()
@@ -58,7 +59,7 @@ def section_context(source: SourceFile, position: int) -> SectionContext:
     chunks = ChunkStore(source.collection_id).file_chunks(source.pk)
     index = next((i for i, c in enumerate(chunks) if c.position == position), None)
     if index is None:
-        raise NotFound("That passage is no longer in the file (it was re-indexed); search again.")
+        raise NotFound(_("That passage is no longer in the file (it was re-indexed); search again."))
     cited = chunks[index]
     same = [c for c in chunks if c.heading_path == cited.heading_path]
     at = same.index(cited)

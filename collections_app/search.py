@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from ninja import Field, Router, Schema
 from pydantic import create_model
@@ -86,18 +87,16 @@ def language_warning(collection) -> str | None:
     if knows_language(collection.embedding_model, collection.language):
         return None
     language = collection.get_language_display()
-    warning = (
-        f"The embedding model {collection.embedding_model} was not trained on {language}: its meaning "
-        f"search ranks {language} text almost at random, so it counts less here and keyword search "
-        "does most of the work."
-    )
+    warning = _(
+        "The embedding model %(model)s was not trained on %(language)s: its meaning search ranks %(language)s "
+        "text almost at random, so it counts less here and keyword search does most of the work."
+    ) % {"model": collection.embedding_model, "language": language}
     suggestion = suggest_model(collection.language, is_available)
     if suggestion:
-        return (
-            warning
-            + f" The model server has a multilingual model, {suggestion}: choose it in the collection's settings."
-        )
-    return warning + " Ask your administrator to pull a multilingual model such as bge-m3 on the model server."
+        advice = _("The model server has a multilingual model, %(model)s: choose it in the collection's settings.")
+        return f"{warning} {advice % {'model': suggestion}}"
+    advice = _("Ask your administrator to pull a multilingual model such as bge-m3 on the model server.")
+    return f"{warning} {advice}"
 
 
 @login_required

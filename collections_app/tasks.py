@@ -8,6 +8,7 @@ from collections_app.lifecycle import run_ingest
 
 
 @task(queue_name="ingest")
-def ingest_file(file_id: int, attempt: int, re_extract: bool = True) -> str:
-    """Ingest one uploaded file. `attempt` lets a stale job (cancelled, re-queued) stop at once."""
-    return run_ingest(file_id, attempt, re_extract=re_extract).status
+def ingest_file(file_id: int, attempt: int, re_extract: bool = True, language: str = "") -> str:
+    """Ingest one uploaded file. `attempt` lets a stale job (cancelled, re-queued) stop at once;
+    `language` is the one of the teacher who queued it (its progress and errors are written in it)."""
+    return run_ingest(file_id, attempt, re_extract=re_extract, language=language).status

@@ -10,6 +10,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.permissions import get_collection_for_edit, get_file_for_edit, get_file_for_source, require_teacher
@@ -30,7 +32,8 @@ def collection_create(request):
     form = CollectionForm(request.POST or None, actor=request.user)
     if request.method == "POST" and form.is_valid():
         collection = writes.create_collection(request.user, form.changes())
-        messages.success(request, f"Collection “{collection.name}” created. Upload files to it next.")
+        sentence = _("Collection “%(name)s” created. Upload files to it next.")
+        messages.success(request, sentence % {"name": collection.name})
         return redirect("collection_detail", pk=collection.pk)
     return render(request, "collections/form.html", {"form": form})
 
@@ -87,12 +90,18 @@ def collection_settings(request, pk: int):
     form = CollectionForm(request.POST or None, instance=collection, actor=request.user)
     if request.method == "POST" and form.is_valid():
         requeued = writes.update_collection(request.user, collection, form.changes()).requeued
-        messages.success(request, "Settings saved.")
+        messages.success(request, _("Settings saved."))
         if requeued:
             messages.info(
                 request,
-                f"Re-indexing {len(requeued)} file(s) for the new settings. "
-                "Search keeps finding their current passages until each file is done.",
+                ngettext(
+                    "Re-indexing %(count)s file for the new settings. "
+                    "Search keeps finding its current passages until it is done.",
+                    "Re-indexing %(count)s files for the new settings. "
+                    "Search keeps finding their current passages until each file is done.",
+                    len(requeued),
+                )
+                % {"count": len(requeued)},
             )
         return redirect("collection_detail", pk=collection.pk)
     context = {
@@ -112,7 +121,7 @@ def collection_delete(request, pk: int):
     collection = get_collection_for_edit(request.user, pk)
     name = collection.name
     files.delete_collection(collection)
-    messages.success(request, f"Collection “{name}” deleted.")
+    messages.success(request, _("Collection “%(name)s” deleted.") % {"name": name})
     return redirect("home")
 
 
@@ -126,14 +135,14 @@ def collection_upload(request, pk: int):
         pdf_mode = PdfMode.AUTO
     uploads = request.FILES.getlist("file")
     if not uploads:
-        messages.error(request, "Choose one or more files to upload.")
+        messages.error(request, _("Choose one or more files to upload."))
     for upload in uploads:
         try:
             files.add_file(collection, upload, request.user, pdf_mode)
         except CurreChatError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, f"“{upload.name}” uploaded; ingestion has started.")
+            messages.success(request, _("“%(name)s” uploaded; ingestion has started.") % {"name": upload.name})
     return redirect("collection_detail", pk=collection.pk)
 
 
@@ -167,7 +176,7 @@ def file_action(request, pk: int, action: str):
     try:
         if action == "delete":
             files.delete_file(source)
-            messages.success(request, f"“{source.original_name}” deleted.")
+            messages.success(request, _("“%(name)s” deleted.") % {"name": source.original_name})
         else:
             _ACTIONS[action](source)
     except CurreChatError as exc:
@@ -183,7 +192,8 @@ def file_download(request, pk: int):
     try:
         stored = source.file.open("rb")
     except FileNotFoundError:
-        raise NotFound(f"The stored copy of “{source.original_name}” is missing; upload the file again.")
+        sentence = _("The stored copy of “%(name)s” is missing; upload the file again.")
+        raise NotFound(sentence % {"name": source.original_name})
     return FileResponse(stored, as_attachment=True, filename=source.original_name)
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import User, teachers_named
 from accounts.permissions import Forbidden
@@ -25,7 +27,7 @@ from currechat.errors import InvalidInput
 from rag.languages import LANGUAGES
 from rag.providers.registry import UnknownModel, get_embedding_model
 
-CO_OWN = "own or co-own a collection"
+CO_OWN = gettext_lazy("own or co-own a collection")
 # The fields a write may set; anything else in a change set is a programming error.
 FIELDS = ("name", "description", "language", "embedding_model", "co_owners", "owner")
 
@@ -63,13 +65,15 @@ def check_collection(actor: User, collection: Collection | None, changes: dict[s
     owner = collection.owner if collection is not None else actor
     if "owner" in changes and changes["owner"] is not None and changes["owner"] != owner:
         if not actor.is_superuser:
-            raise Forbidden("Only an administrator can give a collection to another teacher.")
-        owner = cleaned["owner"] = teachers_named([changes["owner"]], field="owner", may=CO_OWN)[0]
+            raise Forbidden(_("Only an administrator can give a collection to another teacher."))
+        owner = cleaned["owner"] = teachers_named([changes["owner"]], field="owner", may=str(CO_OWN))[0]
     if "co_owners" in changes and changes["co_owners"] is not None:
-        co_owners = [u for u in teachers_named(changes["co_owners"], field="co_owners", may=CO_OWN) if u.pk != owner.pk]
+        co_owners = [
+            u for u in teachers_named(changes["co_owners"], field="co_owners", may=str(CO_OWN)) if u.pk != owner.pk
+        ]
         current = set(collection.co_owners.values_list("pk", flat=True)) if collection is not None else set()
         if {u.pk for u in co_owners} != current and not _may_change_co_owners(actor, collection):
-            raise Forbidden("Only the collection's owner can change its co-owners.")
+            raise Forbidden(_("Only the collection's owner can change its co-owners."))
         cleaned["co_owners"] = co_owners
     return cleaned
 
@@ -119,25 +123,28 @@ def _may_change_co_owners(actor: User, collection: Collection | None) -> bool:
 def _clean_name(value: str) -> str:
     name = (value or "").strip()
     if not name:
-        raise InvalidInput("Give the collection a name.", field="name")
+        raise InvalidInput(_("Give the collection a name."), field="name")
     if len(name) > 200:
-        raise InvalidInput(f"The name is {len(name)} characters long; keep it to 200.", field="name")
+        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": len(name)}
+        raise InvalidInput(sentence, field="name")
     return name
 
 
 def _clean_language(value: str) -> str:
     language = (value or "").strip().lower()
     if language not in LANGUAGES:
-        raise InvalidInput(
-            f"'{value}' is not a supported language; choose one of: {', '.join(LANGUAGES)}.", field="language"
-        )
+        sentence = _("'%(value)s' is not a supported language; choose one of: %(languages)s.") % {
+            "value": value,
+            "languages": ", ".join(LANGUAGES),
+        }
+        raise InvalidInput(sentence, field="language")
     return language
 
 
 def _clean_embedding_model(value: str) -> str:
     name = (value or "").strip()
     if not name:
-        raise InvalidInput("Choose an embedding model.", field="embedding_model")
+        raise InvalidInput(_("Choose an embedding model."), field="embedding_model")
     try:
         get_embedding_model(name)  # raises for a name no provider knows; contacts no model server
     except UnknownModel as exc:

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
+from django.utils.translation import gettext as _
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
@@ -50,7 +51,7 @@ def _signed_in_docs(view):
         if settings.API_DOCS_PUBLIC or (user is not None and user.is_active):
             return view(request, *args, **kwargs)
         if request.path.endswith(".json"):
-            return JsonResponse({"detail": "Log in, or send 'Authorization: Bearer <token>'."}, status=401)
+            return JsonResponse({"detail": _("Log in, or send 'Authorization: Bearer <token>'.")}, status=401)
         return redirect_to_login(request.get_full_path())
 
     return wrapped
@@ -80,19 +81,18 @@ def _curre_error(request, exc: CurreChatError):
 
 @api.exception_handler(Http404)
 def _not_found(request, exc):
-    return api.create_response(request, {"detail": "Not found."}, status=404)
+    return api.create_response(request, {"detail": _("Not found.")}, status=404)
 
 
 @api.exception_handler(PermissionDenied)
 def _forbidden(request, exc):
-    return api.create_response(request, {"detail": str(exc) or "You may not do this."}, status=403)
+    return api.create_response(request, {"detail": str(exc) or _("You may not do this.")}, status=403)
 
 
 @api.exception_handler(AuthenticationError)
 def _unauthenticated(request, exc):
-    return api.create_response(
-        request, {"detail": "Log in, or send 'Authorization: Bearer <token>' (manage.py create_api_token)."}, status=401
-    )
+    detail = _("Log in, or send 'Authorization: Bearer <token>' (manage.py create_api_token).")
+    return api.create_response(request, {"detail": detail}, status=401)
 
 
 @api.exception_handler(ValidationError)
@@ -100,7 +100,8 @@ def _invalid(request, exc: ValidationError):
     problems = "; ".join(
         f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg')}" for e in exc.errors
     )
-    return api.create_response(request, {"detail": f"Invalid input: {problems}", "errors": exc.errors}, status=422)
+    detail = _("Invalid input: %(problems)s") % {"problems": problems}
+    return api.create_response(request, {"detail": detail, "errors": exc.errors}, status=422)
 
 
 @api.exception_handler(HttpError)
@@ -112,7 +113,7 @@ def _http_error(request, exc: HttpError):
 def _redis_down(request, exc):
     log.warning("Redis unavailable during %s: %s", request.path, exc)
     return api.create_response(
-        request, {"detail": "The search index (Redis) cannot be reached right now; try again shortly."}, status=503
+        request, {"detail": _("The search index (Redis) cannot be reached right now; try again shortly.")}, status=503
     )
 
 

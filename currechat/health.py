@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from currechat.redis_client import get_redis
 from rag.providers import is_available
@@ -29,7 +30,8 @@ from rag.providers.ollama import server_models
 @dataclass(frozen=True)
 class ServiceState:
     ok: bool
-    detail: str
+    detail: str  # English (the API and logs); pages translate it (templates/status_badge.html)
+    count: int | None = None  # how many (workers), for a page's own plural sentence
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,9 @@ def check_redis() -> ServiceState:
     if "search" not in names:
         return ServiceState(
             False,
-            "Redis is running but has no search module: use Redis Stack, or Redis 8 with the Query Engine.",
+            gettext_noop(
+                "Redis is running but has no search module: use Redis Stack, or Redis 8 with the Query Engine."
+            ),
         )
     return ServiceState(True, "Redis with search is reachable.")
 
@@ -122,7 +126,7 @@ def check_workers() -> ServiceState:
     try:
         workers = Worker.all(connection=get_redis())
     except redis.RedisError:
-        return ServiceState(False, "Unknown: Redis cannot be reached.")
+        return ServiceState(False, gettext_noop("Unknown: Redis cannot be reached."))
     now = datetime.now(UTC)
     count = sum(
         1
@@ -132,8 +136,10 @@ def check_workers() -> ServiceState:
         < WORKER_SILENT_SECONDS
     )
     if count == 0:
-        return ServiceState(False, "No background worker is running: uploaded files wait until one starts.")
-    return ServiceState(True, f"{count} background worker{'s' if count != 1 else ''} running.")
+        return ServiceState(
+            False, gettext_noop("No background worker is running: uploaded files wait until one starts."), 0
+        )
+    return ServiceState(True, f"{count} background worker{'s' if count != 1 else ''} running.", count)
 
 
 def check_model_server(*, fresh: bool = False) -> tuple[ServiceState, list[str]]:

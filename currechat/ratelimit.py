@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from currechat.errors import CurreChatError, NotFound
 from currechat.redis_client import get_redis
@@ -108,28 +109,32 @@ def _window(name: str, message: str) -> SlidingWindow:
     return SlidingWindow(name, limit, window, message)
 
 
-_TRY = " Try again in {retry_after} seconds."
-
-
+# The sentences are translated when a window is made, in the language of the request at hand.
 def login_by_account() -> SlidingWindow:
-    return _window("login_account", "Too many failed logins for this account." + _TRY)
+    return _window("login_account", _("Too many failed logins for this account. Try again in {retry_after} seconds."))
 
 
 def login_by_address() -> SlidingWindow:
-    return _window("login_address", "Too many failed logins from your network." + _TRY)
+    return _window("login_address", _("Too many failed logins from your network. Try again in {retry_after} seconds."))
 
 
 def signup_by_address() -> SlidingWindow:
-    return _window("signup_address", "Too many new accounts from your network." + _TRY)
+    return _window("signup_address", _("Too many new accounts from your network. Try again in {retry_after} seconds."))
 
 
 def join_by_address() -> SlidingWindow:
-    return _window("join_address", "Too many join-code attempts from your network." + _TRY)
+    return _window(
+        "join_address", _("Too many join-code attempts from your network. Try again in {retry_after} seconds.")
+    )
 
 
 def search_by_user() -> SlidingWindow:
     return _window(
-        "search_user", "You have run {limit} searches in the last {window} seconds, the most allowed." + _TRY
+        "search_user",
+        _(
+            "You have run {limit} searches in the last {window} seconds, the most allowed. "
+            "Try again in {retry_after} seconds."
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import markdown
 import nh3
+from django.utils.translation import gettext
 from latex2mathml.converter import convert as latex_to_mathml
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,8 @@ def _link_citations(body: str, cite: Callable[[int], str | None]) -> str:
     def one(n: int) -> str:
         href = cite(n)
         if href is None:
-            return f'<span class="cite-missing" title="No passage has this number">[{n}]</span>'
+            missing = html.escape(gettext("No passage has this number"))
+            return f'<span class="cite-missing" title="{missing}">[{n}]</span>'
         return f'<a class="cite" href="{href}" data-n="{n}">[{n}]</a>'
 
     def replace(match: re.Match) -> str:

@@ -28,6 +28,8 @@ import time
 
 import redis
 from django.conf import settings
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 from rq import Worker
 
 from collections_app import lifecycle
@@ -148,10 +150,18 @@ class PreloadingWorker(Worker):
         if job.func_name != INGEST_TASK or len(job.args) < 2:
             return
         signal_no = ret_val & 0x7F if ret_val else 0
-        why = f"its process was killed by signal {signal_no}" if signal_no else "its process ended unexpectedly"
+        # Lazy: the sentence is stored in the language of the collection's owner (lifecycle.fail_lost).
         if signal_no == signal.SIGKILL:
-            why += ", which usually means the server ran out of memory or an operator stopped it"
+            why = gettext_lazy(
+                "its process was killed by signal 9, which usually means the server ran out of memory or an "
+                "operator stopped it"
+            )
+        elif signal_no:
+            why = format_lazy(gettext_lazy("its process was killed by signal {signal}"), signal=signal_no)
+        else:
+            why = gettext_lazy("its process ended unexpectedly")
         try:
-            lifecycle.fail_lost(int(job.args[0]), int(job.args[1]), why)
+            language = str(job.args[3]) if len(job.args) > 3 else ""
+            lifecycle.fail_lost(int(job.args[0]), int(job.args[1]), why, language)
         except Exception:  # noqa: BLE001 — the periodic sweep fails it later
             log.exception("Could not mark the file of job %s failed", job.id)

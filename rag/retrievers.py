@@ -14,17 +14,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import redis
+from django.utils.translation import gettext_lazy
 
 from rag.query import ParsedQuery, escape
 
 VECTOR, EXACT, SUBSTRING, ALL_WORDS, ANY_WORD = "vector", "exact", "substring", "all_words", "any_word"
 RETRIEVERS = (VECTOR, EXACT, SUBSTRING, ALL_WORDS, ANY_WORD)
+# Shown to teachers (how a passage was found), so in their language.
 LABELS = {
-    VECTOR: "meaning (vector)",
-    EXACT: "exact phrase",
-    SUBSTRING: "substring",
-    ALL_WORDS: "all words",
-    ANY_WORD: "any word",
+    VECTOR: gettext_lazy("meaning (vector)"),
+    EXACT: gettext_lazy("exact phrase"),
+    SUBSTRING: gettext_lazy("substring"),
+    ALL_WORDS: gettext_lazy("all words"),
+    ANY_WORD: gettext_lazy("any word"),
 }
 _DISTANCE = "__vd"
 

@@ -27,6 +27,7 @@ from typing import Literal
 
 import redis
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from currechat.errors import CurreChatError
 from currechat.redis_client import get_redis
@@ -104,18 +105,20 @@ def search_collections(
         passages = fetch(client, chosen)
     notes += retriever_notes(targets, query) + stale_notes(client, targets)
     if not passages:
-        notes.append("No passage matched.")
+        notes.append(_("No passage matched."))
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
     model = curation_model or settings.CURATION_MODEL
     if curate and not is_available(model):
         # Asking a missing model would fail once per passage, after the client's timeouts.
-        notes.append(
-            f"Curation was skipped: the model {model} is not on the model server. Results keep their search order."
+        skipped = _(
+            "Curation was skipped: the model %(model)s is not on the model server. Results keep their search order."
         )
+        notes.append(skipped % {"model": model})
         curate = False
     if not curate and _too_weak(targets):
-        note = "Nothing in the material matches the query's words or is close to its meaning."
-        dropped = [replace(p, included=False, curation_reason="below the similarity threshold") for p in passages]
+        note = _("Nothing in the material matches the query's words or is close to its meaning.")
+        below = _("below the similarity threshold")
+        dropped = [replace(p, included=False, curation_reason=below) for p in passages]
         return SearchOutcome(query, "nothing_relevant", [], dropped, clock.finish(), notes + [note])
     if not curate:
         return SearchOutcome(query, "ok", passages, timings_ms=clock.finish(), notes=notes)
@@ -133,7 +136,8 @@ def retriever_notes(targets: Sequence[retrievers.Target], query: str) -> list[st
     for target in targets:
         for retriever, error in target.errors.items():
             log.warning("%s search failed in collection %s for %r: %s", retriever, target.collection_id, query, error)
-            notes.append(f"The {retrievers.LABELS[retriever]} search failed; the other searches still ran.")
+            failed = _("The %(retriever)s search failed; the other searches still ran.")
+            notes.append(failed % {"retriever": retrievers.LABELS[retriever]})
     return notes
 
 
@@ -147,8 +151,10 @@ def stale_notes(client: redis.Redis, targets: Sequence[retrievers.Target]) -> li
     unversioned = [store for store, version in zip(stores, pipe.execute(), strict=True) if version is None]
     if any(store.is_stale() for store in unversioned):  # rare: FT.INFO only for those without a version
         return [
-            "This collection's index was built by an older version of CurreChat and some words are not "
-            "found until it is rebuilt (an administrator runs `manage.py reindex --stale`)."
+            _(
+                "This collection's index was built by an older version of CurreChat and some words are not "
+                "found until it is rebuilt (an administrator runs `manage.py reindex --stale`)."
+            )
         ]
     return []
 
@@ -179,7 +185,7 @@ def build_targets(
             except CurreChatError as exc:  # ProviderError, UnknownModel
                 vectors[model] = None
                 if notes is not None:
-                    notes.append(f"The meaning (vector) search is unavailable: {exc}")
+                    notes.append(_("The meaning (vector) search is unavailable: %(error)s") % {"error": exc})
         index = ChunkStore.index_name(collection.id)
         weight = 1.0 if knows_language(model, collection.language) else foreign_vector_weight
         parsed = parse(query, collection.language)
@@ -273,7 +279,7 @@ def apply_verdicts(passages: Sequence[Passage], run: CurationRun) -> tuple[list[
 def curation_notes(run: CurationRun) -> list[str]:
     notes = []
     if run.failed:
-        notes.append(f"Curation failed for {run.failed} passage(s); they keep their search rank.")
+        notes.append(_("Curation failed for %(n)s passage(s); they keep their search rank.") % {"n": run.failed})
     if run.timed_out:
-        notes.append(f"Curation timed out for {run.timed_out} passage(s); they keep their search rank.")
+        notes.append(_("Curation timed out for %(n)s passage(s); they keep their search rank.") % {"n": run.timed_out})
     return notes

@@ -67,9 +67,9 @@ def search_call(query) -> dict:
     return {"name": "document_search", "arguments": {"query": query}}
 
 
-async def connect_ws(user, session_id: int) -> tuple[WebsocketCommunicator, bool, int | None]:
+async def connect_ws(user, session_id: int, headers=()) -> tuple[WebsocketCommunicator, bool, int | None]:
     """A websocket to /ws/chats/{id}/ logged in as `user` (None: anonymous), and whether it got in."""
-    return await open_websocket(user, f"/ws/chats/{session_id}/")
+    return await open_websocket(user, f"/ws/chats/{session_id}/", headers)
 
 
 async def receive_turn(communicator: WebsocketCommunicator, timeout: float = 20) -> list[dict]:

@@ -65,6 +65,28 @@ async def test_a_model_failure_ends_the_turn_with_an_error_event(student, sessio
     assert events[-1]["type"] == "message_done" and events[-1]["message"]["content"] == "second try works"
 
 
+async def test_refusals_are_in_the_students_language(student, session, settings):
+    """The browser's language (as on the pages), unless the student saved one with the switcher."""
+    settings.CHAT_MAX_MESSAGE_CHARS = 10
+    finnish = [(b"accept-language", b"fi-FI,fi;q=0.9,en;q=0.5")]
+    ws, _, _ = await connect_ws(student, session.id, headers=finnish)
+    await ws.send_json_to({"type": "user_message", "content": "far too long for the limit"})
+    too_long = await ws.receive_json_from(timeout=5)
+    await ws.send_json_to({"type": "dance"})
+    unknown = await ws.receive_json_from(timeout=5)
+    await ws.disconnect()
+    assert too_long["code"] == "too_long" and too_long["detail"].startswith("Viestissäsi on 26 merkkiä")
+    assert unknown["code"] == "bad_request" and unknown["detail"].startswith("Lähetä {'type'")
+
+    student.language = "sv"
+    await database_sync_to_async(student.save)()
+    ws, _, _ = await connect_ws(student, session.id, headers=finnish)
+    await ws.send_json_to({"type": "user_message", "content": "far too long for the limit"})
+    saved = await ws.receive_json_from(timeout=5)
+    await ws.disconnect()
+    assert saved["detail"].startswith("Ditt meddelande har 26 tecken")
+
+
 async def test_a_refused_message_gets_an_error_event_without_a_message(student, session, settings):
     settings.CHAT_MAX_MESSAGE_CHARS = 10
     ws, _, _ = await connect_ws(student, session.id)

@@ -7,6 +7,7 @@ import os
 import pymupdf
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 
 from collections_app.models import FileStatus, SourceFile
 from tests.fixtures_ingest import blank_pdf, chunk_keys, indexed, text_pdf, upload
@@ -144,3 +145,25 @@ def test_upload_returns_the_queued_file_for_the_page_to_show(fast_collection, cl
     assert response.status_code == 201
     assert body["status"] == "queued" and body["file_type"] == "pdf" and body["pdf_mode"] == "fast"
     assert body["url"] == f"/collections/files/{body['id']}/"
+
+
+@pytest.mark.parametrize(
+    ("language", "ready", "refused"),
+    [
+        ("fi", "1 kohta valmiina hakuun", "Tiedostossa ”otsikot.md” on otsikoita mutta ei tekstiä niiden alla."),
+        ("sv", "1 avsnitt klart att söka i", "”otsikot.md” har rubriker men ingen text under dem."),
+        ("en", "1 passage ready to search", "“otsikot.md” has headings but no text under them."),
+    ],
+)
+def test_the_worker_writes_a_files_state_in_the_uploading_teachers_language(
+    language, ready, refused, fast_collection, owner, run_worker
+):
+    """The worker has no request: the teacher's language travels with the job."""
+    teacher = Client(HTTP_ACCEPT_LANGUAGE=language)
+    teacher.force_login(owner)
+    good = upload(teacher, fast_collection, NOTES, "kinematics.md").json()["id"]
+    bad = upload(teacher, fast_collection, b"# Otsikko\n\n## Toinen\n", "otsikot.md").json()["id"]
+    run_worker()
+    assert SourceFile.objects.get(pk=good).progress_detail == ready
+    failed = SourceFile.objects.get(pk=bad)
+    assert failed.status == FileStatus.FAILED and failed.error.startswith(refused)

@@ -8,12 +8,12 @@ from django.conf import settings
 from django.test import Client
 
 
-async def open_websocket(user, path: str) -> tuple[WebsocketCommunicator, bool, int | None]:
+async def open_websocket(user, path: str, headers=()) -> tuple[WebsocketCommunicator, bool, int | None]:
     """Connect to `path` as `user` (None: anonymous); returns the communicator, whether it got in,
-    and the close code when it did not."""
+    and the close code when it did not. `headers` are sent too (e.g. the browser's Accept-Language)."""
     from currechat.asgi import application
 
-    headers = [(b"origin", b"http://127.0.0.1")]
+    headers = [(b"origin", b"http://127.0.0.1"), *headers]
     if user is not None:
         client = Client()
         await database_sync_to_async(client.force_login)(user)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 from bs4 import BeautifulSoup
+from django.utils.translation import gettext_lazy
 from markdownify import MarkdownConverter
 
 from rag.ingest.job import IngestFailed
 
-NESTED_TOO_DEEP = (
+NESTED_TOO_DEEP = gettext_lazy(
     "This HTML file nests its elements too deeply to be read (thousands of levels, which no page "
     "needs). Open it in a browser and save or print it as PDF, or upload its text, then try again."
 )
@@ -47,7 +48,7 @@ def html_to_markdown(html: str) -> str:
     try:
         return _convert(html)
     except RecursionError as exc:
-        raise IngestFailed(NESTED_TOO_DEEP) from exc
+        raise IngestFailed(str(NESTED_TOO_DEEP)) from exc
 
 
 def _convert(html: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import redis
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from currechat.errors import ProviderError
 from rag.ingest.job import IngestCancelled, IngestFailed, IngestJob, IngestTracker, Outcome
@@ -75,7 +76,7 @@ class IngestReport:
 def run(job: IngestJob, tracker: IngestTracker, steps: Sequence[Step] = STEPS) -> IngestReport:
     """Run `steps` over `job` in order and end the run through `tracker`. Never raises."""
     ctx = RunContext(job, tracker)
-    ctx.progress(0.0, "Starting", force=True)
+    ctx.progress(0.0, _("Starting"), force=True)
     seconds: dict[str, float] = {}
     try:
         for step in steps:
@@ -107,7 +108,7 @@ def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
             if not retryable or attempt == attempts:
                 raise
             log.warning("file %s: %s failed (%s); attempt %s of %s", job.file_id, step.name, exc, attempt, attempts)
-            ctx.progress(0.0, f"Waiting to retry: {exc}", force=True)
+            ctx.progress(0.0, _("Waiting to retry: %(error)s") % {"error": exc}, force=True)
             time.sleep(settings.INGEST_RETRY_DELAY * attempt)
             if ctx.cancelled():
                 raise IngestCancelled from exc

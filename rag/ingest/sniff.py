@@ -10,19 +10,22 @@ import codecs
 import re
 from pathlib import PurePath
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from rag.ingest.job import IngestFailed, UnsupportedContent
 
 # Well-known binary formats, so the refusal can say what the file is and what to do instead.
 _SIGNATURES = [
-    (b"PK\x03\x04", "a ZIP archive or an Office document (.docx, .pptx, .xlsx, .odt)"),
-    (b"\xd0\xcf\x11\xe0", "an old Microsoft Office document (.doc, .ppt, .xls)"),
-    (b"\x89PNG", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF8", "a GIF image"),
-    (b"\x1f\x8b", "a gzip archive"),
-    (b"\x7fELF", "a program"),
-    (b"MZ", "a Windows program"),
-    (b"{\\rtf", "an RTF document"),
+    (b"PK\x03\x04", gettext_lazy("a ZIP archive or an Office document (.docx, .pptx, .xlsx, .odt)")),
+    (b"\xd0\xcf\x11\xe0", gettext_lazy("an old Microsoft Office document (.doc, .ppt, .xls)")),
+    (b"\x89PNG", gettext_lazy("a PNG image")),
+    (b"\xff\xd8\xff", gettext_lazy("a JPEG image")),
+    (b"GIF8", gettext_lazy("a GIF image")),
+    (b"\x1f\x8b", gettext_lazy("a gzip archive")),
+    (b"\x7fELF", gettext_lazy("a program")),
+    (b"MZ", gettext_lazy("a Windows program")),
+    (b"{\\rtf", gettext_lazy("an RTF document")),
 ]
 _BOMS = [
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -38,7 +41,7 @@ _DECLARED = [
 ]
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
-CONVERT_HINT = "Save it as PDF, Markdown or plain text (UTF-8) and upload that."
+CONVERT_HINT = gettext_lazy("Save it as PDF, Markdown or plain text (UTF-8) and upload that.")
 
 
 def is_pdf(head: bytes) -> bool:
@@ -52,10 +55,10 @@ def detect_type(name: str, head: bytes) -> str:
     if is_pdf(head):
         return "pdf"
     if suffix == ".pdf":
-        raise UnsupportedContent(f"“{name}” is named like a PDF but is not one. {CONVERT_HINT}")
+        raise UnsupportedContent(_with_hint(_("“%(name)s” is named like a PDF but is not one.") % {"name": name}))
     for signature, what in _SIGNATURES:
         if head.startswith(signature):
-            raise UnsupportedContent(f"“{name}” is {what}, not text. {CONVERT_HINT}")
+            raise UnsupportedContent(_with_hint(_("“%(name)s” is %(what)s, not text.") % {"name": name, "what": what}))
     if suffix in HTML_SUFFIXES:
         return "html"
     if suffix in MARKDOWN_SUFFIXES:
@@ -80,7 +83,7 @@ def _declared_charset(data: bytes) -> str | None:
 def decode_text(data: bytes, name: str) -> str:
     """The text of an upload; refuses binary data and text in an undeclared legacy encoding."""
     if not data.strip():
-        raise IngestFailed(f"“{name}” is empty. Check that you picked the right file.")
+        raise IngestFailed(_("“%(name)s” is empty. Check that you picked the right file.") % {"name": name})
     text = None
     for bom, encoding in _BOMS:
         if data.startswith(bom):
@@ -90,21 +93,34 @@ def decode_text(data: bytes, name: str) -> str:
         if b"\x00" in data[:65536]:  # binary, or UTF-16 written without a byte-order mark
             text = _utf16_without_bom(data)
             if text is None:
-                raise UnsupportedContent(f"“{name}” contains binary data, not text. {CONVERT_HINT}")
+                raise UnsupportedContent(_binary(name))
         else:
             text = _try_decode(data, "utf-8")
         if text is None and (declared := _declared_charset(data)):
             text = _try_decode(data, declared)
     if text is None:
         raise UnsupportedContent(
-            f"“{name}” is not UTF-8 or UTF-16 text and does not declare its character set. "
-            "Save it as UTF-8 (most editors offer this under “Save as” → “Encoding”) and upload it again."
+            _(
+                "“%(name)s” is not UTF-8 or UTF-16 text and does not declare its character set. "
+                "Save it as UTF-8 (most editors offer this under “Save as” → “Encoding”) and upload it again."
+            )
+            % {"name": name}
         )
     if _looks_binary(text):
-        raise UnsupportedContent(f"“{name}” contains binary data, not text. {CONVERT_HINT}")
+        raise UnsupportedContent(_binary(name))
     if not text.strip():
-        raise IngestFailed(f"“{name}” contains only blank space. Check that you picked the right file.")
+        raise IngestFailed(
+            _("“%(name)s” contains only blank space. Check that you picked the right file.") % {"name": name}
+        )
     return text
+
+
+def _binary(name: str) -> str:
+    return _with_hint(_("“%(name)s” contains binary data, not text.") % {"name": name})
+
+
+def _with_hint(refusal: str) -> str:
+    return f"{refusal} {CONVERT_HINT}"
 
 
 def _utf16_without_bom(data: bytes) -> str | None:

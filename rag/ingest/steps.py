@@ -11,6 +11,8 @@ import re
 from typing import Protocol
 
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from rag.index import CollectionIndex, IndexedChunk
 from rag.ingest import chunking, pdf
@@ -63,7 +65,7 @@ class Extract:
                 text = re.sub(r"^(\s*)#", r"\1\\#", text, flags=re.MULTILINE)  # plain text has no headings
             job.pages = [PageText(None, text)]
             job.extractor = job.file_type
-        ctx.progress(1.0, "Text extracted")
+        ctx.progress(1.0, _("Text extracted"))
 
     def _pdf(self, job: IngestJob, data: bytes, ctx: Context) -> None:
         doc = pdf.open_pdf(data)
@@ -71,19 +73,24 @@ class Extract:
             job.page_count = total = doc.page_count
             if doc.is_repaired:
                 job.notes.append(
-                    "This PDF was damaged and had to be repaired, so some of its text may be missing. Check the "
-                    "extracted text below; if parts are missing, save or print the PDF anew and upload that."
+                    _(
+                        "This PDF was damaged and had to be repaired, so some of its text may be missing. Check the "
+                        "extracted text below; if parts are missing, save or print the PDF anew and upload that."
+                    )
                 )
 
             def pages_done(done: int) -> None:
-                ctx.progress(done / total, f"Page {done} of {total} read")
+                ctx.progress(done / total, _("Page %(done)s of %(total)s read") % {"done": done, "total": total})
 
             job.extractor = expected_extractor(job)
             if job.extractor == "pdf-fast":
                 if job.pdf_mode == "vlm":
                     job.notes.append(
-                        f"The vision model ({settings.VLM_MODEL}) was not reachable, so the text layer was used; "
-                        "tables and math may have lost their layout. Retry when the model is back."
+                        _(
+                            "The vision model (%(model)s) was not reachable, so the text layer was used; "
+                            "tables and math may have lost their layout. Retry when the model is back."
+                        )
+                        % {"model": settings.VLM_MODEL}
                     )
                 job.pages = pdf.fast_pages(doc, pages_done, ctx.cancelled)
                 return
@@ -91,9 +98,14 @@ class Extract:
             if fallbacks:
                 job.extractor += " (partial)"  # never reused: a retry should try the model again
                 job.notes.append(
-                    f"The vision model could not read page{'s' if len(fallbacks) > 1 else ''} "
-                    f"{_ranges(fallbacks)}; the PDF's own text was used there instead (tables and math may have lost "
-                    "their layout). Retry the file to try those pages again."
+                    ngettext(
+                        "The vision model could not read page %(pages)s; the PDF's own text was used there instead "
+                        "(tables and math may have lost their layout). Retry the file to try those pages again.",
+                        "The vision model could not read pages %(pages)s; the PDF's own text was used there instead "
+                        "(tables and math may have lost their layout). Retry the file to try those pages again.",
+                        len(fallbacks),
+                    )
+                    % {"pages": _ranges(fallbacks)}
                 )
         finally:
             doc.close()
@@ -133,23 +145,32 @@ class Normalize:
         chars = sum(len(p.markdown) for p in job.pages)
         if chars > settings.INGEST_MAX_TEXT_CHARS:
             raise TooLarge(
-                f"This file holds {chars:,} characters of text; the limit is {settings.INGEST_MAX_TEXT_CHARS:,}. "
-                "Split it into smaller files and upload those."
+                _(
+                    "This file holds %(chars)s characters of text; the limit is %(limit)s. "
+                    "Split it into smaller files and upload those."
+                )
+                % {"chars": f"{chars:,}", "limit": f"{settings.INGEST_MAX_TEXT_CHARS:,}"}
             )
         if chars == 0 and job.file_type == "pdf" and job.pdf_mode == "fast":
             raise IngestFailed(
-                "No text could be found in this PDF (it is probably scanned pages), and fast extraction reads only "
-                "selectable text. Delete it and upload it again with “Vision-language model” as the way to read "
-                "PDFs, or upload a version of the file with selectable text."
+                _(
+                    "No text could be found in this PDF (it is probably scanned pages), and fast extraction reads "
+                    "only selectable text. Delete it and upload it again with “Vision-language model” as the way to "
+                    "read PDFs, or upload a version of the file with selectable text."
+                )
             )
         if chars == 0 and job.file_type == "pdf":
             raise IngestFailed(
-                "No text could be found in this PDF (it is probably scanned pages) and the vision model "
-                f"({settings.VLM_MODEL}) that could read the images is not available. Ask your administrator to "
-                "connect it and press Retry, or upload a version of the file with selectable text."
+                _(
+                    "No text could be found in this PDF (it is probably scanned pages) and the vision model "
+                    "(%(model)s) that could read the images is not available. Ask your administrator to "
+                    "connect it and press Retry, or upload a version of the file with selectable text."
+                )
+                % {"model": settings.VLM_MODEL}
             )
         if chars == 0:
-            raise IngestFailed(f"“{job.file_name}” contains no text to index. Check that you picked the right file.")
+            sentence = _("“%(name)s” contains no text to index. Check that you picked the right file.")
+            raise IngestFailed(sentence % {"name": job.file_name})
 
 
 class Chunk:
@@ -159,8 +180,9 @@ class Chunk:
         job.chunks = chunking.chunk_pages(job.pages)
         job.markdown = chunking.compose(job.pages)
         if not job.chunks:
-            raise IngestFailed(f"“{job.file_name}” has headings but no text under them. Add the text and upload again.")
-        ctx.progress(1.0, f"{len(job.chunks)} passages")
+            sentence = _("“%(name)s” has headings but no text under them. Add the text and upload again.")
+            raise IngestFailed(sentence % {"name": job.file_name})
+        ctx.progress(1.0, ngettext("%(n)s passage", "%(n)s passages", len(job.chunks)) % {"n": len(job.chunks)})
 
 
 def embedding_input(chunk) -> str:
@@ -175,7 +197,9 @@ class Embed:
         total = len(job.chunks)
 
         def done(count: int) -> None:
-            ctx.progress(count / max(total, 1), f"{count} of {total} passages embedded")
+            ctx.progress(
+                count / max(total, 1), _("%(count)s of %(total)s passages embedded") % {"count": count, "total": total}
+            )
 
         job.vectors, job.cached_vectors = embed_texts(
             [embedding_input(c) for c in job.chunks], job.embedding_model, progress=done, cancelled=ctx.cancelled

@@ -1,5 +1,6 @@
 // Collection page: upload (several files, drag and drop), live progress over the websocket,
 // cancel / retry / delete through the REST API. Without this script the page's forms still work.
+// gettext(), ngettext() and interpolate() come from the JavaScript catalogue (base.html loads it first).
 (() => {
   "use strict";
   const section = document.getElementById("files");
@@ -14,8 +15,14 @@
   const dropzone = document.getElementById("dropzone");
   const filesApi = section.dataset.filesApi;
   const fileUrl = (id) => section.dataset.fileUrl.replace(/0\/$/, `${id}/`);
-  const LABELS = { queued: "Queued", processing: "Processing", ready: "Ready", failed: "Failed", cancelled: "Cancelled" };
-  const TYPES = { text: "Text", markdown: "Markdown", html: "HTML", pdf: "PDF" };
+  const LABELS = {
+    queued: gettext("Queued"),
+    processing: gettext("Processing"),
+    ready: gettext("Ready"),
+    failed: gettext("Failed"),
+    cancelled: gettext("Cancelled"),
+  };
+  const TYPES = { text: gettext("Text"), markdown: "Markdown", html: "HTML", pdf: "PDF" };
   const ACTIVE = new Set(["queued", "processing"]);
 
   function csrfToken() {
@@ -33,13 +40,14 @@
       headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
     });
     if (response.status === 204) return null;
+    const answered = interpolate(gettext("The server answered %(status)s."), { status: response.status }, true);
     let data = null;
     try {
       data = await response.json();
     } catch {
-      data = { detail: `The server answered ${response.status}.` };
+      data = { detail: answered };
     }
-    if (!response.ok) throw new Error(data.detail || `The server answered ${response.status}.`);
+    if (!response.ok) throw new Error(data.detail || answered);
     return data;
   }
 
@@ -71,29 +79,29 @@
     if (fresh) row = el("tr", { "data-file-id": file.id });
     row.dataset.status = file.status;
     row.replaceChildren();
-    const name = el("td", { "data-label": "File" });
+    const name = el("td", { "data-label": gettext("File") });
     name.append(el("a", { href: fileUrl(file.id) }, file.name));
-    if (file.pages) name.append(el("span", { class: "muted" }, ` · ${file.pages} page${file.pages === 1 ? "" : "s"}`));
-    const state = el("td", { class: "file-state", "data-label": "Status" });
+    if (file.pages) name.append(el("span", { class: "muted" }, ` · ${interpolate(ngettext("%(count)s page", "%(count)s pages", file.pages), { count: file.pages }, true)}`));
+    const state = el("td", { class: "file-state", "data-label": gettext("Status") });
     state.append(el("span", { class: `file-status status-${file.status}` }, LABELS[file.status] || file.status));
     if (file.quality_warning) {
       state.append(" ", el("a", { class: "file-quality", href: `${fileUrl(file.id)}#unreadable`, "data-testid": "quality-warning" }, `— ${file.quality_warning}`));
     }
     if (ACTIVE.has(file.status)) {
-      const bar = el("progress", { max: "100", "aria-label": `Progress of ${file.name}` }, `${file.progress}%`);
+      const bar = el("progress", { max: "100", "aria-label": interpolate(gettext("Progress of %(name)s"), { name: file.name }, true) }, `${file.progress}%`);
       bar.value = file.progress;
       state.append(bar);
     }
     const detail = file.status === "failed" ? file.error : file.progress_detail;
-    state.append(el("small", { class: "file-detail" }, detail || (file.status === "queued" ? "Waiting for a worker" : "")));
+    state.append(el("small", { class: "file-detail" }, detail || (file.status === "queued" ? gettext("Waiting for a worker") : "")));
     if (file.notes) state.append(el("small", { class: "file-notes" }, file.notes));
     const actions = el("td", { class: "file-actions" });
-    if (ACTIVE.has(file.status)) actions.append(actionButton("cancel", "Cancel", file));
-    if (file.status === "failed" || file.status === "cancelled") actions.append(actionButton("retry", "Retry", file));
-    actions.append(actionButton("delete", "Delete", file));
+    if (ACTIVE.has(file.status)) actions.append(actionButton("cancel", gettext("Cancel"), file));
+    if (file.status === "failed" || file.status === "cancelled") actions.append(actionButton("retry", gettext("Retry"), file));
+    actions.append(actionButton("delete", gettext("Delete"), file));
     if (file.file_type) row.dataset.type = TYPES[file.file_type] || file.file_type;
-    const type = el("td", { "data-label": "Type" }, row.dataset.type || "");
-    row.append(name, type, state, el("td", { class: "file-chunks", "data-label": "Passages" }, String(file.chunk_count)), actions);
+    const type = el("td", { "data-label": gettext("Type") }, row.dataset.type || "");
+    row.append(name, type, state, el("td", { class: "file-chunks", "data-label": gettext("Passages") }, String(file.chunk_count)), actions);
     if (fresh) tbody.prepend(row);
     table.hidden = false;
     const empty = document.getElementById("no-files");
@@ -106,7 +114,7 @@
   }
 
   async function runAction(action, id, name) {
-    if (action === "delete" && !window.confirm(`Delete “${name}” and its passages?`)) return;
+    if (action === "delete" && !window.confirm(interpolate(gettext("Delete “%(name)s” and its passages?"), { name }, true))) return;
     try {
       if (action === "delete") {
         await api("DELETE", `/api/v1/files/${id}`);
@@ -122,13 +130,13 @@
   async function upload(fileList) {
     const mode = document.getElementById("pdf-mode").value;
     for (const file of Array.from(fileList)) {
-      const line = say(`Uploading “${file.name}”…`);
+      const line = say(interpolate(gettext("Uploading “%(name)s”…"), { name: file.name }, true));
       const body = new FormData();
       body.append("file", file);
       body.append("pdf_mode", mode);
       try {
         renderRow(await api("POST", filesApi, body));
-        line.textContent = `“${file.name}” uploaded; ingestion has started.`;
+        line.textContent = interpolate(gettext("“%(name)s” uploaded; ingestion has started."), { name: file.name }, true);
       } catch (error) {
         line.textContent = error.message;
         line.className = "bad";
@@ -139,7 +147,7 @@
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     if (!input.files.length) {
-      say("Choose one or more files to upload.", true);
+      say(gettext("Choose one or more files to upload."), true);
       return;
     }
     upload(input.files).then(() => (input.value = ""));
@@ -212,10 +220,10 @@
     });
     socket.addEventListener("close", (event) => {
       if (event.code === 4403) {
-        liveState.textContent = "Live progress is not available for this collection.";
+        liveState.textContent = gettext("Live progress is not available for this collection.");
         return;
       }
-      liveState.textContent = "Live progress lost; reconnecting…";
+      liveState.textContent = gettext("Live progress lost; reconnecting…");
       startPolling();
       setTimeout(connect, retryDelay);
       retryDelay = Math.min(retryDelay * 2, 15000);

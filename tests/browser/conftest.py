@@ -172,8 +172,9 @@ def new_page(browser):
     """Open a fresh browser context (its own cookies) per user; closed after the test."""
     contexts = []
 
-    def make(width: int = 1280, height: int = 900):
-        context = browser.new_context(viewport={"width": width, "height": height})
+    def make(width: int = 1280, height: int = 900, **options):
+        """`options` go to the browser context, e.g. `locale="fi-FI"` (the browser's language)."""
+        context = browser.new_context(viewport={"width": width, "height": height}, **options)
         context.grant_permissions(["clipboard-read", "clipboard-write"])
         contexts.append(context)
         page = context.new_page()

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pymupdf
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from rag.ingest.job import IngestFailed, TooLarge
 
 log = logging.getLogger(__name__)
 
-DAMAGED = (
+DAMAGED = gettext_lazy(
     "This PDF is damaged and cannot be read. Open it in a PDF viewer, save or print it as a new PDF, and upload that."
 )
 
@@ -26,19 +28,24 @@ def open_pdf(source: Path | bytes, *, check_streams: bool = True) -> pymupdf.Doc
         doc = pymupdf.open(stream=source, filetype="pdf") if isinstance(source, bytes) else pymupdf.open(source)
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
         log.info("PDF does not open: %s", exc)
-        raise IngestFailed(DAMAGED) from exc
+        raise IngestFailed(str(DAMAGED)) from exc
     if doc.needs_pass:
         raise IngestFailed(
-            "This PDF is password-protected. Remove the password (for example, open it and print it to a "
-            "new PDF) and upload it again."
+            _(
+                "This PDF is password-protected. Remove the password (for example, open it and print it to a "
+                "new PDF) and upload it again."
+            )
         )
     if doc.page_count == 0:
-        raise IngestFailed(DAMAGED)
+        raise IngestFailed(str(DAMAGED))
     limit = settings.UPLOAD_MAX_PDF_PAGES
     if doc.page_count > limit:
         raise TooLarge(
-            f"This PDF has {doc.page_count} pages; the limit is {limit}. Split it into parts (for example, "
-            "one per chapter) and upload those."
+            _(
+                "This PDF has %(pages)s pages; the limit is %(limit)s. Split it into parts (for example, "
+                "one per chapter) and upload those."
+            )
+            % {"pages": doc.page_count, "limit": limit}
         )
     if check_streams:
         _check_streams(doc)
@@ -48,8 +55,10 @@ def open_pdf(source: Path | bytes, *, check_streams: bool = True) -> pymupdf.Doc
 def _check_streams(doc: pymupdf.Document) -> None:
     max_bytes, max_pixels = settings.INGEST_MAX_STREAM_BYTES, settings.INGEST_MAX_IMAGE_PIXELS
     too_big = TooLarge(
-        "This PDF contains an object that expands to more than the server accepts (it may be damaged or "
-        "built to overload the server). Print it to a new PDF and upload that, or upload its text."
+        _(
+            "This PDF contains an object that expands to more than the server accepts (it may be damaged or "
+            "built to overload the server). Print it to a new PDF and upload that, or upload its text."
+        )
     )
     for xref in range(1, doc.xref_length()):
         try:
