@@ -6,7 +6,9 @@ import contextlib
 
 import pytest
 import redis
+from django.conf import settings as django_settings
 from django.test import Client
+from django.utils import translation
 
 from accounts.models import Role, User
 from chat.models import Enrollment, Prompt
@@ -41,6 +43,15 @@ def _clean_redis():
     yield
     with contextlib.suppress(redis.RedisError):  # a test may have left the app on a stopped server
         get_redis().flushdb()
+
+
+@pytest.fixture(autouse=True)
+def _default_language():
+    """Each test starts in the site's language. Django's test client runs LocaleMiddleware in the
+    test's own thread, and the language of a Finnish request stays active there afterwards."""
+    translation.activate(django_settings.LANGUAGE_CODE)
+    yield
+    translation.deactivate()
 
 
 def _user(username: str, role: str, **extra) -> User:
