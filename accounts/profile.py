@@ -1,9 +1,5 @@
-"""A user's own name and password, and password resets an administrator or a teacher starts.
-
-No mail server is assumed: a reset makes a one-time link (Django's token generator: it stops
-working once the password changes, and after PASSWORD_RESET_TIMEOUT) that is shown to the person
-who started it, to hand to the user.
-"""
+"""A user's own name and password, and password resets a teacher starts for a student (the link
+is shown to the teacher, or mailed to the student when mail is configured: accounts/resets.py)."""
 
 from __future__ import annotations
 
@@ -12,15 +8,12 @@ from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
-from django.contrib.auth.tokens import default_token_generator
 from django.shortcuts import redirect, render
-from django.urls import reverse
-from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import User
 from accounts.permissions import Forbidden, require_teacher
+from accounts.resets import deliver_reset_link
 from currechat.errors import NotFound
 
 
@@ -50,13 +43,6 @@ def profile(request):
     return render(request, "accounts/profile.html", {"name_form": name_form, "password_form": password_form})
 
 
-def reset_link(request, user: User) -> str:
-    """A one-time link that lets `user` choose a new password."""
-    uid = urlsafe_base64_encode(force_bytes(user.pk))
-    token = default_token_generator.make_token(user)
-    return request.build_absolute_uri(reverse("password_reset_confirm", args=[uid, token]))
-
-
 def student_for_reset(teacher: User, username: str) -> User:
     """A student enrolled in a prompt `teacher` teaches (or any user, for an administrator)."""
     from chat.models import Prompt, enrolled_q
@@ -78,13 +64,14 @@ class ResetForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def start_reset(request):
-    """A teacher makes a one-time password link for one of their students (admins for anyone)."""
+    """A teacher makes a one-time password link for one of their students (admins for anyone): shown
+    to the teacher, or mailed to the student when mail is configured and they have an address."""
     require_teacher(request.user)
     form = ResetForm(request.POST or None)
-    link = None
+    delivery = None
     if request.method == "POST" and form.is_valid():
         try:
-            link = reset_link(request, student_for_reset(request.user, form.cleaned_data["username"]))
+            delivery = deliver_reset_link(request, student_for_reset(request.user, form.cleaned_data["username"]))
         except (NotFound, Forbidden) as exc:
             form.add_error("username", str(exc))
-    return render(request, "accounts/start_reset.html", {"form": form, "link": link})
+    return render(request, "accounts/start_reset.html", {"form": form, "delivery": delivery})

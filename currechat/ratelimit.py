@@ -127,6 +127,14 @@ def join_by_address() -> SlidingWindow:
     return _window("join_address", "Too many join-code attempts from your network." + _TRY)
 
 
+def reset_by_address() -> SlidingWindow:
+    return _window("reset_address", "Too many password reset requests from your network." + _TRY)
+
+
+def reset_by_email() -> SlidingWindow:
+    return _window("reset_email", "Too many password reset requests for this address." + _TRY)
+
+
 def search_by_user() -> SlidingWindow:
     return _window(
         "search_user", "You have run {limit} searches in the last {window} seconds, the most allowed." + _TRY
