@@ -160,12 +160,16 @@ def _model_status(prompt, user) -> dict:
     health = get_health()
     connected = health.has_model(prompt.chat_model)
     if not shows_details(user):
-        text = (
-            _("The assistant is available (connected).")
-            if connected
-            else _("The assistant answers by quoting the course material: its language model is not connected.")
-        )
-        return {"connected": connected, "model": "", "text": text}
+        # Both sentences go to the page: chat.js switches between them as answers arrive.
+        available = _("The assistant is available (connected).")
+        quoting = _("The assistant answers by quoting the course material: its language model is not connected.")
+        return {
+            "connected": connected,
+            "model": "",
+            "text": available if connected else quoting,
+            "available_text": available,
+            "quoting_text": quoting,
+        }
     if connected:
         text = _("Model %(model)s connected.") % {"model": prompt.chat_model}
     elif health.model_server.ok:

@@ -352,9 +352,12 @@
     status.classList.toggle("ok", !extractive);
     status.querySelector(".dot")?.classList.toggle("bad", extractive);
     status.querySelector(".dot")?.classList.toggle("ok", !extractive);
-    const text = extractive
-      ? ` ${gettext("No language model connected: answers quote the course material without a language model.")} `
-      : ` ${interpolate(gettext("Model %(model)s connected."), { model: message.model }, true)} `;
+    // Students read whether the assistant is available, never the model's name (chat/views.py).
+    const plain = config.model_status && !config.model_status.model;
+    let text;
+    if (plain) text = ` ${extractive ? config.model_status.quoting_text : config.model_status.available_text} `;
+    else if (extractive) text = ` ${gettext("No language model connected: answers quote the course material without a language model.")} `;
+    else text = ` ${interpolate(gettext("Model %(model)s connected."), { model: message.model }, true)} `;
     status.childNodes.forEach((node) => {
       if (node.nodeType === Node.TEXT_NODE && node.textContent.trim()) node.textContent = text;
     });
