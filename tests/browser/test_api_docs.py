@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_journeys import log_in
+from tests.browser.conftest import log_in, no_overflow
 
 pytestmark = pytest.mark.browser
 
@@ -47,6 +47,7 @@ def test_api_docs_render_with_the_network_blocked(live_app, new_page, journey):
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("CurreChat API")
     operation = page.locator(".opblock-summary-path", has_text="/api/v1/collections").first
     expect(operation).to_be_visible()
+    no_overflow(page)
     journey.shot(page, "api-docs")
     # The schema itself came from the app.
     assert page.evaluate("fetch('/api/v1/openapi.json').then((r) => r.status)") == 200
