@@ -9,20 +9,31 @@ from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import User
 from accounts.permissions import Forbidden, require_teacher
-from accounts.resets import deliver_reset_link
+from accounts.resets import deliver_reset_link, mail_configured
 from currechat.errors import NotFound
 
 
 class NameForm(forms.ModelForm):
+    """One's name, and with a mail server configured one's address (where reset links go)."""
+
     class Meta:
         model = User
-        fields = ["first_name", "last_name"]
-        labels = {"first_name": "First name", "last_name": "Last name"}
-        help_texts = {"last_name": "Teachers see your name only where a course says they read chats by name."}
+        fields = ["first_name", "last_name", "email"]
+        labels = {"first_name": "First name", "last_name": "Last name", "email": gettext_lazy("Email address")}
+        help_texts = {
+            "last_name": "Teachers see your name only where a course says they read chats by name.",
+            "email": gettext_lazy("Optional. A link to choose a new password goes here if you forget it."),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not mail_configured():
+            del self.fields["email"]  # nothing is ever mailed: don't ask for an address
 
 
 @login_required

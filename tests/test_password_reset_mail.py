@@ -154,3 +154,18 @@ def test_without_mail_settings_links_are_only_shown_and_users_are_told_whom_to_a
     teacher_page = client_for(owner).post("/account/reset/", {"username": student.username}).content.decode()
     assert re.search(r'value="http://testserver/account/reset/[^"]+"', teacher_page)
     assert "has no email address" not in teacher_page
+
+
+def test_with_mail_a_user_gives_their_address_on_the_profile_page_and_gets_links_there(client, student, smtp):
+    client.force_login(student)
+    assert 'name="email"' in client.get("/account/profile/").content.decode()
+    client.post("/account/profile/", {"save_name": "1", "first_name": "Sam", "email": "sam.new@example.org"})
+    student.refresh_from_db()
+    assert student.email == "sam.new@example.org"
+    client.logout()
+    client.post("/password-reset/", {"email": "sam.new@example.org"})
+    assert [m["To"] for m in smtp.messages] == ["sam.new@example.org"]
+
+
+def test_without_mail_the_profile_page_asks_for_no_address(client_for, student):
+    assert 'name="email"' not in client_for(student).get("/account/profile/").content.decode()
