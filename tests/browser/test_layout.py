@@ -351,7 +351,7 @@ def test_student_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
     expect(sessions.get_by_role("link", name="Power, week 3")).to_be_visible()
     journey.look(student, "chat-search")
 
-    # 5. Delete it: gone from the list and from the home page.
+    # 5. Delete it (after a confirmation): gone from the list.
     sessions.get_by_role("link", name="Power, week 3").click()
     no_overflow(student)
     student.once("dialog", lambda dialog: dialog.accept())
