@@ -45,8 +45,9 @@ PASSWORD = "layout-pass-123"
 CHAT_MODEL = "qwen3:8b"
 EMBEDDER = "ollama:snowflake-arctic-embed2"
 
-# A teacher, a student in their prompt, and a collection with one three-page PDF (page 2 empty)
-# stored as a real file, whose first page is indexed with every long thing at once.
+# A teacher, a student in their prompt, and a collection of 61 files: sixty chapters, then one
+# three-page PDF (page 2 empty) stored as a real file, whose first page is indexed with every long
+# thing at once.
 SETUP = """
 import json
 from django.core.files.base import ContentFile
@@ -62,6 +63,14 @@ teacher = User.objects.create_user("lt" + suffix, password="layout-pass-123", ro
 student = User.objects.create_user("ls" + suffix, password="layout-pass-123", role=Role.STUDENT)
 collection = Collection.objects.create(
     name="Physics " + suffix, owner=teacher, language="english", embedding_model="ollama:snowflake-arctic-embed2"
+)
+SourceFile.objects.bulk_create(  # a course's worth of files before it: the listing has pages
+    SourceFile(
+        collection=collection, original_name=f"chapter-{{n:03d}}.md", file="collections/x/c" + suffix + str(n),
+        file_type="markdown", size=100 + n, sha256=f"{{n:064d}}", status="ready", chunk_count=1,
+        uploaded_by=teacher,
+    )
+    for n in range(1, 61)
 )
 pages = [PageText(1, text), PageText(2, ""), PageText(3, "Short page.")]
 data = open(pdf_path, "rb").read()
@@ -144,6 +153,26 @@ def test_teacher_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
         )
         assert all(n <= 1 for _, n in lines), lines
     journey.look(teacher, "collection")
+
+    # 6. Hundreds of files: pages of them, a filter and an order.
+    expect(teacher.get_by_test_id("file-count")).to_have_text("61 files.")
+    pages = teacher.get_by_test_id("pagination")
+    expect(pages).to_contain_text("Page 1 of 2")
+    pages.get_by_role("link", name="Next →").click()
+    expect(pages).to_contain_text("Page 2 of 2")
+    expect(teacher.locator("#file-table tbody tr")).to_have_count(11)
+    journey.look(teacher, "collection-page-2")
+    teacher.get_by_label("Show").select_option("attention")
+    teacher.get_by_role("button", name="Apply").click()
+    expect(teacher.get_by_test_id("file-count")).to_have_text("1 of 61 files match.")
+    expect(teacher.locator("#file-table tbody tr")).to_have_count(1)
+    no_overflow(teacher)
+    teacher.get_by_label("Show").select_option("")
+    teacher.get_by_label("Name", exact=True).fill("chapter")
+    teacher.get_by_label("Order").select_option("-name")
+    teacher.get_by_role("button", name="Apply").click()
+    expect(teacher.locator("#file-table tbody tr").first).to_contain_text("chapter-060.md")
+    journey.look(teacher, "collection-filtered")
 
     teacher.get_by_test_id("settings-tab").click()
     expect(teacher.get_by_role("button", name="Save settings")).to_be_visible()
