@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
+from django.contrib.auth.views import PasswordResetConfirmView
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
@@ -86,3 +87,11 @@ def start_reset(request):
         except (NotFound, Forbidden) as exc:
             form.add_error("username", str(exc))
     return render(request, "accounts/start_reset.html", {"form": form, "delivery": delivery})
+
+
+class ResetConfirmView(PasswordResetConfirmView):
+    """Django's page behind a reset link; a used or expired link also offers a new one by mail when
+    mail is configured."""
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(reset_by_mail=mail_configured(), **kwargs)
