@@ -1,7 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.utils.translation import gettext as _
 
 from accounts.models import ApiToken, User
+from accounts.resets import deliver_reset_link
 
 
 @admin.register(User)
@@ -10,11 +12,14 @@ class UserAdmin(DjangoUserAdmin):
 
     @admin.action(description="Make one-time password reset links")
     def make_reset_links(self, request, queryset):
-        # No mail server is assumed: the links are shown to the administrator to hand over.
-        from accounts.profile import reset_link
-
+        # Shown to the administrator to hand over, or mailed when mail is configured (accounts/resets.py).
         for user in queryset:
-            self.message_user(request, f"{user.username}: {reset_link(request, user)}")
+            delivery = deliver_reset_link(request, user)
+            if delivery.sent_to:
+                shown = _("sent to %(address)s") % {"address": delivery.sent_to}
+            else:
+                shown = " ".join(part for part in (delivery.note, delivery.link) if part)
+            self.message_user(request, f"{user.username}: {shown}")
 
     list_display = ("username", "email", "role", "is_active", "is_superuser", "last_login")
     list_filter = ("role", "is_active", "is_superuser")

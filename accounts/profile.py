@@ -1,9 +1,5 @@
-"""A user's own name and password, and password resets an administrator or a teacher starts.
-
-No mail server is assumed: a reset makes a one-time link (Django's token generator: it stops
-working once the password changes, and after PASSWORD_RESET_TIMEOUT) that is shown to the person
-who started it, to hand to the user.
-"""
+"""A user's own name and password, and password resets a teacher starts for a student (the link
+is shown to the teacher, or mailed to the student when mail is configured: accounts/resets.py)."""
 
 from __future__ import annotations
 
@@ -12,28 +8,38 @@ from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
-from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.views import PasswordResetConfirmView
 from django.shortcuts import redirect, render
-from django.urls import reverse
-from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import User
 from accounts.permissions import Forbidden, require_teacher
+from accounts.resets import deliver_reset_link, mail_configured
 from currechat.errors import NotFound
 
 
 class NameForm(forms.ModelForm):
+    """One's name, and with a mail server configured one's address (where reset links go)."""
+
     class Meta:
         model = User
-        fields = ["first_name", "last_name"]
-        labels = {"first_name": gettext_lazy("First name"), "last_name": gettext_lazy("Last name")}
-        help_texts = {
-            "last_name": gettext_lazy("Teachers see your name only where a course says they read chats by name.")
+        fields = ["first_name", "last_name", "email"]
+        labels = {
+            "first_name": gettext_lazy("First name"),
+            "last_name": gettext_lazy("Last name"),
+            "email": gettext_lazy("Email address"),
         }
+        help_texts = {
+            "last_name": gettext_lazy("Teachers see your name only where a course says they read chats by name."),
+            "email": gettext_lazy("Optional. A link to choose a new password goes here if you forget it."),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not mail_configured():
+            del self.fields["email"]  # nothing is ever mailed: don't ask for an address
 
 
 @login_required
@@ -52,13 +58,6 @@ def profile(request):
         messages.success(request, _("Your password was changed. Other browsers signed in as you are signed out."))
         return redirect("profile")
     return render(request, "accounts/profile.html", {"name_form": name_form, "password_form": password_form})
-
-
-def reset_link(request, user: User) -> str:
-    """A one-time link that lets `user` choose a new password."""
-    uid = urlsafe_base64_encode(force_bytes(user.pk))
-    token = default_token_generator.make_token(user)
-    return request.build_absolute_uri(reverse("password_reset_confirm", args=[uid, token]))
 
 
 def student_for_reset(teacher: User, username: str) -> User:
@@ -84,13 +83,22 @@ class ResetForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def start_reset(request):
-    """A teacher makes a one-time password link for one of their students (admins for anyone)."""
+    """A teacher makes a one-time password link for one of their students (admins for anyone): shown
+    to the teacher, or mailed to the student when mail is configured and they have an address."""
     require_teacher(request.user)
     form = ResetForm(request.POST or None)
-    link = None
+    delivery = None
     if request.method == "POST" and form.is_valid():
         try:
-            link = reset_link(request, student_for_reset(request.user, form.cleaned_data["username"]))
+            delivery = deliver_reset_link(request, student_for_reset(request.user, form.cleaned_data["username"]))
         except (NotFound, Forbidden) as exc:
             form.add_error("username", str(exc))
-    return render(request, "accounts/start_reset.html", {"form": form, "link": link})
+    return render(request, "accounts/start_reset.html", {"form": form, "delivery": delivery})
+
+
+class ResetConfirmView(PasswordResetConfirmView):
+    """Django's page behind a reset link; a used or expired link also offers a new one by mail when
+    mail is configured."""
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(reset_by_mail=mail_configured(), **kwargs)

@@ -8,7 +8,7 @@ urlpatterns = [
     path("reset/", profile.start_reset, name="start_reset"),
     path(
         "reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(success_url=reverse_lazy("password_reset_complete")),
+        profile.ResetConfirmView.as_view(success_url=reverse_lazy("password_reset_complete")),
         name="password_reset_confirm",
     ),
     path("reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),

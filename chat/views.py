@@ -156,12 +156,10 @@ def _model_status(model: str, user) -> dict:
     health = get_health()
     connected = health.has_model(model)
     if not shows_details(user):
-        text = (
-            _("The assistant is available (connected).")
-            if connected
-            else _("The assistant answers by quoting the course material: its language model is not connected.")
-        )
-        return {"connected": connected, "model": "", "text": text}
+        # chat.js writes the same two sentences (its catalogue) as answers arrive.
+        available = _("The assistant is available (connected).")
+        quoting = _("The assistant answers by quoting the course material: its language model is not connected.")
+        return {"connected": connected, "model": "", "text": available if connected else quoting}
     if connected:
         text = _("Model %(model)s connected.") % {"model": model}
     elif health.model_server.ok:

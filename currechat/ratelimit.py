@@ -128,6 +128,18 @@ def join_by_address() -> SlidingWindow:
     )
 
 
+def reset_by_address() -> SlidingWindow:
+    return _window(
+        "reset_address", _("Too many password reset requests from your network. Try again in {retry_after} seconds.")
+    )
+
+
+def reset_by_email() -> SlidingWindow:
+    return _window(
+        "reset_email", _("Too many password reset requests for this address. Try again in {retry_after} seconds.")
+    )
+
+
 def search_by_user() -> SlidingWindow:
     return _window(
         "search_user",

@@ -360,6 +360,12 @@ RATE_SIGNUP_ADDRESS = (
 )
 RATE_JOIN_ADDRESS = (env_int("RATE_JOIN_ADDRESS", 20, minimum=0), env_int("RATE_JOIN_ADDRESS_SECONDS", 600, minimum=1))
 RATE_SEARCH_USER = (env_int("RATE_SEARCH_USER", 30, minimum=0), env_int("RATE_SEARCH_USER_SECONDS", 60, minimum=1))
+# Reset links asked for on the login page (only with mail configured): per address and per email.
+RATE_RESET_ADDRESS = (
+    env_int("RATE_RESET_ADDRESS", 5, minimum=0),
+    env_int("RATE_RESET_ADDRESS_SECONDS", 3600, minimum=1),
+)
+RATE_RESET_EMAIL = (env_int("RATE_RESET_EMAIL", 3, minimum=0), env_int("RATE_RESET_EMAIL_SECONDS", 3600, minimum=1))
 # Students (who reach a collection through a prompt) get at most this many results per search:
 # curation costs one model call per result.
 SEARCH_STUDENT_MAX_LIMIT = env_int("SEARCH_STUDENT_MAX_LIMIT", 15, minimum=1)
@@ -375,6 +381,24 @@ LOGGING = {
 
 # WhiteNoise serves from the finders in development; STATIC_ROOT exists only after collectstatic.
 warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+
+# --- Mail (optional) ---------------------------------------------------------------------------------
+# No mail server is assumed. With EMAIL_HOST set, a reset link a teacher or an administrator makes is
+# also mailed to the user (when they have an address), and users may ask for one on the login page
+# (accounts/resets.py). Without it nothing is mailed and links are only shown to whoever made them.
+EMAIL_HOST = env_str("EMAIL_HOST", "").strip()
+EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)  # STARTTLS (usually port 587)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)  # TLS from the start (usually port 465)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL cannot both be on (STARTTLS or TLS, not both).")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "CurreChat <noreply@localhost>")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.dummy.EmailBackend"
+)
 
 # --- Learning platforms: embedding and LTI 1.3 (currechat/embedding.py, lti/) ---------------------
 # Origins that may frame the chat pages, e.g. "https://moodle.example.edu,https://school.instructure.com".

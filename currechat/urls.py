@@ -20,6 +20,12 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password-reset/", views.RequestResetView.as_view(), name="password_reset"),
+    path(
+        "password-reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(template_name="registration/password_reset_done.html"),
+        name="password_reset_done",
+    ),
     path("join/", views.join_by_code, name="join"),
     path("join/<str:code>/", embeddable(views.join_link), name="join_link"),
     path("collections/", include("collections_app.urls")),

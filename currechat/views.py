@@ -1,8 +1,10 @@
-"""Home pages, logging in, and joining a prompt (with sign-up for new students).
+"""Home pages, logging in (and asking for a reset link), and joining a prompt (with sign-up for new
+students).
 
-Logging in, signing up and trying join codes are rate limited (currechat/ratelimit.py): failed
-logins by account and by address, sign-ups by address, unknown join codes by address. A refusal
-is a 429 page with a `Retry-After` header and a sentence saying when to try again.
+Logging in, asking for reset links, signing up and trying join codes are rate limited
+(currechat/ratelimit.py): failed logins by account and by address, reset requests by address and
+by the email address asked for, sign-ups by address, unknown join codes by address. A refusal is a
+429 page with a `Retry-After` header and a sentence saying when to try again.
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, PasswordResetView
 from django.db.models import Count, Q
 from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import Role, User
 from accounts.permissions import state_sentence
+from accounts.resets import ResetRequestForm, mail_configured
 from chat.enrollment import join_prompt
 from chat.models import STUDENT_SENTENCES, ChatSession, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
@@ -32,6 +36,8 @@ from currechat.ratelimit import (
     limit_failures,
     login_by_account,
     login_by_address,
+    reset_by_address,
+    reset_by_email,
     signup_by_address,
 )
 
@@ -73,6 +79,32 @@ class RateLimitedLoginView(LoginView):
     def form_valid(self, form):
         login_by_account().clear(_account_key(form.get_user().get_username()))
         return super().form_valid(form)
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(reset_by_mail=mail_configured(), **kwargs)
+
+
+class RequestResetView(PasswordResetView):
+    """ "Forgot your password?" from the login page, only when mail is configured (otherwise the page
+    says whom to ask). The answer is the same whether or not the address belongs to anyone; requests
+    are rate limited per network address and per address asked for, known or not."""
+
+    form_class = ResetRequestForm
+    template_name = "registration/password_reset_form.html"
+    success_url = reverse_lazy("password_reset_done")
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(reset_by_mail=mail_configured(), **kwargs)
+
+    def post(self, request, *args, **kwargs):
+        if not mail_configured():
+            return self.get(request, *args, **kwargs)
+        try:
+            reset_by_address().hit(client_address(request))
+            reset_by_email().hit(request.POST.get("email", "").strip().casefold()[:254])
+        except RateLimited as exc:
+            return _too_many(request, exc)
+        return super().post(request, *args, **kwargs)
 
 
 @login_required

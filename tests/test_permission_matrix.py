@@ -125,6 +125,10 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     # "used or expired" to anyone.
     ("GET", "password_reset_confirm"): Row(EVERYONE, lambda w, r: "/account/reset/MQ/made-up-token/"),
     ("GET", "password_reset_complete"): Row(EVERYONE, lambda w, r: "/account/reset/done/"),
+    # Asking for a reset link by mail (without mail configured, the page says whom to ask).
+    ("GET", "password_reset"): Row(EVERYONE, lambda w, r: "/password-reset/"),
+    ("POST", "password_reset"): Row(EVERYONE, lambda w, r: "/password-reset/", lambda w: {"email": "x@example.org"}),
+    ("GET", "password_reset_done"): Row(EVERYONE, lambda w, r: "/password-reset/sent/"),
     ("POST", "collection_delete"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/delete/"),
     ("POST", "collection_upload"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/upload/"),
     ("GET", "file_detail"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/"),

@@ -52,6 +52,8 @@ def test_production_refuses_to_start_without_a_secret_key():
             "REDIS_URL must start with redis://, rediss://, unix:// (got 'localhost:6379').",
         ),
         ("SEARCH_WEIGHT_EXACT", "-1", "SEARCH_WEIGHT_EXACT must be at least 0 (got -1.0)."),
+        ("EMAIL_PORT", "smtp", "EMAIL_PORT must be a whole number (got 'smtp')."),
+        ("EMAIL_USE_TLS", "maybe", "EMAIL_USE_TLS must be one of 1/0, true/false, yes/no, on/off (got 'maybe')."),
     ],
 )
 def test_a_bad_setting_stops_start_up_with_a_sentence_naming_it(name, value, sentence):
@@ -104,3 +106,9 @@ def test_without_database_url_sqlite_under_the_var_dir_waits_for_locks(tmp_path)
 def test_debug_off_makes_cookies_secure_unless_told_otherwise():
     assert _settings({"SECRET_KEY": "k", "DEBUG": "0"}, "s.SESSION_COOKIE_SECURE") == "True"
     assert _settings({"SECRET_KEY": "k", "DEBUG": "0", "SECURE_COOKIES": "0"}, "s.SESSION_COOKIE_SECURE") == "False"
+
+
+def test_mail_over_starttls_and_tls_at_once_is_refused():
+    result = _check({"DEBUG": "1", "EMAIL_HOST": "smtp.example.org", "EMAIL_USE_TLS": "1", "EMAIL_USE_SSL": "1"})
+    assert result.returncode != 0
+    assert "EMAIL_USE_TLS and EMAIL_USE_SSL cannot both be on" in result.stderr

@@ -87,8 +87,18 @@ def record_texts(page, test_id: str) -> None:
     )
 
 
+def _address(url: str) -> str:
+    return url.split("#", 1)[0]
+
+
 def no_overflow(page) -> None:
-    """The page is never wider than the screen (names the elements that stick out if it is)."""
+    """The page is never wider than the screen (names the elements that stick out if it is).
+
+    Call it after every navigation: `new_page` fails a test that visited a page it never checked."""
+    page.wait_for_load_state()
+    checked = getattr(page, "checked_addresses", None)
+    if checked is not None:
+        checked.add(_address(page.url))
     width = page.evaluate("document.documentElement.scrollWidth")
     wider = page.evaluate(
         """(limit) => [...document.querySelectorAll('body *')]
@@ -167,23 +177,60 @@ def browser():
         browser.close()
 
 
+def log_in(page, app, username: str, password: str) -> None:
+    """Log in through the login page and wait for the page it leads to (both checked for overflow)."""
+    page.goto(app.url + "/login/")
+    no_overflow(page)
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/login/" not in url)
+    no_overflow(page)
+
+
+def _track_visits(page, pages: list) -> None:
+    """Note every address the page's main frame shows, to check each was looked at (no_overflow)."""
+    if hasattr(page, "visited_addresses"):
+        return
+    page.visited_addresses = []
+    page.checked_addresses = set()
+    pages.append(page)
+
+    def navigated(frame):
+        if frame == page.main_frame and frame.url.startswith("http"):
+            page.visited_addresses.append(_address(frame.url))
+
+    page.on("framenavigated", navigated)
+
+
 @pytest.fixture
-def new_page(browser):
-    """Open a fresh browser context (its own cookies) per user; closed after the test."""
+def new_page(browser, request):
+    """Open a fresh browser context (its own cookies) per user; closed after the test. A test that
+    passes must have checked every page it visited for overflow, pop-ups included."""
     contexts = []
+    pages: list = []
 
     def make(width: int = 1280, height: int = 900, **options):
         """`options` go to the browser context, e.g. `locale="fi-FI"` (the browser's language)."""
         context = browser.new_context(viewport={"width": width, "height": height}, **options)
         context.grant_permissions(["clipboard-read", "clipboard-write"])
+        context.on("page", lambda page: _track_visits(page, pages))
         contexts.append(context)
         page = context.new_page()
+        _track_visits(page, pages)
         page.set_default_timeout(20_000)
         return page
 
     yield make
     for context in contexts:
         context.close()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.passed:
+        unchecked = sorted(
+            {url for page in pages for url in page.visited_addresses}
+            - set().union(*(page.checked_addresses for page in pages))
+        )
+        assert not unchecked, f"pages visited but never checked for overflow (call no_overflow): {unchecked}"
 
 
 class Journey:
@@ -194,6 +241,14 @@ class Journey:
         shutil.rmtree(self.dir, ignore_errors=True)  # no stale pictures from an earlier run
         self.dir.mkdir(parents=True, exist_ok=True)
         self.step = 0
+
+    def look(self, page, label: str, *, a11y: bool = True) -> None:
+        """What a person sees here: nothing wider than the screen, no serious axe-core finding, and
+        a screenshot of it."""
+        no_overflow(page)
+        if a11y:
+            self.check_a11y(page)
+        self.shot(page, label)
 
     def shot(self, page, label: str) -> None:
         self.step += 1
@@ -215,6 +270,15 @@ class Journey:
 @pytest.fixture
 def journey(request):
     return Journey(request.node.name)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Keep the call phase's outcome for fixtures' teardown (new_page checks only passing tests).
+    report = yield
+    if report.when == "call":
+        item.rep_call = report
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

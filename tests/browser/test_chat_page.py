@@ -1,12 +1,12 @@
-"""The chat page in a real browser: streamed answers render safely, failures offer a retry."""
+"""The chat page in a real browser at a phone's and a laptop's width: streamed answers render
+safely, failures offer a retry, citations open their passage."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import record_texts, seen_texts
-from tests.browser.test_journeys import log_in
+from tests.browser.conftest import log_in, no_overflow, record_texts, seen_texts
 from tests.fake_ollama import Reply
 
 pytestmark = pytest.mark.browser
@@ -14,8 +14,8 @@ pytestmark = pytest.mark.browser
 SETUP = """
 from accounts.models import Role, User
 from chat.models import Enrollment, Prompt
-teacher = User.objects.create_user("tarja", password="tarja-pass-123", role=Role.TEACHER)
-student = User.objects.create_user("sami", password="samin-salasana-42", role=Role.STUDENT)
+teacher = User.objects.create_user("tarja{suffix}", password="tarja-pass-123", role=Role.TEACHER)
+student = User.objects.create_user("sami{suffix}", password="samin-salasana-42", role=Role.STUDENT)
 prompt = Prompt.objects.create(owner=teacher, name="Stats helper", chat_model="qwen3:8b")
 Enrollment.objects.create(student=student, prompt=prompt)
 """
@@ -26,7 +26,7 @@ from collections_app.models import Collection
 from accounts.models import User
 from rag.index import CollectionIndex, IndexedChunk
 from rag.providers import get_embedding_model
-teacher = User.objects.get(username="tarja")
+teacher = User.objects.get(username="tarja{suffix}")
 collection = Collection.objects.create(
     name="Statistics 101", owner=teacher, language="english", embedding_model="ollama:snowflake-arctic-embed2"
 )
@@ -35,7 +35,7 @@ vector = get_embedding_model(collection.embedding_model).embed_batch([text])[0]
 CollectionIndex.for_collection(collection).replace_file(
     1, [IndexedChunk(1, 0, text, "lecture-3.pdf", 4, 4, "Sampling > Bias", vector)]
 )
-prompt = Prompt.objects.get(name="Stats helper")
+prompt = Prompt.objects.get(name="Stats helper", owner=teacher)
 prompt.curation_enabled = False
 prompt.save()
 prompt.collections.add(collection)
@@ -47,13 +47,18 @@ ANSWER = (
 )
 
 
-def test_a_student_chats_and_retries_a_failed_answer(live_app, new_page, journey, ollama):
-    live_app.manage("shell", "-c", SETUP)
-    page = new_page()
-    log_in(page, live_app, "sami", "samin-salasana-42")
+@pytest.mark.parametrize("width", [pytest.param(390, id="phone"), pytest.param(1366, id="desktop")])
+def test_a_student_chats_and_retries_a_failed_answer(live_app, new_page, journey, ollama, width):
+    live_app.manage("shell", "-c", SETUP.format(suffix=width))
+    page = new_page(width, 844 if width < 800 else 900)
+    log_in(page, live_app, f"sami{width}", "samin-salasana-42")
     page.get_by_role("link", name="Stats helper").click()
     expect(page.get_by_test_id("model-status")).to_contain_text("connected")
+    no_overflow(page)
+    if width < 800:
+        page.get_by_test_id("chats-drawer").click()  # the chat list is behind it on a phone
     page.get_by_role("link", name="New chat").click()
+    no_overflow(page)
 
     # A streamed answer with Markdown, a table and math; the HTML the model wrote is not run.
     ollama.script(Reply(content=ANSWER, delay=0.01))
@@ -66,8 +71,7 @@ def test_a_student_chats_and_retries_a_failed_answer(live_app, new_page, journey
     expect(conversation.locator("strong", has_text="mean")).to_be_visible()
     assert conversation.locator("img").count() == 0 and page.title() != "pwned"
     expect(page.locator(".session-list li.current a")).to_have_text("What is the mean?")
-    journey.check_a11y(page)
-    journey.shot(page, "chat-answer")
+    journey.look(page, "chat-answer")
 
     # The model fails mid-answer: the student sees why and retries.
     ollama.script(Reply(content="This answer will break off", fail_after=2, error="model crashed"))
@@ -78,10 +82,10 @@ def test_a_student_chats_and_retries_a_failed_answer(live_app, new_page, journey
     page.get_by_role("button", name="Retry").click()
     expect(conversation.locator(".msg.assistant").last).to_contain_text("The median is the middle value.")
     expect(page.get_by_role("button", name="Retry")).to_have_count(0)
-    journey.shot(page, "chat-retried")
+    journey.look(page, "chat-retried", a11y=False)
 
     # With course material: the search shows while it runs, then its results; [1] opens the passage.
-    live_app.manage("shell", "-c", MATERIAL)
+    live_app.manage("shell", "-c", MATERIAL.format(suffix=width))
     ollama.script(
         Reply(tool_calls=[{"name": "document_search", "arguments": {"query": "selection bias"}}], delay=0.3),
         Reply(content="It is a sample that does not represent the population [1]. See also [7].", delay=0.01),
@@ -99,10 +103,10 @@ def test_a_student_chats_and_retries_a_failed_answer(live_app, new_page, journey
     expect(source).to_have_attribute("open", "")
     expect(source).to_contain_text("lecture-3.pdf, p. 4, Sampling > Bias")
     expect(source).to_contain_text("Selection bias arises")
-    journey.check_a11y(page)
-    journey.shot(page, "chat-citation")
+    journey.look(page, "chat-citation")
 
     # After a reload the whole chat is there, from the database.
     page.reload()
     expect(conversation.locator(".msg.user")).to_have_count(3)
     expect(conversation.locator("table")).to_be_visible()
+    no_overflow(page)

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_journeys import log_in
+from tests.browser.conftest import log_in, no_overflow
 
 pytestmark = pytest.mark.browser
 
@@ -40,6 +40,7 @@ def test_teacher_uploads_watches_progress_reads_a_file_and_deletes_it(live_app, 
     page = new_page()
     log_in(page, live_app, "olli", "olli-pass-4567")
     page.get_by_role("link", name="Optics").click()
+    no_overflow(page)
     journey.shot(page, "collection-empty")
 
     page.get_by_label("Drop files here, or choose them").set_input_files([str(mirrors), str(empty)])
@@ -61,6 +62,7 @@ def test_teacher_uploads_watches_progress_reads_a_file_and_deletes_it(live_app, 
     page.get_by_role("link", name="mirrors.md").click()
     expect(page.locator(".extracted").get_by_role("heading", name="Plane mirrors")).to_be_visible()
     expect(page.locator(".chunk-section")).to_have_text("Mirrors > Plane mirrors")
+    no_overflow(page)
     journey.shot(page, "file-page")
     journey.check_a11y(page)
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_journeys import log_in
+from tests.browser.conftest import log_in, no_overflow
 from tests.fake_ollama import Reply
 
 pytestmark = pytest.mark.browser
@@ -40,6 +40,7 @@ def test_teacher_sees_statistics_a_gap_feedback_and_a_pseudonymous_chat(live_app
     log_in(page, live_app, "ines", "ines-salasana-42")
     page.get_by_role("link", name="Insight course").click()
     expect(page.get_by_test_id("visibility-note")).to_contain_text("Student N")
+    no_overflow(page)
     ollama.script(
         Reply(tool_calls=[{"name": "document_search", "arguments": {"query": "photosynthesis in leaves"}}]),
         Reply(content="The course material does not cover photosynthesis."),
@@ -55,8 +56,7 @@ def test_teacher_sees_statistics_a_gap_feedback_and_a_pseudonymous_chat(live_app
     answer.get_by_role("button", name="Send comment").click()
     expect(answer.get_by_role("status")).to_contain_text("Thanks!")
     expect(answer.get_by_role("button", name="Not helpful")).to_have_attribute("aria-pressed", "true")
-    journey.check_a11y(page)
-    journey.shot(page, "student-feedback")
+    journey.look(page, "student-feedback")
     page.reload()  # the rating is stored, not just shown
     expect(conversation.locator(".msg.assistant").last.get_by_role("button", name="Not helpful")).to_have_attribute(
         "aria-pressed", "true"
@@ -66,6 +66,7 @@ def test_teacher_sees_statistics_a_gap_feedback_and_a_pseudonymous_chat(live_app
     teacher = new_page()
     log_in(teacher, live_app, "ilona", "ilona-pass-123")
     teacher.get_by_role("link", name="Insight course").first.click()
+    no_overflow(teacher)
     teacher.get_by_test_id("insight-link").click()
     expect(teacher.get_by_role("heading", name="Statistics, material gaps and feedback")).to_be_visible()
     chart = teacher.get_by_test_id("chart")
@@ -83,14 +84,14 @@ def test_teacher_sees_statistics_a_gap_feedback_and_a_pseudonymous_chat(live_app
     feedback = teacher.get_by_test_id("feedback-row")
     expect(feedback).to_contain_text("Student 1")
     expect(feedback).to_contain_text("I needed this for the exam")
-    journey.check_a11y(teacher)
-    journey.shot(teacher, "insight")
+    journey.look(teacher, "insight")
     html = teacher.content()
     assert "Ines" not in html and "Virtanen" not in html and not re.search(r"\bines\b", html)
 
     # The gap is handled after new material: marked, it moves out of the open list.
     gap.get_by_role("button", name="Mark handled").click()
     expect(teacher.get_by_test_id("gap-row")).to_contain_text("handled")
+    no_overflow(teacher)
 
     # The teacher reads the chat, labelled "Student 1".
     feedback = teacher.get_by_test_id("feedback-row")
@@ -99,6 +100,6 @@ def test_teacher_sees_statistics_a_gap_feedback_and_a_pseudonymous_chat(live_app
     expect(teacher.get_by_test_id("visibility-note")).to_contain_text("Student 1")
     expect(teacher.get_by_test_id("conversation")).to_contain_text("How does photosynthesis work?")
     expect(teacher.get_by_test_id("feedback")).to_have_count(0)  # teachers read; only the student rates
-    journey.check_a11y(teacher)
+    journey.look(teacher, "teacher-reads-chat")
     html = teacher.content()
     assert "Ines" not in html and "Virtanen" not in html

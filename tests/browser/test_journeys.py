@@ -13,7 +13,7 @@ import pymupdf as fitz
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import record_texts, seen_texts
+from tests.browser.conftest import log_in, no_overflow, record_texts, seen_texts
 from tests.fake_ollama import Reply
 
 pytestmark = pytest.mark.browser
@@ -29,11 +29,7 @@ TEXT = "Mediaani on järjestetyn aineiston keskimmäinen arvo. Se ei reagoi poik
 PDF_PAGE_2 = "Keskiarvo lasketaan jakamalla havaintojen summa niiden lukumäärällä."
 
 
-def log_in(page, app, username: str, password: str) -> None:
-    page.goto(app.url + "/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
+__all__ = ["log_in"]  # the other journeys import it from here
 
 
 def course_files(folder):
@@ -59,30 +55,31 @@ def model(body: dict) -> Reply:
     return Reply(content="Keskiarvo on havaintojen summa jaettuna niiden lukumäärällä [1].", delay=0.05)
 
 
-def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_path):
-    live_app.manage("create_teacher", "tiina", "--password", TEACHER_PASSWORD)
+@pytest.mark.parametrize("width", [pytest.param(390, id="phone"), pytest.param(1366, id="desktop")])
+def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_path, width):
+    teacher_name, student_name = f"tiina{width}", f"sanna{width}"
+    live_app.manage("create_teacher", teacher_name, "--password", TEACHER_PASSWORD)
     ollama.responder = model
-    page = new_page()
+    page = new_page(width, 844 if width < 800 else 900)
 
     # Log in.
     page.goto(live_app.url + "/")
     expect(page).to_have_title(re.compile("Log in"))
-    journey.check_a11y(page)
-    journey.shot(page, "login")
+    journey.look(page, "login")
     # By keyboard only: the username field has focus, Tab moves to the password, Enter submits.
     expect(page.get_by_label("Username")).to_be_focused()
-    page.keyboard.type("tiina")
+    page.keyboard.type(teacher_name)
     page.keyboard.press("Tab")
     page.keyboard.type(TEACHER_PASSWORD)
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Your teaching material")).to_be_visible()
     expect(page.get_by_test_id("status-badge")).to_contain_text("Search index: connected")
     expect(page.get_by_test_id("status-badge")).to_contain_text("qwen3:8b")
-    journey.check_a11y(page)
-    journey.shot(page, "teacher-home-empty")
+    journey.look(page, "teacher-home-empty")
 
     # Create a collection in Finnish; a missing name is explained and the input kept.
     page.get_by_role("link", name="New collection").first.click()
+    no_overflow(page)
     page.get_by_label("Description").fill("Kurssin materiaali")
     page.locator("#id_language").select_option("finnish")
     page.get_by_role("button", name="Create collection").click()
@@ -91,8 +88,7 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     page.get_by_label("Name", exact=True).fill("Tilastotiede")
     page.get_by_role("button", name="Create collection").click()
     expect(page.get_by_role("heading", name="Tilastotiede")).to_be_visible()
-    journey.check_a11y(page)
-    journey.shot(page, "collection-created")
+    journey.look(page, "collection-created")
 
     # Upload a Markdown file, a text file and two PDFs in one go; watch them become ready.
     page.get_by_label("How to read PDFs").select_option("fast")
@@ -107,11 +103,11 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     expect(scan.locator(".file-status")).to_have_text("Failed", timeout=30_000)
     expect(scan.locator(".file-detail")).to_contain_text("No text could be found in this PDF")
     expect(scan.get_by_role("button", name="Retry")).to_be_visible()
-    journey.check_a11y(page)
-    journey.shot(page, "files-ready-one-failed")
+    journey.look(page, "files-ready-one-failed")
 
     # Try a search: Finnish stemming finds "keskiarvosta"/"Keskiarvo"; the PDF passage says its page.
     page.get_by_role("link", name="Try a search").click()
+    no_overflow(page)
     page.get_by_label("Search for").fill("keskiarvo")
     page.get_by_role("button", name="Search").click()
     results = page.locator(".search-results").first
@@ -119,18 +115,17 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     expect(pdf_hit).to_contain_text(re.compile(r"page (1–)?2"))  # short pages share one passage
     expect(pdf_hit).to_contain_text(PDF_PAGE_2)
     expect(results).to_contain_text("hajonta.md")
-    journey.check_a11y(page)
-    journey.shot(page, "search-results")
+    journey.look(page, "search-results")
 
     # Create a prompt, connect the collection, write its system prompt.
     page.get_by_role("link", name="New prompt").first.click()
+    no_overflow(page)
     page.get_by_label("Name", exact=True).fill("Tilastoavustaja")
     page.get_by_label("System prompt").fill("Vastaa suomeksi ja kurssimateriaalin pohjalta.")
     page.get_by_label("Tilastotiede").check()
     page.get_by_role("button", name="Create prompt").click()
     expect(page.get_by_role("heading", name="Tilastoavustaja")).to_be_visible()
-    journey.check_a11y(page)
-    journey.shot(page, "prompt-created")
+    journey.look(page, "prompt-created")
 
     # Copy the join link.
     page.get_by_role("button", name="Copy link").click()
@@ -139,20 +134,18 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     assert page.evaluate("navigator.clipboard.readText()") == join_url
     assert re.search(r"/join/[A-Z0-9]{8}/$", join_url)
 
-    # The student opens the join link on a phone, signs up and lands in the prompt's chat.
-    student = new_page(390, 844)
+    # The student opens the join link, signs up and lands in the prompt's chat.
+    student = new_page(width, 844 if width < 800 else 900)
     student.goto(join_url)
     expect(student.get_by_role("heading", name="Join “Tilastoavustaja”")).to_be_visible()
-    journey.check_a11y(student)
-    journey.shot(student, "student-join")
-    student.get_by_label("Username").fill("sanna")
+    journey.look(student, "student-join")
+    student.get_by_label("Username").fill(student_name)
     student.get_by_label("Password", exact=True).fill("sannan-salasana-42")
     student.get_by_label("Password confirmation").fill("sannan-salasana-42")
     student.get_by_role("button", name="Create account and join").click()
     expect(student.get_by_text("You joined “Tilastoavustaja”")).to_be_visible()
     expect(student.get_by_test_id("model-status")).to_contain_text("connected")
-    journey.check_a11y(student)
-    journey.shot(student, "student-chat-empty")
+    journey.look(student, "student-chat-empty")
 
     # Ask; the search shows while it runs, then its results, then the streamed answer with [1].
     student.get_by_label("Your question").fill("Miten keskiarvo lasketaan?")
@@ -165,22 +158,21 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     assert any("Searching: keskiarvo" in text for text in seen_texts(student))
     answer = conversation.locator(".msg.assistant").last
     expect(answer).to_contain_text("jaettuna niiden lukumäärällä")
-    journey.shot(student, "student-answer")
+    journey.look(student, "student-answer", a11y=False)  # axe runs once the citation is open
 
     # The citation opens the passage with its file and page.
     answer.locator("a.cite", has_text="[1]").click()
     source = answer.locator(".citations details").first
     expect(source).to_have_attribute("open", "")
     expect(source).to_contain_text(re.compile(r"keskiarvo\.pdf, pp?\. (1–)?2|hajonta\.md"))
-    journey.check_a11y(student)
-    journey.shot(student, "student-citation")
+    journey.look(student, "student-citation")
 
     # Reload: the session is listed and the conversation is back, from the database.
     student.reload()
     expect(student.locator(".session-list li.current")).to_contain_text("Miten keskiarvo lasketaan?")
     expect(student.get_by_test_id("conversation").locator(".msg.user")).to_have_text("Miten keskiarvo lasketaan?")
     expect(student.get_by_test_id("conversation")).to_contain_text("jaettuna niiden lukumäärällä")
-    journey.shot(student, "student-reloaded")
+    journey.look(student, "student-reloaded", a11y=False)
 
     # The teacher sees the new student (as "Student 1": students were told chats are pseudonymous)
     # and what they asked on the prompt page, and can read the chat.
@@ -190,4 +182,4 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     page.get_by_role("link", name="Miten keskiarvo lasketaan?").click()
     expect(page.get_by_test_id("read-only")).to_contain_text("Student 1")
     expect(page.get_by_test_id("conversation")).to_contain_text("jaettuna niiden lukumäärällä")
-    journey.shot(page, "teacher-reads-chat")
+    journey.look(page, "teacher-reads-chat")
