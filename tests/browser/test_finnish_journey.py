@@ -157,6 +157,7 @@ def test_student_chats_in_finnish_and_teacher_pages_are_finnish(live_app, new_pa
     # The teacher's collection and prompt pages, in Finnish as well.
     teacher = new_page(1366, 900, locale="fi-FI")
     teacher.goto(live_app.url + "/login/")
+    pages.check(teacher, "teacher-login")
     teacher.get_by_label("Käyttäjätunnus").fill("opettaja")
     teacher.get_by_label("Salasana").fill(PASSWORD)
     teacher.get_by_role("button", name="Kirjaudu sisään").click()
@@ -176,6 +177,7 @@ def test_student_chats_in_finnish_and_teacher_pages_are_finnish(live_app, new_pa
 
     teacher.get_by_role("link", name="← Tilastotiede").click()
     teacher.get_by_role("link", name="Kokeile hakua").click()
+    pages.check(teacher, "teacher-search-empty")
     teacher.get_by_label("Hakusanat").fill("keskiarvo")
     teacher.get_by_role("button", name="Hae").click()
     expect(teacher.locator(".search-results li.passage").first).to_contain_text("keskiluvut.md")
