@@ -452,15 +452,21 @@ async def _ws_cell(world: World, role: str, path: str, send: bool) -> tuple[bool
     user = None if role == "anonymous" else world.users[role]
     communicator, connected, _ = await open_websocket(user, path)
     started = False
-    if connected and send:
-        await communicator.send_json_to({"type": "user_message", "content": "What is bias?"})
-        first = await communicator.receive_json_from(timeout=20)
-        started = first["type"] != "error"
-        if started:
-            while (await communicator.receive_json_from(timeout=20))["type"] not in ("message_done", "error"):
-                pass
-    if connected:
-        await communicator.disconnect()
+    try:
+        if connected and send:
+            await communicator.send_json_to({"type": "user_message", "content": "What is bias?"})
+            # Generous: two test workers on PostgreSQL on a busy 2-core machine.
+            first = await communicator.receive_json_from(timeout=60)
+            started = first["type"] != "error"
+            if started:
+                while (await communicator.receive_json_from(timeout=60))["type"] not in ("message_done", "error"):
+                    pass
+    finally:
+        # Always close the socket as a browser would: an app task left running when async_to_sync's
+        # loop closes is cancelled mid database call, and asgiref waits for that call to finish,
+        # which hung a whole run once instead of failing this test.
+        if connected:
+            await communicator.disconnect(timeout=10)
     return connected, started
 
 
