@@ -2,16 +2,18 @@
 
     .venv/bin/python bench/context.py                       # test questions, prints a Markdown table
     .venv/bin/python bench/context.py --split train --grid  # tune the assembly settings (training questions)
-    .venv/bin/python bench/context.py --questions 100 --sets squad
+    .venv/bin/python bench/context.py --questions 100 --sets squad --queries keywords
 
 For TyDi Finnish and English and SQuAD (../shared/data/beir), each question's answer strings are
-looked for (case-folded, whitespace collapsed) in the text a chat model would receive from one
-search, at results budgets of 1,500, 3,000 and 6,000 tokens (chat/budget's 3 characters a token
-and 24 tokens a passage), in the same run:
-- today: the search's passages (CHAT_SEARCH_LIMIT = 15, curation off) in rank order, kept while
-  they fit (chat/tools before the section assembly);
-- assembly: the same hits through rag/context.assemble as chat/tools calls it (passages planned by
-  chat/budget.passage_count for the budget, hits grown within their section, near-duplicates out);
+looked for (normalised as indexed text is, case-folded, whitespace collapsed) in the text a chat
+model would receive from one search, at results budgets of 1,500, 3,000 and 6,000 tokens
+(chat/budget's 3 characters a token and 24 tokens a passage), in the same run, for two kinds of
+search: the whole question, and its 4 rarest content words (`--queries`; bench/datasets.keywords_of,
+a stand-in for the short searches a chat model writes). Methods:
+- today: the search's first CHAT_SEARCH_LIMIT (15) passages (curation off) in rank order, kept
+  while they fit (chat/tools before the section assembly);
+- assembly: the search's hits as deep as chat/tools asks without curation (CHAT_SEARCH_CANDIDATES)
+  through chat/tools.context_for, exactly as a turn runs it (rag/context.assemble);
 - open-webui: rank_bm25 over whitespace tokens + the same MiniLM vectors, RRF 0.5/0.5 with c=60
   (langchain's EnsembleRetriever), its top chunks kept while they fit.
 The documents are uploaded as articles: a data set's paragraphs with the same title become one
