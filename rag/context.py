@@ -65,7 +65,7 @@ class _Piece:
 
     hit: Passage
     chunks: dict[int, IndexedChunk]
-    placed: int = 0  # its length once its hits were placed: growth never cuts it below that
+    placed: int = 0  # its length with its hits: joined hits may pass the cap, never growth
 
     def text(self, overlap: int) -> str:
         return join_chunks([chunk.text for _, chunk in sorted(self.chunks.items())], overlap)
@@ -92,7 +92,8 @@ def assemble(
     order; a hit that no longer fits is skipped (a shorter one after it may; `Assembly.no_room`
     counts those). The room left goes, one chunk at a time, to what is most likely to hold the
     answer: a further hit (worth its fused score) or the next neighbour of a placed passage (worth
-    its hit's score times `neighbour_weight` (CHAT_NEIGHBOUR_WEIGHT) per chunk of distance).
+    its hit's score times `neighbour_weight` (CHAT_NEIGHBOUR_WEIGHT) per chunk of distance); what
+    no whole chunk fits goes to whole sentences of the best passages' next chunk.
     `duplicate_share` (CHAT_DUPLICATE_SHARE): a hit whose distinct words are at least this share
     in one earlier passage gives way. `overlap` (INGEST_CHUNK_OVERLAP): the longest repeat removed
     where two chunks meet. A hit whose chunk is gone (re-ingested meanwhile) is kept as it was.
@@ -155,7 +156,7 @@ def _spend_room(
                 distance = abs(item.end() - position_of(item.piece.hit.chunk_id)) + 1
                 push(item.piece.hit.score * weight**distance, item)
             continue
-        placed = state.place(item, stored)
+        placed = state.place(item, stored, further=True)
         if placed is not None and placed.hit is item:  # a passage of its own (not joined to another)
             for side in (+1, -1):
                 push(item.score * weight, _Side(placed, side))
@@ -190,9 +191,12 @@ class _State:
     def fits(self, cost: int) -> bool:
         return self.room_chars is None or self.spent + cost <= self.room_chars
 
-    def place(self, hit: Passage, stored: dict[tuple[int, int, int], IndexedChunk]) -> _Piece | None:
+    def place(
+        self, hit: Passage, stored: dict[tuple[int, int, int], IndexedChunk], *, further: bool = False
+    ) -> _Piece | None:
         """Place a hit as a passage of its own (or joined to the one it borders); None when it is a
-        near-duplicate, already in a passage, or does not fit."""
+        near-duplicate, already in a passage, or does not fit. A `further` hit that does not fit is
+        not counted in `no_room`: only the first hits are what the search promised."""
         if self.room_chars is None and len(self.pieces) >= self.count:
             return None
         position = position_of(hit.chunk_id)
@@ -205,7 +209,8 @@ class _State:
         else:
             cost = _added_len(beside, position, own, self.overlap)
         if not self.fits(cost):
-            self.no_room += 1
+            if not further:
+                self.no_room += 1
             return None
         piece = beside or _Piece(hit, {})
         piece.chunks[position] = own
