@@ -172,18 +172,20 @@ def run_set(corpus: Corpus, mode: str, configs: dict[str, Callable[[], None]] | 
 
     from bench.datasets import EmbeddingCache, minilm_embed_batch
     from chat.budget import PASSAGE_OVERHEAD, estimate_tokens
-    from chat.tools import search_limit
+    from chat.tools import further_hits
     from rag.search import search_collections
 
     bm25 = BM25Okapi([t.split() for t in corpus.texts])
     queries = queries_of(corpus, mode)
     qvectors = EmbeddingCache(corpus.name).embed(list(queries.values()), minilm_embed_batch(), label="q")
     searched = {}
-    # One search a question, as deep as the tool asks without curation; with a single collection its
-    # first CHAT_SEARCH_LIMIT hits are exactly what a search limited to them returns (today's).
-    deepest = max([search_limit(curate=False), *(_candidates(apply) for apply in (configs or {}).values())])
+    # One search a question, as deep as the tool asks without curation: its first CHAT_SEARCH_LIMIT
+    # hits are exactly what a search limited to them returns (today's), then the further ones.
+    deepest = max([further_hits(curate=False), *(_further(apply) for apply in (configs or {}).values())])
     for (qid, query), vector in zip(queries.items(), qvectors, strict=True):
-        outcome = search_collections([corpus.collection], query, limit=deepest, curate=False)
+        outcome = search_collections(
+            [corpus.collection], query, limit=settings.CHAT_SEARCH_LIMIT, further=deepest, curate=False
+        )
         searched[qid] = (outcome.results, open_webui(corpus, bm25, query, vector))
     variants: dict[str, Callable[[list, list, int], list[str]]] = {
         "today": lambda hits, ow, b: greedy([h.text for h in hits[: settings.CHAT_SEARCH_LIMIT]], b),
@@ -193,7 +195,9 @@ def run_set(corpus: Corpus, mode: str, configs: dict[str, Callable[[], None]] | 
     table: dict[str, dict[int, tuple[float, float]]] = {}
     for label, apply in [*((m, lambda: None) for m in variants), *configs.items()]:
         apply()
-        method = variants.get(label, lambda hits, ow, b: assembled(hits[: search_limit(curate=False)], b))
+        method = variants.get(
+            label, lambda hits, ow, b: assembled(hits[: settings.CHAT_SEARCH_LIMIT + further_hits(curate=False)], b)
+        )
         table[label] = {}
         for budget in BUDGETS:
             found = tokens = 0
@@ -207,15 +211,15 @@ def run_set(corpus: Corpus, mode: str, configs: dict[str, Callable[[], None]] | 
     return table
 
 
-def _candidates(apply: Callable[[], None]) -> int:
-    """The search depth a grid config asks for."""
+def _further(apply: Callable[[], None]) -> int:
+    """The further hits a grid config asks for."""
     from django.conf import settings
 
-    from chat.tools import search_limit
+    from chat.tools import further_hits
 
     saved = settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT
     apply()
-    depth = search_limit(curate=False)
+    depth = further_hits(curate=False)
     settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT = saved
     return depth
 

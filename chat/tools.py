@@ -172,7 +172,12 @@ class SearchTool:
         from rag.search import search_collections  # imported late: the search modules own their own deps
 
         outcome = search_collections(
-            self.collections, query, limit=search_limit(self.curate), curate=self.curate, usage=self.usage
+            self.collections,
+            query,
+            limit=settings.CHAT_SEARCH_LIMIT,
+            further=further_hits(self.curate),
+            curate=self.curate,
+            usage=self.usage,
         )
         metrics.observe_search(outcome.status, outcome.timings_ms)
         if outcome.nothing_relevant or not outcome.results:
@@ -204,11 +209,11 @@ class SearchTool:
         return ToolOutcome(call_id, query, "ok", text, passages=kept, notes=notes, dropped=len(outcome.dropped))
 
 
-def search_limit(curate: bool) -> int:
-    """How many ranked hits a search hands the assembly: CHAT_SEARCH_LIMIT when curation judges each
-    one (a model call apiece), else up to CHAT_SEARCH_CANDIDATES so room the context has left can go
-    to further hits rather than stay empty."""
-    return settings.CHAT_SEARCH_LIMIT if curate else max(settings.CHAT_SEARCH_LIMIT, settings.CHAT_SEARCH_CANDIDATES)
+def further_hits(curate: bool) -> int:
+    """How many ranked hits a search hands the assembly beyond its CHAT_SEARCH_LIMIT passages: none
+    when curation judges each one (a model call apiece), else up to CHAT_SEARCH_CANDIDATES in all,
+    so room the context has left can go to further hits rather than stay empty."""
+    return 0 if curate else max(settings.CHAT_SEARCH_CANDIDATES - settings.CHAT_SEARCH_LIMIT, 0)
 
 
 def context_for(client: redis.Redis, hits: Sequence[Passage], room: int, free: int) -> Assembly:

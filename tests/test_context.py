@@ -278,14 +278,14 @@ def test_further_hits_and_their_growth_never_repeat_text_and_cite_their_own_page
     assert sum(len(p.text) + 10 for p in assembly.passages) <= 4000
 
 
-def test_without_curation_the_search_hands_the_assembly_a_deeper_list(settings):
-    from chat.tools import search_limit
+def test_without_curation_the_search_hands_the_assembly_further_hits(settings):
+    from chat.tools import further_hits
 
     settings.CHAT_SEARCH_LIMIT, settings.CHAT_SEARCH_CANDIDATES = 15, 40
-    assert search_limit(curate=True) == 15, "curation judges each hit with a model call"
-    assert search_limit(curate=False) == 40
+    assert further_hits(curate=True) == 0, "curation judges each hit with a model call"
+    assert further_hits(curate=False) == 25
     settings.CHAT_SEARCH_CANDIDATES = 5
-    assert search_limit(curate=False) == 15, "never fewer than the search limit"
+    assert further_hits(curate=False) == 0, "never fewer than the search limit"
 
 
 def test_the_last_of_the_room_goes_to_whole_sentences_of_the_next_chunk(db):
