@@ -2,16 +2,18 @@
 
     .venv/bin/python bench/context.py                       # test questions, prints a Markdown table
     .venv/bin/python bench/context.py --split train --grid  # tune the assembly settings (training questions)
-    .venv/bin/python bench/context.py --questions 100 --sets squad
+    .venv/bin/python bench/context.py --questions 100 --sets squad --queries keywords
 
 For TyDi Finnish and English and SQuAD (../shared/data/beir), each question's answer strings are
-looked for (case-folded, whitespace collapsed) in the text a chat model would receive from one
-search, at results budgets of 1,500, 3,000 and 6,000 tokens (chat/budget's 3 characters a token
-and 24 tokens a passage), in the same run:
-- today: the search's passages (CHAT_SEARCH_LIMIT = 15, curation off) in rank order, kept while
-  they fit (chat/tools before the section assembly);
-- assembly: the same hits through rag/context.assemble as chat/tools calls it (passages planned by
-  chat/budget.passage_count for the budget, hits grown within their section, near-duplicates out);
+looked for (normalised as indexed text is, case-folded, whitespace collapsed) in the text a chat
+model would receive from one search, at results budgets of 1,500, 3,000 and 6,000 tokens
+(chat/budget's 3 characters a token and 24 tokens a passage), in the same run, for two kinds of
+search: the whole question, and its 4 rarest content words (`--queries`; bench/datasets.keywords_of,
+a stand-in for the short searches a chat model writes). Methods:
+- today: the search's first CHAT_SEARCH_LIMIT (15) passages (curation off) in rank order, kept
+  while they fit (chat/tools before the section assembly);
+- assembly: the search's hits as deep as chat/tools asks without curation (CHAT_SEARCH_CANDIDATES)
+  through chat/tools.context_for, exactly as a turn runs it (rag/context.assemble);
 - open-webui: rank_bm25 over whitespace tokens + the same MiniLM vectors, RRF 0.5/0.5 with c=60
   (langchain's EnsembleRetriever), its top chunks kept while they fit.
 The documents are uploaded as articles: a data set's paragraphs with the same title become one
@@ -24,7 +26,6 @@ on a shared 2-core machine. SQuAD uses a fixed sample of its articles to keep em
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -56,7 +57,11 @@ class Corpus:
 
 
 def _normal(text: str) -> str:
-    return " ".join(text.casefold().split())
+    """Text as compared: the ingestion's normaliser (quotation marks, NFC...: the answer strings are
+    raw, the indexed text is not), then case-folded with whitespace collapsed."""
+    from rag.ingest.normalize import normalize_text
+
+    return " ".join(normalize_text(text).casefold().split())
 
 
 def build(name: str, collection_id: int, split: str, questions: int) -> Corpus:
@@ -131,19 +136,10 @@ def greedy(texts: list[str], budget: int) -> list[str]:
 
 def assembled(hits, budget: int) -> list[str]:
     """The assembly exactly as chat/tools runs it for a turn with `budget` tokens free for results."""
-    from chat.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, passage_chars, passage_count
+    from chat.tools import context_for
     from currechat.redis_client import get_redis
-    from rag.context import assemble
 
-    count = passage_count(budget)
-    result = assemble(
-        get_redis(),
-        hits,
-        count=count,
-        max_chars=passage_chars(budget, count),
-        room_chars=budget * CHARS_PER_TOKEN,
-        overhead_chars=(PASSAGE_OVERHEAD + 1) * CHARS_PER_TOKEN,
-    )
+    result = context_for(get_redis(), hits, budget, budget)
     return greedy([p.text for p in result.passages], budget)  # the tool's own budget check
 
 
@@ -161,30 +157,47 @@ def open_webui(corpus: Corpus, bm25, query: str, query_vector) -> list[str]:
     return [text_of[f.key] for f in fused]
 
 
-def run_set(corpus: Corpus, configs: dict[str, Callable[[], None]] | None = None) -> dict:
+def queries_of(corpus: Corpus, mode: str) -> dict[str, str]:
+    """The searches: the whole question, or its 4 rarest content words (bench/datasets.keywords_of,
+    a stand-in for the short searches a chat model writes)."""
+    from bench.datasets import keywords_of
+
+    return corpus.questions if mode == "whole" else keywords_of(corpus.questions, corpus.texts, corpus.language)
+
+
+def run_set(corpus: Corpus, mode: str, configs: dict[str, Callable[[], None]] | None = None) -> dict:
     """Answer-in-context share and tokens per question, per method (or assembly config) and budget."""
     from django.conf import settings
     from rank_bm25 import BM25Okapi
 
     from bench.datasets import EmbeddingCache, minilm_embed_batch
     from chat.budget import PASSAGE_OVERHEAD, estimate_tokens
+    from chat.tools import further_hits
     from rag.search import search_collections
 
     bm25 = BM25Okapi([t.split() for t in corpus.texts])
-    qvectors = EmbeddingCache(corpus.name).embed(list(corpus.questions.values()), minilm_embed_batch(), label="q")
+    queries = queries_of(corpus, mode)
+    qvectors = EmbeddingCache(corpus.name).embed(list(queries.values()), minilm_embed_batch(), label="q")
     searched = {}
-    for (qid, query), vector in zip(corpus.questions.items(), qvectors, strict=True):
-        outcome = search_collections([corpus.collection], query, limit=settings.CHAT_SEARCH_LIMIT, curate=False)
+    # One search a question, as deep as the tool asks without curation: its first CHAT_SEARCH_LIMIT
+    # hits are exactly what a search limited to them returns (today's), then the further ones.
+    deepest = max([further_hits(curate=False), *(_further(apply) for apply in (configs or {}).values())])
+    for (qid, query), vector in zip(queries.items(), qvectors, strict=True):
+        outcome = search_collections(
+            [corpus.collection], query, limit=settings.CHAT_SEARCH_LIMIT, further=deepest, curate=False
+        )
         searched[qid] = (outcome.results, open_webui(corpus, bm25, query, vector))
     variants: dict[str, Callable[[list, list, int], list[str]]] = {
-        "today": lambda hits, ow, b: greedy([h.text for h in hits], b),
+        "today": lambda hits, ow, b: greedy([h.text for h in hits[: settings.CHAT_SEARCH_LIMIT]], b),
         "open-webui": lambda hits, ow, b: greedy(ow, b),
     }
     configs = configs or {"assembly": lambda: None}
     table: dict[str, dict[int, tuple[float, float]]] = {}
     for label, apply in [*((m, lambda: None) for m in variants), *configs.items()]:
         apply()
-        method = variants.get(label, lambda hits, ow, b: assembled(hits, b))
+        method = variants.get(
+            label, lambda hits, ow, b: assembled(hits[: settings.CHAT_SEARCH_LIMIT + further_hits(curate=False)], b)
+        )
         table[label] = {}
         for budget in BUDGETS:
             found = tokens = 0
@@ -198,30 +211,52 @@ def run_set(corpus: Corpus, configs: dict[str, Callable[[], None]] | None = None
     return table
 
 
-def grid() -> dict[str, Callable[[], None]]:
-    """Assembly settings tried on training questions: (min, max, midpoint, tokens a passage)."""
+def _further(apply: Callable[[], None]) -> int:
+    """The further hits a grid config asks for."""
     from django.conf import settings
 
-    def setter(low, high, mid, cap):
-        def apply():
-            settings.CHAT_PASSAGES_MIN, settings.CHAT_PASSAGES_MAX = low, high
-            settings.CHAT_PASSAGES_MIDPOINT_TOKENS, settings.CHAT_PASSAGE_TOKENS = mid, cap
+    from chat.tools import further_hits
+
+    saved = settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT
+    apply()
+    depth = further_hits(curate=False)
+    settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT = saved
+    return depth
+
+
+def grid() -> dict[str, Callable[[], None]]:
+    """Assembly settings tried on training questions: search candidates, neighbour weight, and
+    whether the last of the room goes to parts of chunks (rag.context.MIN_PART_CHARS)."""
+    from django.conf import settings
+
+    from rag import context
+
+    parts_at = context.MIN_PART_CHARS
+
+    def setter(candidates: int, weight: float, parts: bool = True) -> Callable[[], None]:
+        def apply() -> None:
+            settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT = candidates, weight
+            context.MIN_PART_CHARS = parts_at if parts else 10**9
 
         return apply
 
-    combos = [(3, 10, 4000, 800), (3, 10, 4000, 500), (2, 8, 4000, 800), (4, 12, 3000, 600), (3, 15, 6000, 800)]
-    return {f"min {a} max {b} mid {c} cap {d}": setter(a, b, c, d) for a, b, c, d in combos}
+    combos = [(15, 0.1), *((40, w) for w in (0.0, 0.05, 0.1, 0.2, 0.5)), (25, 0.1), (60, 0.1)]
+    configs = {f"candidates {c}, neighbour weight {w}": setter(c, w) for c, w in combos}
+    configs["candidates 40, neighbour weight 0.1, no parts"] = setter(40, 0.1, parts=False)
+    return configs
 
 
-def markdown(results: dict[str, dict], n: dict[str, int]) -> str:
+def markdown(results: dict[tuple[str, str], dict], n: dict[str, int], methods: tuple[str, ...] = METHODS) -> str:
     lines = [
-        "| set (questions) | budget | " + " | ".join(f"{m}: answer in context / tokens" for m in METHODS) + " |",
-        "|---|---:|" + "---|" * len(METHODS),
+        "| set (questions) | queries | budget | "
+        + " | ".join(f"{m}: answer in context / tokens" for m in methods)
+        + " |",
+        "|---|---|---:|" + "---|" * len(methods),
     ]
-    for name, table in results.items():
+    for (name, mode), table in results.items():
         for budget in BUDGETS:
-            cells = [f"{table[m][budget][0]:.3f} / {table[m][budget][1]:.0f}" for m in METHODS]
-            lines.append(f"| {name} ({n[name]}) | {budget:,} | " + " | ".join(cells) + " |")
+            cells = [f"{table[m][budget][0]:.3f} / {table[m][budget][1]:.0f}" for m in methods]
+            lines.append(f"| {name} ({n[name]}) | {mode} | {budget:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -230,6 +265,7 @@ def main() -> int:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--split", choices=("train", "test"), default="test")
     parser.add_argument("--questions", type=int, default=200, help="questions a set (a fixed sample)")
+    parser.add_argument("--queries", default="whole,keywords", help="whole (the question) and/or keywords")
     parser.add_argument("--grid", action="store_true", help="try several assembly settings (use on train)")
     args = parser.parse_args()
     server = start_services("benchc")
@@ -239,10 +275,11 @@ def main() -> int:
         for i, name in enumerate(args.sets.split(","), start=1):
             corpus = build(name, i, args.split, args.questions)
             sizes[name] = len(corpus.questions)
-            results[name] = run_set(corpus, grid() if args.grid else None)
+            for mode in args.queries.split(","):
+                results[(name, mode)] = run_set(corpus, mode, grid() if args.grid else None)
             print(f"  {name}: {len(corpus.keys)} chunks, {sizes[name]} questions", file=sys.stderr)
         if args.grid:
-            print(json.dumps(results, indent=1))
+            print(markdown(results, sizes, ("today", *grid())))
         else:
             print(markdown(results, sizes))
         print(f"({time.monotonic() - started:.0f}s)", file=sys.stderr)

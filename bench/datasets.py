@@ -116,16 +116,21 @@ def keyword_queries(ds: Dataset, words: int = 4) -> dict[str, str]:
     """Each query as the short keyword search a chat model writes: its `words` rarest content
     words (stop words removed, rarity = fewest chunks containing the word), in their order.
     "What is the capital city of Finland?" becomes "capital city finland"."""
+    return keywords_of(ds.queries, [c.text for c in ds.chunks], ds.language, words)
+
+
+def keywords_of(queries: dict[str, str], texts: list[str], language: str, words: int = 4) -> dict[str, str]:
+    """`keyword_queries` for any queries over the chunk texts `texts` (rarity counted in them)."""
     from collections import Counter
 
     from rag.languages import stopwords
     from rag.query import normalise, tokenize
 
-    stop = stopwords(ds.language)
-    df = Counter(t for c in ds.chunks for t in set(tokenize(normalise(c.text), ds.language)))
+    stop = stopwords(language)
+    df = Counter(t for text in texts for t in set(tokenize(normalise(text), language)))
     out = {}
-    for qid, text in ds.queries.items():
-        content = list(dict.fromkeys(t for t in tokenize(normalise(text), ds.language) if t not in stop))
+    for qid, text in queries.items():
+        content = list(dict.fromkeys(t for t in tokenize(normalise(text), language) if t not in stop))
         keep = set(sorted(content, key=lambda t: (df.get(t, 0), content.index(t)))[:words])
         out[qid] = " ".join(t for t in content if t in keep) or text
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import redis
 from django.conf import settings
@@ -24,6 +24,9 @@ from currechat.redis_client import get_redis
 from rag.providers import ToolCall, ToolSpec
 from rag.providers.base import UsageSink
 from rag.results import Passage
+
+if TYPE_CHECKING:
+    from rag.context import Assembly
 
 log = logging.getLogger(__name__)
 
@@ -161,29 +164,22 @@ class SearchTool:
         return self._numbered(call.id, query, outcome)
 
     def _search(self, query: str):
-        """The search's passages as the model reads them (rag/context.py): the room left is planned
-        for as many passages as the free context calls for (chat/budget.passage_count), each hit
-        grown within its section to an equal share; hits that give way as near-duplicates, or
-        sections too short to use their share, leave their room to further hits."""
-        from rag.context import assemble  # imported late: the search modules own their own deps
-        from rag.search import search_collections
+        """The search's passages as the model reads them (`context_for`)."""
+        from rag.search import search_collections  # imported late: the search modules own their own deps
 
         outcome = search_collections(
-            self.collections, query, limit=settings.CHAT_SEARCH_LIMIT, curate=self.curate, usage=self.usage
+            self.collections,
+            query,
+            limit=settings.CHAT_SEARCH_LIMIT,
+            further=further_hits(self.curate),
+            curate=self.curate,
+            usage=self.usage,
         )
         metrics.observe_search(outcome.status, outcome.timings_ms)
         if outcome.nothing_relevant or not outcome.results:
             return outcome
         room = min(self.tokens_left, self.context_free)
-        count = passage_count(self.context_free)
-        assembly = assemble(
-            get_redis(),
-            outcome.results,
-            count=count,
-            max_chars=passage_chars(room, count),
-            room_chars=room * CHARS_PER_TOKEN,
-            overhead_chars=(PASSAGE_OVERHEAD + 1) * CHARS_PER_TOKEN,  # estimate_tokens rounds up
-        )
+        assembly = context_for(get_redis(), outcome.results, room, self.context_free)
         notes = list(outcome.notes)
         if assembly.no_room:
             notes.append(f"{assembly.no_room} passage(s) left out: no room in the model's context.")
@@ -207,3 +203,31 @@ class SearchTool:
             return ToolOutcome(call_id, query, "error", text, error="No room for more passages.", notes=notes)
         text = grounding.format_passages(query, kept)
         return ToolOutcome(call_id, query, "ok", text, passages=kept, notes=notes, dropped=len(outcome.dropped))
+
+
+def further_hits(curate: bool) -> int:
+    """How many ranked hits a search hands the assembly beyond its CHAT_SEARCH_LIMIT passages: none
+    when curation judges each one (a model call apiece), else up to CHAT_SEARCH_CANDIDATES in all,
+    so room the context has left can go to further hits rather than stay empty."""
+    return 0 if curate else max(settings.CHAT_SEARCH_CANDIDATES - settings.CHAT_SEARCH_LIMIT, 0)
+
+
+def context_for(client: redis.Redis, hits: Sequence[Passage], room: int, free: int) -> Assembly:
+    """The passages a search gives the model with `room` tokens left for results and `free` tokens
+    of its context free (rag/context.py): room planned for as many passages as the free context
+    calls for (chat/budget.passage_count), each hit grown within its section up to an equal share.
+    The first CHAT_SEARCH_LIMIT hits are placed first (what a search gave before the assembly);
+    near-duplicates and sections too short for their share leave their room to further hits or to
+    the text around the strongest hits, whichever the search scores higher."""
+    from rag.context import assemble  # imported late, as the search is
+
+    count = passage_count(free)
+    return assemble(
+        client,
+        hits,
+        count=count,
+        max_chars=passage_chars(room, count),
+        room_chars=room * CHARS_PER_TOKEN,
+        overhead_chars=(PASSAGE_OVERHEAD + 1) * CHARS_PER_TOKEN,  # estimate_tokens rounds up
+        first=settings.CHAT_SEARCH_LIMIT,
+    )

@@ -233,6 +233,13 @@ CHAT_PASSAGES_MAX = env_int("CHAT_PASSAGES_MAX", 10, minimum=1)
 CHAT_PASSAGES_MIDPOINT_TOKENS = env_int("CHAT_PASSAGES_MIDPOINT_TOKENS", 4000, minimum=100)
 CHAT_PASSAGE_TOKENS = env_int("CHAT_PASSAGE_TOKENS", 800, minimum=50)
 CHAT_DUPLICATE_SHARE = env_float("CHAT_DUPLICATE_SHARE", 0.9, minimum=0)
+# Without curation (whose cost grows with every passage it judges) a search hands the assembly up
+# to CHAT_SEARCH_CANDIDATES ranked hits: its first CHAT_SEARCH_LIMIT are placed first, the rest may
+# take room the context has left. That room goes to what is worth most, a further hit (its fused
+# score) or a placed passage's next chunk (its hit's score times CHAT_NEIGHBOUR_WEIGHT per chunk of
+# distance). Both tuned on training questions (bench/context.py --split train --grid).
+CHAT_SEARCH_CANDIDATES = env_int("CHAT_SEARCH_CANDIDATES", 40, minimum=1)
+CHAT_NEIGHBOUR_WEIGHT = env_float("CHAT_NEIGHBOUR_WEIGHT", 0.1, minimum=0)
 # The context we plan for is the model's own window capped here (sent to Ollama as num_ctx, since
 # Ollama otherwise truncates prompts silently to its small default).
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 16384, minimum=1024)

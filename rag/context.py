@@ -5,15 +5,19 @@
 Search ranks small chunks (INGEST_CHUNK_SIZE characters), which find precisely but read poorly: an
 answer often starts in the chunk before the hit or ends in the one after. So the model gets, for
 each hit, the hit plus its neighbouring chunks of the same file and section (parent-child
-retrieval), up to `max_chars` a passage. In rank order:
+retrieval), up to `max_chars` a passage:
 
-1. Near-duplicates give way: a hit already inside an earlier passage (two hits side by side in one
-   section), or whose words are nearly all in an earlier passage (the same paragraph in two
-   files), is skipped and the next hit takes its place — the budget buys different material.
-2. The hit grows by its neighbours, the following chunk first (text usually runs on from a hit)
-   then the preceding one, alternately, while the passage stays within `max_chars`, the neighbour
-   is in the hit's section, and no other passage has used it. A hit is never cut.
-3. Neighbours are joined without the overlap the chunker repeats at their border
+1. The first hits (what a search gave the model before this assembly) are placed first, in rank
+   order, while they fit; near-duplicates give way: a hit already inside an earlier passage (two
+   hits side by side in one section), or whose words are nearly all in an earlier passage (the
+   same paragraph in two files), is skipped and the next hit takes its place.
+2. The room left is spent one piece at a time on what the search's fused scores say is worth
+   most: a further hit of the ranked list, or the next neighbour of a placed passage (its hit's
+   score, discounted per chunk of distance) — the following chunk first at equal worth (text
+   usually runs on from a hit). A neighbour must be in the hit's section, unused, and keep the
+   passage within `max_chars`; a passage stops one chunk short of another. A hit is never cut.
+3. The last of the room, too short for a whole chunk, goes to the best passages' next sentences.
+4. Neighbours are joined without the overlap the chunker repeats at their border
    (INGEST_CHUNK_OVERLAP), and the passage's page range grows to cover them.
 
 The passage keeps the hit's `chunk_id` (its identity for numbering and page permissions), file,
@@ -23,10 +27,12 @@ in one pipelined round trip. Retrieved text stays untrusted data: nothing here i
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import redis
 from django.conf import settings
@@ -39,6 +45,12 @@ MAX_REACH = 12
 # An overlap shorter than this is taken for a coincidence ("a", "the "), not the chunker's repeat.
 MIN_OVERLAP = 12
 _WORD = re.compile(r"\w+")
+# A part of a chunk added to fill the last of the room is at least this long (shorter adds little
+# but another border to read).
+MIN_PART_CHARS = 60
+# Where a sentence ends (its closing quote or bracket included) and the next may start.
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?=\s)|(?=\n)")
+_SENTENCE_START = re.compile(r"[.!?…][\"'”’)\]]*\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,7 @@ class _Piece:
 
     hit: Passage
     chunks: dict[int, IndexedChunk]
+    placed: int = 0  # its length with its hits: joined hits may pass the cap, never growth
 
     def text(self, overlap: int) -> str:
         return join_chunks([chunk.text for _, chunk in sorted(self.chunks.items())], overlap)
@@ -68,58 +81,199 @@ def assemble(
     overhead_chars: int = 0,
     duplicate_share: float | None = None,
     overlap: int | None = None,
+    first: int | None = None,
+    neighbour_weight: float | None = None,
 ) -> Assembly:
     """Passages from the ranked hits `passages`, each expanded within its section to `max_chars`.
 
     Without `room_chars`: up to `count` passages. With it: passages (each costing its text plus
     `overhead_chars`) while their total fits `room_chars` — `max_chars` is then the share planned
-    for each of `count` passages, and where sections are too short to use their share, the room
-    left goes to further hits rather than staying empty. A hit that no longer fits is skipped (a
-    shorter one after it may; `Assembly.no_room` counts those). `duplicate_share`
-    (CHAT_DUPLICATE_SHARE): a hit whose distinct words are at least this share in one earlier
-    passage gives way. `overlap` (INGEST_CHUNK_OVERLAP): the longest repeat removed
+    for each of `count` passages. The first `first` hits (default: all) are placed first, in rank
+    order; a hit that no longer fits is skipped (a shorter one after it may; `Assembly.no_room`
+    counts those). The room left goes, one chunk at a time, to what is most likely to hold the
+    answer: a further hit (worth its fused score) or the next neighbour of a placed passage (worth
+    its hit's score times `neighbour_weight` (CHAT_NEIGHBOUR_WEIGHT) per chunk of distance); what
+    no whole chunk fits goes to whole sentences of the best passages' next chunk.
+    `duplicate_share` (CHAT_DUPLICATE_SHARE): a hit whose distinct words are at least this share
+    in one earlier passage gives way. `overlap` (INGEST_CHUNK_OVERLAP): the longest repeat removed
     where two chunks meet. A hit whose chunk is gone (re-ingested meanwhile) is kept as it was.
     """
     if count <= 0 or not passages:
         return Assembly([], 0)
-    share = settings.CHAT_DUPLICATE_SHARE if duplicate_share is None else duplicate_share
-    overlap = settings.INGEST_CHUNK_OVERLAP if overlap is None else overlap
+    state = _State(
+        room_chars=room_chars,
+        count=count,
+        overhead_chars=overhead_chars,
+        share=settings.CHAT_DUPLICATE_SHARE if duplicate_share is None else duplicate_share,
+        overlap=settings.INGEST_CHUNK_OVERLAP if overlap is None else overlap,
+    )
+    weight = settings.CHAT_NEIGHBOUR_WEIGHT if neighbour_weight is None else neighbour_weight
     # Enough neighbours to fill `max_chars` with chunks of the configured size (a section's last
     # chunk may be shorter: one more on each side).
-    step = max(settings.INGEST_CHUNK_SIZE - overlap, 100)
+    step = max(settings.INGEST_CHUNK_SIZE - state.overlap, 100)
     reach = min(MAX_REACH, math.ceil(max_chars / step) + 1)
     stored = _neighbours(client, passages, reach)
-    used: dict[tuple[int, int, int], _Piece] = {}  # (collection, file, position) -> its passage
-    pieces: list[_Piece] = []
-    words: list[set[str]] = []
-    spent, no_room = 0, 0
-    # First the hits themselves, in rank order (a hit beside an earlier one joins its passage), so
-    # the growing below never costs a hit its place; then the room left grows them, best first.
-    for hit in passages:
-        if room_chars is None and len(pieces) >= count:
-            break
+    first = len(passages) if first is None else first
+    # Today's passages first, in rank order (a hit beside an earlier one joins its passage), so
+    # nothing below ever costs one of them its place.
+    for hit in passages[:first]:
+        state.place(hit, stored)
+    _spend_room(state, passages[first:], stored, max_chars, weight)
+    # The room now left is shorter than any chunk that could come next; the text running on from
+    # the best passages takes it, up to a sentence end.
+    for piece in state.pieces:
+        for side in (+1, -1):
+            state.grow(_Side(piece, side), stored, max_chars, partial=True)
+    return Assembly([_as_passage(piece, state.overlap) for piece in state.pieces], state.no_room)
+
+
+def _spend_room(
+    state: _State,
+    further: Sequence[Passage],
+    stored: dict[tuple[int, int, int], IndexedChunk],
+    max_chars: int,
+    weight: float,
+) -> None:
+    """The room left after the first hits, best value first, one hit or chunk at a time. Values are
+    the search's own fused scores: a further hit the search ranked close to the placed ones beats
+    the third chunk after hit 1, and a weak further hit loses to the text running on from a strong
+    one. Ties: hits before neighbours, then rank order, the following chunk before the preceding."""
+    queue: list[tuple[float, int, int, Passage | _Side]] = []
+    order = itertools.count()
+
+    def push(value: float, item: Passage | _Side) -> None:
+        heapq.heappush(queue, (-value, 0 if isinstance(item, Passage) else 1, next(order), item))
+
+    for hit in further:
+        push(hit.score, hit)
+    for piece in state.pieces:
+        for side in (+1, -1):
+            push(piece.hit.score * weight, _Side(piece, side))
+    while queue:
+        item = heapq.heappop(queue)[3]
+        if isinstance(item, _Side):
+            if state.grow(item, stored, max_chars):
+                distance = abs(item.end() - position_of(item.piece.hit.chunk_id)) + 1
+                push(item.piece.hit.score * weight**distance, item)
+            continue
+        placed = state.place(item, stored, further=True)
+        if placed is not None and placed.hit is item:  # a passage of its own (not joined to another)
+            for side in (+1, -1):
+                push(item.score * weight, _Side(placed, side))
+
+
+@dataclass
+class _Side:
+    """One end of a passage that may grow by the next chunk of its section."""
+
+    piece: _Piece
+    side: int  # +1: the following chunk, -1: the preceding one
+
+    def end(self) -> int:
+        return max(self.piece.chunks) if self.side > 0 else min(self.piece.chunks)
+
+
+@dataclass
+class _State:
+    """The passages so far and the room they have spent."""
+
+    room_chars: int | None
+    count: int
+    overhead_chars: int
+    share: float
+    overlap: int
+    pieces: list[_Piece] = field(default_factory=list)
+    used: dict[tuple[int, int, int], _Piece] = field(default_factory=dict)  # (collection, file, position)
+    words: list[set[str]] = field(default_factory=list)
+    spent: int = 0
+    no_room: int = 0
+
+    def fits(self, cost: int) -> bool:
+        return self.room_chars is None or self.spent + cost <= self.room_chars
+
+    def place(
+        self, hit: Passage, stored: dict[tuple[int, int, int], IndexedChunk], *, further: bool = False
+    ) -> _Piece | None:
+        """Place a hit as a passage of its own (or joined to the one it borders); None when it is a
+        near-duplicate, already in a passage, or does not fit. A `further` hit that does not fit is
+        not counted in `no_room`: only the first hits are what the search promised."""
+        if self.room_chars is None and len(self.pieces) >= self.count:
+            return None
         position = position_of(hit.chunk_id)
-        if (hit.collection_id, hit.file_id, position) in used or _duplicate(hit.text, words, share):
-            continue
+        if (hit.collection_id, hit.file_id, position) in self.used or _duplicate(hit.text, self.words, self.share):
+            return None
         own = _own_chunk(hit, position, stored)
-        beside = _beside(hit, position, own, used)
-        cost = len(hit.text) + overhead_chars if beside is None else _added_len(beside, position, own, overlap)
-        if room_chars is not None and spent + cost > room_chars:
-            no_room += 1
-            continue
+        beside = _beside(hit, position, own, self.used)
+        if beside is None:
+            cost = len(hit.text) + self.overhead_chars
+        else:
+            cost = _added_len(beside, position, own, self.overlap)
+        if not self.fits(cost):
+            if not further:
+                self.no_room += 1
+            return None
         piece = beside or _Piece(hit, {})
         piece.chunks[position] = own
-        used[(hit.collection_id, hit.file_id, position)] = piece
+        self.used[(hit.collection_id, hit.file_id, position)] = piece
         if beside is None:
-            pieces.append(piece)
-        words.append(_words(hit.text))
-        spent += cost
-    for piece in pieces:
-        before = len(piece.text(overlap))
-        left = max_chars if room_chars is None else before + room_chars - spent
-        _grow(piece, stored, used, min(max(max_chars, before), left), overlap)
-        spent += len(piece.text(overlap)) - before
-    return Assembly([_as_passage(piece, overlap) for piece in pieces], no_room)
+            self.pieces.append(piece)
+        piece.placed = len(piece.text(self.overlap))
+        self.words.append(_words(hit.text))
+        self.spent += cost
+        return piece
+
+    def grow(
+        self, end: _Side, stored: dict[tuple[int, int, int], IndexedChunk], max_chars: int, *, partial: bool = False
+    ) -> bool:
+        """Add the next chunk of the passage's section on that side, if it is free and fits both the
+        room and the passage's cap (`max_chars`, or the passage's length if already longer). With
+        `partial`, a chunk too long for that is cut at a sentence end so that what it adds fits."""
+        piece = end.piece
+        place = (piece.hit.collection_id, piece.hit.file_id, end.end() + end.side)
+        chunk = stored.get(place)
+        heading = piece.chunks[min(piece.chunks)].heading_path
+        if chunk is None or place in self.used or chunk.heading_path != heading:
+            return False
+        # Two passages on consecutive chunks would both hold the text the chunker repeats at their
+        # border: a passage stops one chunk short of another.
+        beyond = self.used.get((place[0], place[1], place[2] + end.side))
+        if beyond is not None and beyond is not piece:
+            return False
+        length = len(piece.text(self.overlap))
+        limit = max(max_chars, piece.placed) - length
+        if self.room_chars is not None:
+            limit = min(limit, self.room_chars - self.spent)
+        added = _added_len(piece, place[2], chunk, self.overlap)
+        if added > limit:
+            part = _part(piece, place[2], chunk, self.overlap, limit) if partial else None
+            if part is None:
+                return False
+            chunk, added = part, _added_len(piece, place[2], part, self.overlap)
+            if added > limit:
+                return False
+        piece.chunks[place[2]] = chunk
+        self.used[place] = piece
+        self.spent += added
+        return True
+
+
+def _part(piece: _Piece, position: int, chunk: IndexedChunk, overlap: int, limit: int) -> IndexedChunk | None:
+    """`chunk` cut at a sentence end (its start kept when it follows the piece, its end when it
+    precedes it) so that joining it adds at most `limit` characters; None when less than
+    MIN_PART_CHARS of whole sentences would fit. Only the last growth of a passage may be a part:
+    nothing is joined beyond a cut, which would leave a gap in the text."""
+    text = piece.text(overlap)
+    if position > max(piece.chunks):
+        shared = _overlap_len(text, chunk.text, overlap)
+        new = chunk.text[shared:]
+        ends = [m.end() for m in _SENTENCE_END.finditer(new) if m.end() <= limit - (0 if shared else 2)]
+        cut = max(ends, default=0)
+        return replace(chunk, text=chunk.text[: shared + cut]) if cut >= MIN_PART_CHARS else None
+    shared = _overlap_len(chunk.text, text, overlap)
+    new = chunk.text[: len(chunk.text) - shared]
+    starts = [m.end() for m in _SENTENCE_START.finditer(new) if len(new) - m.end() <= limit - (0 if shared else 2)]
+    start = min(starts, default=len(new))
+    return replace(chunk, text=chunk.text[start:]) if len(new) - start >= MIN_PART_CHARS else None
 
 
 def _own_chunk(hit: Passage, position: int, stored: dict[tuple[int, int, int], IndexedChunk]) -> IndexedChunk:
@@ -158,33 +312,6 @@ def _neighbours(
     keys = [stores[cid].key(fid, p) for cid, fid, p in wanted]
     found = read_chunks(client, keys)
     return {place: chunk for place, chunk in zip(wanted, found, strict=True) if chunk is not None}
-
-
-def _grow(
-    piece: _Piece,
-    stored: dict[tuple[int, int, int], IndexedChunk],
-    used: dict[tuple[int, int, int], _Piece],
-    max_chars: int,
-    overlap: int,
-) -> None:
-    """Add the piece's neighbours of its section, alternately after and before, within `max_chars`."""
-    cid, fid = piece.hit.collection_id, piece.hit.file_id
-    heading = piece.chunks[min(piece.chunks)].heading_path
-    length = len(piece.text(overlap))
-    ends = {+1: max(piece.chunks), -1: min(piece.chunks)}
-    open_sides = [+1, -1]  # the following chunk first: text usually runs on from a hit
-    while open_sides:
-        for side in list(open_sides):
-            place = (cid, fid, ends[side] + side)
-            chunk = stored.get(place)
-            added = 0 if chunk is None else _added_len(piece, place[2], chunk, overlap)
-            if chunk is None or place in used or chunk.heading_path != heading or length + added > max_chars:
-                open_sides.remove(side)
-                continue
-            piece.chunks[place[2]] = chunk
-            used[place] = piece
-            ends[side] = place[2]
-            length += added
 
 
 def _added_len(piece: _Piece, position: int, chunk: IndexedChunk, overlap: int) -> int:

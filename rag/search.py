@@ -80,8 +80,13 @@ def search_collections(
     foreign_vector_weight: float | None = None,
     client: redis.Redis | None = None,
     usage: UsageSink | None = None,
+    further: int = 0,
 ) -> SearchOutcome:
     """Search `collections` (Collection objects the caller has already checked access to).
+
+    The results are the `limit` best, split between collections by Hamilton apportionment, then
+    up to `further` more candidates in fused order (the chat's context assembly may use them when
+    room is left; curation judges them too, so callers that curate leave it at 0).
 
     `weights`, `rrf_k`, `depth` and `foreign_vector_weight` default to the SEARCH_* settings;
     benchmarks pass their own.
@@ -100,7 +105,7 @@ def search_collections(
         retrievers.run(client, targets, depth or settings.SEARCH_RETRIEVER_DEPTH)
     with clock.stage("fuse"):
         k = settings.SEARCH_RRF_K if rrf_k is None else rrf_k
-        chosen = select(targets, limit, weights or settings.SEARCH_WEIGHTS, k)
+        chosen = select(targets, limit, weights or settings.SEARCH_WEIGHTS, k, further)
     with clock.stage("fetch"):
         passages = fetch(client, chosen)
     notes += retriever_notes(targets, query) + stale_notes(client, targets)
@@ -194,16 +199,19 @@ def build_targets(
 
 
 def select(
-    targets: Sequence[retrievers.Target], limit: int, weights: Mapping[str, float], k: float
+    targets: Sequence[retrievers.Target], limit: int, weights: Mapping[str, float], k: float, further: int = 0
 ) -> list[tuple[int, Fused]]:
-    """Fuse each collection's lists, split `limit` between collections, order the winners."""
+    """Fuse each collection's lists, split `limit` between collections, order the winners; then up
+    to `further` of the candidates left, best fused score first, whatever their collection."""
     fused = {t.collection_id: weighted_rrf(_keys(t), target_weights(t, weights), k) for t in targets}
     # A collection's share is the fused relevance of the best `limit` candidates it has: where
     # several retrievers agree on many chunks, that collection gets more of the budget.
     shares = {cid: sum(f.score for f in items[:limit]) for cid, items in fused.items()}
     granted = budgets(shares, {cid: len(items) for cid, items in fused.items()}, limit)
     winners = [(cid, f) for cid, items in fused.items() for f in items[: granted[cid]]]
-    return sorted(winners, key=lambda pair: -pair[1].score)
+    rest = [(cid, f) for cid, items in fused.items() for f in items[granted[cid] :]]
+    best_first = sorted(rest, key=lambda pair: -pair[1].score)[:further] if further > 0 else []
+    return sorted(winners, key=lambda pair: -pair[1].score) + best_first
 
 
 def target_weights(target: retrievers.Target, weights: Mapping[str, float]) -> dict[str, float]:

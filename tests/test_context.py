@@ -88,7 +88,7 @@ def test_the_passage_cites_the_hit_with_the_pages_it_now_covers(db):
     assert (passage.chunk_id, passage.file_id, passage.file_name) == (hit.chunk_id, 1, "report.pdf")
     assert passage.section == "Methods" and passage.score == hit.score
     assert passage.page < hit.page <= passage.page_end and passage.page_end > hit.page_end
-    merged = [c.page_start for c in chunks if c.text in passage.text]
+    merged = [c.page_start for c in chunks if set(_numbers(c.text)) & set(_numbers(passage.text))]  # parts too
     assert (passage.page, passage.page_end) == (min(merged), max(merged))
 
 
@@ -214,3 +214,115 @@ def test_the_chat_model_reads_the_section_around_a_hit(long_material, prompt, st
     assert "square root of n" in read, "the next chunk of the hit's section reached the model"
     [passage] = [p for p in reply.tool_results[0]["passages"] if "Standard error and sample size" in p["text"]]
     assert "square root of n" in passage["text"] and passage["section"] == "Errors"
+
+
+def test_further_hits_take_only_the_room_the_first_hits_leave(db):
+    chunks = _chunked_document()
+    hits = [_hit(chunks[i], 1.0 - i / 100) for i in (2, 8, 14, 19)]
+    cost = [len(h.text) + 10 for h in hits]
+    # The first two hits are today's passages; the room holds them and one more: the third hit
+    # (the search's next best) takes it, the fourth finds no room.
+    some = assemble(get_redis(), hits, count=2, max_chars=10, room_chars=sum(cost[:3]), overhead_chars=10, first=2)
+    assert [p.chunk_id for p in some.passages] == [h.chunk_id for h in hits[:3]]
+    assert some.no_room == 0, "a further hit without room is not one of the search's passages left out"
+    assert sum(len(p.text) + 10 for p in some.passages) <= sum(cost[:3])
+    # Room for the first two only: nothing beyond them.
+    none = assemble(get_redis(), hits, count=2, max_chars=10, room_chars=sum(cost[:2]), overhead_chars=10, first=2)
+    assert [p.chunk_id for p in none.passages] == [h.chunk_id for h in hits[:2]]
+
+
+def test_the_first_hits_keep_their_place_whatever_their_neighbours_are_worth(db):
+    chunks = _chunked_document()
+    hits = [_hit(chunks[3], 1.0), _hit(chunks[12], 0.01)]
+    room = sum(len(h.text) + 10 for h in hits) + 150  # a little more than both hits need
+    passages = assemble(
+        get_redis(), hits, count=1, max_chars=2000, room_chars=room, overhead_chars=10, first=2, neighbour_weight=1.0
+    ).passages
+    assert [p.chunk_id for p in passages] == [h.chunk_id for h in hits], "hit 2 is placed before hit 1 grows"
+
+
+def test_the_room_left_goes_to_what_the_search_scores_higher(db):
+    chunks = _chunked_document()
+    strong, weak = _hit(chunks[3], 1.0), _hit(chunks[14], 0.2)
+    room = 1000
+    # A neighbour of the strong hit is worth 1.0 x weight per chunk: above the weak further hit (0.2)
+    # for several chunks at 0.9, below it at once at 0.1.
+    for weight, grows_first in ((0.9, True), (0.1, False)):
+        passages = assemble(
+            get_redis(), [strong, weak], count=1, max_chars=room, room_chars=room, overhead_chars=10, first=1,
+            neighbour_weight=weight,
+        ).passages  # fmt: skip
+        first = _numbers(passages[0].text)
+        assert set(_numbers(strong.text)) < set(first), "the strong hit is whole and first"
+        assert (len(passages) == 1) is grows_first, f"weight {weight}"
+        assert sum(len(p.text) + 10 for p in passages) <= room
+        if len(passages) == 2:
+            assert passages[1].chunk_id == weak.chunk_id and not set(first) & set(_numbers(passages[1].text))
+
+
+def test_further_hits_and_their_growth_never_repeat_text_and_cite_their_own_pages(db):
+    chunks = _chunked_document()
+    hits = [_hit(chunks[i], 1.0 - i / 100) for i in (4, 5, 10, 11, 16)]
+    assembly = assemble(
+        get_redis(), hits, count=2, max_chars=600, room_chars=4000, overhead_chars=10, first=1, neighbour_weight=0.3
+    )
+    seen: list[int] = []
+    for passage in assembly.passages:
+        numbers = _numbers(passage.text)
+        assert numbers == list(range(numbers[0], numbers[-1] + 1)), "whole sentences in reading order"
+        seen += numbers
+        merged = [c.page_start for c in chunks if set(_numbers(c.text)) & set(_numbers(passage.text))]  # parts too
+        assert (passage.page, passage.page_end) == (min(merged), max(merged))
+        assert passage.chunk_id in {h.chunk_id for h in hits} and passage.section == "Methods"
+    assert len(seen) == len(set(seen)), "no sentence is given twice"
+    assert sum(len(p.text) + 10 for p in assembly.passages) <= 4000
+
+
+def test_without_curation_the_search_hands_the_assembly_further_hits(settings):
+    from chat.tools import further_hits
+
+    settings.CHAT_SEARCH_LIMIT, settings.CHAT_SEARCH_CANDIDATES = 15, 40
+    assert further_hits(curate=True) == 0, "curation judges each hit with a model call"
+    assert further_hits(curate=False) == 25
+    settings.CHAT_SEARCH_CANDIDATES = 5
+    assert further_hits(curate=False) == 0, "never fewer than the search limit"
+
+
+def test_the_last_of_the_room_goes_to_whole_sentences_of_the_next_chunk(db):
+    chunks = _chunked_document()
+    hit = _hit(chunks[6])
+    # Room for the hit and about half of its next chunk's new text (a whole one adds ~150 characters).
+    room = len(hit.text) + 10 + 100
+    [passage] = assemble(get_redis(), [hit], count=1, max_chars=2000, room_chars=room, overhead_chars=10).passages
+    assert passage.text.startswith(hit.text) and len(passage.text) + 10 <= room
+    added = passage.text[len(hit.text) :]
+    assert len(added) >= 80 and added.rstrip().endswith("at once."), "whole sentences only"
+    numbers = _numbers(passage.text)
+    assert numbers == list(range(numbers[0], numbers[-1] + 1))
+
+
+def test_a_passage_stops_one_chunk_short_of_another(db):
+    chunks = _chunked_document()
+    # Hits two chunks apart: growing either into the chunk between would repeat the border text
+    # the chunker copies into both of its neighbours.
+    hits = [_hit(chunks[5], 1.0), _hit(chunks[7], 0.9)]
+    passages = assemble(get_redis(), hits, count=2, max_chars=2000, room_chars=5000, overhead_chars=10).passages
+    first, second = (_numbers(p.text) for p in passages)
+    assert not set(first) & set(second), "no sentence is given twice"
+    assert max(first) < min(second)
+
+
+def test_a_search_without_curation_gives_the_model_further_hits_when_room_allows(session, ollama, settings):
+    from chat.agent import run_turn, start_turn
+    from chat.events import ListSink
+    from tests.fake_ollama import Reply
+    from tests.fixtures_chat import search_call
+
+    settings.CHAT_SEARCH_LIMIT = 1
+    for candidates, expected in ((1, 1), (4, 4)):
+        settings.CHAT_SEARCH_CANDIDATES = candidates
+        ollama.script(Reply(tool_calls=[search_call("sample size bias regression")]), Reply(content="See [1]."))
+        reply = run_turn(start_turn(session, f"What matters for samples? ({candidates})"), ListSink())
+        passages = reply.tool_results[0]["passages"]
+        assert len(passages) == expected
+        assert len({p["text"] for p in passages}) == expected, "each hit once"

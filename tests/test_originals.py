@@ -57,7 +57,8 @@ def test_teachers_download_the_original_and_students_cannot(client_for, owner, c
 
 
 def test_a_student_sees_a_pdf_page_only_after_a_search_returned_it(client_for, student, course, ollama, settings):
-    settings.CHAT_SEARCH_LIMIT = 1  # the search returns only the best passage: page 2's
+    # The search returns only the best passage, page 2's (no further hits without curation either)
+    settings.CHAT_SEARCH_LIMIT = settings.CHAT_SEARCH_CANDIDATES = 1
     settings.CHAT_PASSAGE_TOKENS = 50  # and it does not grow into page 1's text (rag/context.py)
     prompt, pdf, _ = course
     page_url = f"/collections/files/{pdf.pk}/pages/2.png"

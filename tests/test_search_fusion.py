@@ -84,3 +84,16 @@ def test_a_collection_with_stronger_evidence_gets_a_larger_budget(make_collectio
     counts = {c.id: sum(1 for p in outcome.results if p.collection_id == c.id) for c in (strong, weak)}
     assert counts[strong.id] > counts[weak.id]
     assert all(p.collection_id == strong.id for p in outcome.results[: counts[strong.id]])
+
+
+def test_further_hits_come_after_the_split_and_leave_it_as_it_was(make_collection):
+    strong = make_collection("Strong")
+    weak = make_collection("Weak")
+    index_texts(strong, [f"hypothesis test power and significance level {i}" for i in range(10)])
+    index_texts(weak, [f"hypothesis about cooking pasta {i}" for i in range(10)])
+    split = search_collections([strong, weak], "hypothesis test power", limit=6, curate=False).results
+    deeper = search_collections([strong, weak], "hypothesis test power", limit=6, further=4, curate=False).results
+    assert [p.chunk_id for p in deeper[:6]] == [p.chunk_id for p in split], "the budget's split is kept"
+    assert len(deeper) == 10 and not {p.chunk_id for p in deeper[6:]} & {p.chunk_id for p in split}
+    further = [p.score for p in deeper[6:]]
+    assert further == sorted(further, reverse=True)
