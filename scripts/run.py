@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -96,12 +97,35 @@ def manage(*args: str, env: dict) -> None:
     subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, check=True)
 
 
+def address_problem(host: str, port: str) -> str | None:
+    """Why the web server could not listen on host:port, as a sentence; None when it can.
+
+    Checked before anything starts: otherwise a second `make run` would start a second worker on
+    the same queue and restart a web server that can never listen, over and over."""
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return f"PORT must be a port number from 1 to 65535, not '{port}'."
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, int(port)))
+        except OSError as exc:
+            return (
+                f"{host}:{port} is already in use ({exc.strerror}). Is CurreChat already running? "
+                f"Stop it, or start this one on another port: PORT={int(port) + 1} make run"
+            )
+    return None
+
+
 def main() -> int:
     ensure_env_file()
     env = dict(os.environ)
     env.setdefault("DEBUG", "1")
     host = env.get("HOST", "127.0.0.1")
     port = env.get("PORT", "8000")
+    problem = address_problem(host, port)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     redis_server = None
     if "REDIS_URL" not in env:
         redis_server = embedded_server()

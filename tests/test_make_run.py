@@ -77,3 +77,22 @@ def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
     assert _get(f"http://127.0.0.1:{web_port}/login/")[0] == 0
     with __import__("socket").socket() as probe:
         assert probe.connect_ex(("127.0.0.1", redis_port)) != 0  # Redis stopped with the rest
+
+
+def test_run_script_refuses_a_port_in_use_before_starting_anything(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG")}
+    with __import__("socket").socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env.update(PORT=str(port), CURRECHAT_VAR_DIR=str(tmp_path / "var"), CURRECHAT_ENV_FILE=str(tmp_path / ".env"))
+        done = subprocess.run(
+            [sys.executable, "scripts/run.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 1
+    assert f"127.0.0.1:{port} is already in use" in done.stderr and "Is CurreChat already running?" in done.stderr
+    assert not (tmp_path / "var" / "redis").exists(), "no Redis, worker or web server was started"
+    bad = subprocess.run(
+        [sys.executable, "scripts/run.py"], cwd=ROOT, env={**env, "PORT": "eighty"}, capture_output=True, text=True
+    )
+    assert bad.returncode == 1 and "PORT must be a port number" in bad.stderr
