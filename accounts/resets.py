@@ -77,12 +77,19 @@ def deliver_reset_link(request, user: User) -> ResetDelivery:
     if not user.email:
         note = _("%(username)s has no email address, so the link is shown here instead.")
         return ResetDelivery(link=link, note=note % {"username": user.username})
+    if not _mail(user, link):
+        return ResetDelivery(link=link, note=_("The mail could not be sent, so the link is shown here instead."))
+    return ResetDelivery(sent_to=mask_address(user.email))
+
+
+def _mail(user: User, link: str) -> bool:
+    """Send `user` the reset mail with `link`; False (logged) when the mail server fails."""
     try:
         reset_message(user, link).send()
     except (smtplib.SMTPException, OSError):
         log.exception("Could not mail a password reset link to user %s", user.pk)
-        return ResetDelivery(link=link, note=_("The mail could not be sent, so the link is shown here instead."))
-    return ResetDelivery(sent_to=mask_address(user.email))
+        return False
+    return True
 
 
 class ResetRequestForm(PasswordResetForm):
@@ -100,8 +107,5 @@ class ResetRequestForm(PasswordResetForm):
     ) -> None:
         user = context["user"]
         path = reverse("password_reset_confirm", args=[context["uid"], context["token"]])
-        try:
-            reset_message(user, f"{context['protocol']}://{context['domain']}{path}").send()
-        except (smtplib.SMTPException, OSError):
-            # Logged, never shown: the answer must not differ for addresses that exist.
-            log.exception("Could not mail a password reset link to user %s", user.pk)
+        # A failure is logged, never shown: the answer must not differ for addresses that exist.
+        _mail(user, f"{context['protocol']}://{context['domain']}{path}")

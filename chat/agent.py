@@ -257,14 +257,13 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
         _finish(reply, progress, MessageStatus.STOPPED)
         log.info("Chat turn %s stopped by the student", reply.id)
         final = {"type": "message_done", "message": message_dict(reply)}
-    except ModelMissing as exc:
-        # The model went from the server after the availability check: the server's address and
-        # its "ollama pull" advice are for the logs and teachers, not for the student.
-        final = _fail(reply, progress, TurnFailed(_model_gone(turn), code=exc.code, retryable=True), detail=exc)
     except ProviderError as exc:
-        # The provider's sentence names the server and repeats its words: for the logs. The
-        # student is told what happened in plain language, in their language.
-        plain = TurnFailed(_model_failed(exc), code=exc.code, retryable=exc.retryable)
+        # The provider's sentence names the server and repeats its words (and, for a model gone
+        # after the availability check, its "ollama pull" advice): for the logs. The student is
+        # told what happened in plain language, in their language. A model gone may be back, or
+        # another chosen, so Retry is offered for it too.
+        retryable = exc.retryable or isinstance(exc, ModelMissing)
+        plain = TurnFailed(_model_failed(exc, turn), code=exc.code, retryable=retryable)
         final = _fail(reply, progress, plain, detail=exc)
     except (TurnFailed, MessageTooLong) as exc:
         final = _fail(reply, progress, exc)
@@ -278,16 +277,13 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
     return reply
 
 
-def _model_gone(turn: Turn) -> str:
-    if offers_choice(turn.session.prompt):
+def _model_failed(exc: ProviderError, turn: Turn) -> str:
+    """What a student reads when the model server failed, by the kind of failure."""
+    if exc.reason == "missing" and offers_choice(turn.session.prompt):
         return _("The assistant is not available with this model right now. Choose another model, or try again later.")
-    return _("The assistant is not available right now. Try again in a few minutes.")
-
-
-def _model_failed(exc: ProviderError) -> str:
     if exc.reason == "timeout":
         return _("The assistant took too long to answer. Try again in a minute.")
-    if exc.reason == "unreachable":
+    if exc.reason in ("unreachable", "missing"):
         return _("The assistant is not available right now. Try again in a few minutes.")
     if exc.reason == "unreadable":
         return _("The assistant's answer could not be read. Try again.")

@@ -90,6 +90,15 @@ def _status_error(host: str, model: str, status: int, text: str) -> ProviderErro
     return _from_response_error(ollama.ResponseError(str(detail), status), host, model)
 
 
+def _transport_error(exc: Exception, host: str, *, mid_answer: bool = False) -> ProviderError:
+    """A connection that failed or timed out, as a ProviderError (its `reason` for plain words)."""
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderError(f"The model server at {host} did not answer in time.", reason="timeout")
+    if mid_answer:  # the connection dropped while the answer streamed
+        return ProviderError("The model server closed the answer before it was finished.", reason="cut")
+    return ProviderError(f"The model server at {host} cannot be reached.", reason="unreachable")
+
+
 def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> ProviderError:
     if exc.status_code == 404:
         return ModelMissing(
@@ -107,8 +116,6 @@ def _translate_errors(host: str, model: str):
         yield
     except ollama.ResponseError as exc:
         raise _from_response_error(exc, host, model) from exc
-    except httpx.TimeoutException as exc:
-        raise ProviderError(f"The model server at {host} did not answer in time.", reason="timeout") from exc
     except (json.JSONDecodeError, pydantic.ValidationError) as exc:
         # Embeddings or the model list in a shape the client does not accept.
         log.warning("Unreadable reply from the model server at %s: %s", host, exc)
@@ -116,7 +123,7 @@ def _translate_errors(host: str, model: str):
             f"The model server at {host} sent a reply that could not be read. Try again.", reason="unreadable"
         ) from exc
     except (ConnectionError, httpx.TransportError) as exc:
-        raise ProviderError(f"The model server at {host} cannot be reached.", reason="unreachable") from exc
+        raise _transport_error(exc, host) from exc
 
 
 def _message_payload(message: ChatMessage) -> dict[str, Any]:
@@ -256,20 +263,14 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
                     raise _status_error(self.host, self.name, response.status_code, text)
                 started = True
                 yield from _stream_events(response.iter_lines(), self.host)
-        except httpx.TimeoutException as exc:
-            raise ProviderError(f"The model server at {self.host} did not answer in time.", reason="timeout") from exc
         except httpx.TransportError as exc:
-            if started:  # the connection dropped mid-answer
-                raise ProviderError("The model server closed the answer before it was finished.", reason="cut") from exc
-            raise ProviderError(f"The model server at {self.host} cannot be reached.", reason="unreachable") from exc
+            raise _transport_error(exc, self.host, mid_answer=started) from exc
 
     def info(self) -> ModelInfo:
         try:
             response = self._http.post("/api/show", json={"model": self.name})
-        except httpx.TimeoutException as exc:
-            raise ProviderError(f"The model server at {self.host} did not answer in time.", reason="timeout") from exc
         except httpx.TransportError as exc:
-            raise ProviderError(f"The model server at {self.host} cannot be reached.", reason="unreachable") from exc
+            raise _transport_error(exc, self.host) from exc
         if response.status_code != 200:
             raise _status_error(self.host, self.name, response.status_code, response.text)
         try:
