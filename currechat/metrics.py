@@ -79,6 +79,15 @@ class _QueueCollector(Collector):
 REGISTRY.register(_QueueCollector())
 
 
+# HTTP's standard methods (RFC 9110 and PATCH). Django passes any token a client sends as the method,
+# so anything else is counted as "other": visitors must not grow the series without bound.
+STANDARD_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"})
+
+
+def _method(request: HttpRequest) -> str:
+    return request.method if request.method in STANDARD_METHODS else "other"
+
+
 def _route(request: HttpRequest) -> str:
     match = getattr(request, "resolver_match", None)
     return match.route if match is not None and match.route else "unmatched"
@@ -113,7 +122,7 @@ class MetricsMiddleware:
         route = _route(request)
         if route == "metrics":
             return
-        REQUESTS.labels(route=route, method=request.method, status=str(response.status_code)).inc()
+        REQUESTS.labels(route=route, method=_method(request), status=str(response.status_code)).inc()
         LATENCY.labels(route=route).observe(time.perf_counter() - started)
 
 

@@ -73,3 +73,15 @@ def test_a_model_failure_is_counted(session, ollama, settings, client):
     ollama.script(Reply(status=500, error="out of memory"))
     run_turn(start_turn(session, "Hello?"), ListSink())
     assert value(scrape(client).content.decode(), series) == before + 1
+
+
+def test_made_up_http_methods_are_counted_as_other(client, settings, db):
+    """A visitor sending invented methods cannot add a series per method name."""
+    settings.METRICS_TOKEN = TOKEN
+    series = 'currechat_http_requests_total{method="other",route="unmatched",status="404"}'
+    before = value(scrape(client).content.decode(), series)
+    for invented in ("FROBNICATE", "X-PROBE-1", "X-PROBE-2"):
+        client.generic(invented, "/no-such-page/")
+    after = scrape(client).content.decode()
+    assert value(after, series) == before + 3
+    assert "FROBNICATE" not in after and "X-PROBE" not in after
