@@ -347,6 +347,7 @@ def main() -> int:
             "DEBUG": "0",
             "SECRET_KEY": "bench-only-secret-key",
             "SECURE_COOKIES": "0",
+            "ALLOW_PLAIN_HTTP": "1",  # plain http on loopback
             "CURRECHAT_VAR_DIR": str(tmp / "var"),
             "REDIS_INDEX_PREFIX": "chatbench",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",

@@ -33,6 +33,7 @@ def start_services(prefix: str = "bench", *, data_dir: Path | None = None, extra
             "REDIS_INDEX_PREFIX": prefix,
             "SECRET_KEY": "bench-only",
             "DEBUG": "0",
+            "ALLOW_PLAIN_HTTP": "1",  # plain http on loopback
             "CURRECHAT_VAR_DIR": str(data_dir / "var"),
             "LOG_LEVEL": "WARNING",
             "HF_HUB_OFFLINE": "1",

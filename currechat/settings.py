@@ -311,9 +311,6 @@ CSRF_COOKIE_HTTPONLY = False  # the pages' scripts send it back as X-CSRFToken
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-if not DEBUG:
-    SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
-    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # HSTS is sent on https responses only; a year by default outside development. Start lower (e.g.
 # 300) when first moving a site to https, since browsers remember it.
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
@@ -322,8 +319,24 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 # Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients), so that
 # request.is_secure() holds and join links, redirects and HSTS use https.
-if env_bool("TRUST_X_FORWARDED_PROTO", False):
+TRUST_X_FORWARDED_PROTO = env_bool("TRUST_X_FORWARDED_PROTO", False)
+if TRUST_X_FORWARDED_PROTO:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Production must say how https reaches the app: without one of these, a site behind a TLS proxy
+# believes every request is plain http (http join links and redirects, no HSTS), and nothing says so.
+ALLOW_PLAIN_HTTP = env_bool("ALLOW_PLAIN_HTTP", False)
+if not DEBUG and not (TRUST_X_FORWARDED_PROTO or SECURE_SSL_REDIRECT or ALLOW_PLAIN_HTTP):
+    raise ImproperlyConfigured(
+        "With DEBUG off, say how CurreChat is reached over https: set TRUST_X_FORWARDED_PROTO=1 behind a TLS "
+        "proxy that sets X-Forwarded-Proto, or SECURE_SSL_REDIRECT=1 to redirect plain http to https; only on a "
+        "closed network without TLS, set ALLOW_PLAIN_HTTP=1 (README: Security settings for production)."
+    )
+if ALLOW_PLAIN_HTTP and SECURE_SSL_REDIRECT:
+    raise ImproperlyConfigured("ALLOW_PLAIN_HTTP=1 and SECURE_SSL_REDIRECT=1 contradict each other: set one of them.")
+if not DEBUG:
+    # Over plain http a browser never sends back a Secure cookie, so nobody could sign in.
+    SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", not ALLOW_PLAIN_HTTP)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # The header a trusted proxy puts the client's address in (e.g. X-Forwarded-For); empty: the
 # socket's peer address. Rate limits by address read it (currechat/ratelimit.py).
 CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER", "")

@@ -89,6 +89,9 @@ def ensure_env_file(path: Path = ENV_FILE) -> None:
             "# Written by `make run`; read by currechat/settings.py (environment variables win).\n"
             "# Keep it secret: whoever has SECRET_KEY can forge sessions.\n"
             f"SECRET_KEY={secrets.token_urlsafe(50)}\n"
+            "# This machine serves plain http (make run), so manage.py in a plain shell (DEBUG off) may too.\n"
+            "# Where people reach CurreChat over https, remove it: README, Security settings for production.\n"
+            "ALLOW_PLAIN_HTTP=1\n"
         )
     print(f"Wrote {path.name} with a new SECRET_KEY.")
 

@@ -101,6 +101,7 @@ def _point_settings_at(tmp: Path, redis_url: str, ollama_url: str, *, prefix: st
             "SECRET_KEY": "test-secret-key-not-for-production",
             "DEBUG": "0",
             "SECURE_COOKIES": "0",
+            "ALLOW_PLAIN_HTTP": "1",  # the test client and live servers speak plain http on loopback
             "HEALTH_CACHE_SECONDS": "0",
             "EMBEDDING_WARMUP": "0",  # tests that import the ASGI app must not load MiniLM each time
             # Index and channel-layer key names carry the worker too, so even a connection that

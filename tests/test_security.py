@@ -266,7 +266,8 @@ def test_manage_py_works_in_a_plain_shell_with_the_env_file_make_run_writes(tmp_
     first = env_file.read_text()
     ensure_env_file(env_file)
     assert env_file.read_text() == first, "an existing .env is never changed"
-    plain = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG")}
+    # A plain shell: none of the test session's own settings (tests/services.py), only the .env file.
+    plain = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG", "ALLOW_PLAIN_HTTP")}
     plain.update(CURRECHAT_ENV_FILE=str(env_file), DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     done = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "ERROR"],

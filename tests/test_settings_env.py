@@ -27,8 +27,12 @@ def test_bool_int_and_url_helpers_reject_bad_values(monkeypatch):
         env_url("X_URL", "", schemes=("redis",))
 
 
+# The test session sets these for itself (tests/services.py); each case here says its own.
+_UNSET = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "SECURE_COOKIES", "ALLOW_PLAIN_HTTP", "TRUST_X_FORWARDED_PROTO")
+
+
 def _check(env: dict) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
+    clean = {k: v for k, v in os.environ.items() if k not in _UNSET}
     return subprocess.run(
         [sys.executable, "manage.py", "check"], env={**clean, **env}, capture_output=True, text=True, timeout=120
     )
@@ -65,8 +69,7 @@ def test_a_bad_setting_stops_start_up_with_a_sentence_naming_it(name, value, sen
 def _settings(env: dict, expression: str) -> str:
     """Evaluate `expression` in a fresh interpreter that loaded currechat.settings from `env`."""
     code = f"import currechat.settings as s; print({expression})"
-    unset = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "SECURE_COOKIES")
-    clean = {k: v for k, v in os.environ.items() if k not in unset}
+    clean = {k: v for k, v in os.environ.items() if k not in _UNSET}
     result = subprocess.run(
         [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=60
     )
@@ -104,8 +107,24 @@ def test_without_database_url_sqlite_under_the_var_dir_waits_for_locks(tmp_path)
 
 
 def test_debug_off_makes_cookies_secure_unless_told_otherwise():
-    assert _settings({"SECRET_KEY": "k", "DEBUG": "0"}, "s.SESSION_COOKIE_SECURE") == "True"
-    assert _settings({"SECRET_KEY": "k", "DEBUG": "0", "SECURE_COOKIES": "0"}, "s.SESSION_COOKIE_SECURE") == "False"
+    behind_proxy = {"SECRET_KEY": "k", "DEBUG": "0", "TRUST_X_FORWARDED_PROTO": "1"}
+    assert _settings(behind_proxy, "s.SESSION_COOKIE_SECURE") == "True"
+    assert _settings({**behind_proxy, "SECURE_COOKIES": "0"}, "s.SESSION_COOKIE_SECURE") == "False"
+    # Plain http on a closed network: a Secure cookie would never come back, so nobody could sign in.
+    plain = {"SECRET_KEY": "k", "DEBUG": "0", "ALLOW_PLAIN_HTTP": "1"}
+    assert _settings(plain, "s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE") == "False False"
+
+
+def test_production_refuses_to_start_without_saying_how_https_reaches_it():
+    result = _check({"DEBUG": "0", "SECRET_KEY": "k"})
+    assert result.returncode != 0
+    assert "With DEBUG off, say how CurreChat is reached over https: set TRUST_X_FORWARDED_PROTO=1" in result.stderr
+    assert "SECURE_SSL_REDIRECT=1" in result.stderr and "ALLOW_PLAIN_HTTP=1" in result.stderr
+    for choice in ("TRUST_X_FORWARDED_PROTO", "SECURE_SSL_REDIRECT", "ALLOW_PLAIN_HTTP"):
+        assert _check({"DEBUG": "0", "SECRET_KEY": "k", choice: "1"}).returncode == 0, choice
+    assert _check({"DEBUG": "1"}).returncode == 0, "development needs no choice"
+    both = _check({"DEBUG": "0", "SECRET_KEY": "k", "ALLOW_PLAIN_HTTP": "1", "SECURE_SSL_REDIRECT": "1"})
+    assert both.returncode != 0 and "contradict each other" in both.stderr
 
 
 def test_mail_over_starttls_and_tls_at_once_is_refused():

@@ -131,6 +131,7 @@ def live_app(tmp_path_factory):
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DEBUG": "0",
         "SECURE_COOKIES": "0",
+        "ALLOW_PLAIN_HTTP": "1",  # the browser reaches the live server over plain http on loopback
         "HEALTH_CACHE_SECONDS": "1",
         "EMBEDDING_WARMUP": "1",  # as in production: the web process loads MiniLM at start
     }
