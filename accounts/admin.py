@@ -1,6 +1,8 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import ApiToken, User
 from accounts.resets import deliver_reset_link
@@ -10,21 +12,49 @@ from accounts.resets import deliver_reset_link
 class UserAdmin(DjangoUserAdmin):
     actions = ["make_reset_links"]
 
-    @admin.action(description="Make one-time password reset links")
+    @admin.action(description=gettext_lazy("Make one-time password reset links"), permissions=["change"])
     def make_reset_links(self, request, queryset):
-        # Shown to the administrator to hand over, or mailed when mail is configured (accounts/resets.py).
+        # Mailed to each user's own address; shown only to a superuser when it cannot be (accounts/resets.py).
         for user in queryset:
-            delivery = deliver_reset_link(request, user)
+            if not _may_reset(request.user, user):
+                refused = _("Only a superuser can reset the password of a staff or superuser account.")
+                self.message_user(request, f"{user.username}: {refused}", messages.ERROR)
+                continue
+            delivery = deliver_reset_link(request, request.user, user)
             if delivery.sent_to:
                 shown = _("sent to %(address)s") % {"address": delivery.sent_to}
             else:
                 shown = " ".join(part for part in (delivery.note, delivery.link) if part)
-            self.message_user(request, f"{user.username}: {shown}")
+            self.message_user(
+                request, f"{user.username}: {shown}", messages.SUCCESS if delivery.sent_to else messages.WARNING
+            )
 
     list_display = ("username", "email", "role", "is_active", "is_superuser", "last_login")
     list_filter = ("role", "is_active", "is_superuser")
     fieldsets = (*(DjangoUserAdmin.fieldsets or ()), ("CurreChat", {"fields": ("role",)}))
     add_fieldsets = (*DjangoUserAdmin.add_fieldsets, ("CurreChat", {"fields": ("role",)}))
+
+    def get_readonly_fields(self, request, obj=None):
+        # Each of these is a way into an account (its address receives reset links) or above one's own
+        # rights: staff who may change users still may not change them (docs/CONVENTIONS.md habit 19).
+        if request.user.is_superuser or obj is None:
+            return super().get_readonly_fields(request, obj)
+        return (*super().get_readonly_fields(request, obj), *SUPERUSER_ONLY_FIELDS)
+
+    def user_change_password(self, request, id, form_url=""):
+        # Setting someone's password is holding their account: a superuser's act alone.
+        if not request.user.is_superuser:
+            raise PermissionDenied
+        return super().user_change_password(request, id, form_url)
+
+
+SUPERUSER_ONLY_FIELDS = ("email", "is_staff", "is_superuser", "groups", "user_permissions")
+
+
+def _may_reset(actor: User, user: User) -> bool:
+    """Staff with the change permission may have links mailed to users; a staff or superuser
+    account only by a superuser."""
+    return actor.is_superuser or not (user.is_staff or user.is_superuser)
 
 
 @admin.register(ApiToken)

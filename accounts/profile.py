@@ -1,5 +1,5 @@
-"""A user's own name and password, and password resets a teacher starts for a student (the link
-is shown to the teacher, or mailed to the student when mail is configured: accounts/resets.py)."""
+"""A user's own name, address and password, and password resets a teacher asks CurreChat to mail to
+a student (the link goes only to the student's own address: accounts/resets.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import User
-from accounts.permissions import Forbidden, require_teacher
-from accounts.resets import deliver_reset_link, mail_configured
-from currechat.errors import NotFound
+from accounts.permissions import require_teacher
+from accounts.resets import mail_configured, mail_reset_to_student, resettable_by_teacher
 
 
 class NameForm(forms.ModelForm):
@@ -60,18 +59,17 @@ def profile(request):
     return render(request, "accounts/profile.html", {"name_form": name_form, "password_form": password_form})
 
 
-def student_for_reset(teacher: User, username: str) -> User:
-    """A student enrolled in a prompt `teacher` teaches (or any user, for an administrator)."""
+def student_for_reset(teacher: User, username: str) -> User | None:
+    """The student a teacher's reset request may reach: enrolled now in a prompt `teacher` teaches,
+    with a password of their own (accounts.resets.resettable_by_teacher). None for anyone else, and
+    the caller must answer the same either way: the answer would otherwise tell a teacher whether a
+    username is among their students, linking it to "Student N"."""
     from chat.models import Prompt, enrolled_q
 
     user = User.objects.filter(username=username.strip()).first()
-    if user is None:
-        raise NotFound(_("There is no such user among your students."))
-    if teacher.is_superuser:
-        return user
-    if user.is_teacher or not Prompt.objects.editable_by(teacher).filter(enrolled_q(user)).exists():
-        raise NotFound(_("There is no such user among your students."))
-    return user
+    if user is None or not resettable_by_teacher(user):
+        return None
+    return user if Prompt.objects.editable_by(teacher).filter(enrolled_q(user)).exists() else None
 
 
 class ResetForm(forms.Form):
@@ -83,17 +81,17 @@ class ResetForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def start_reset(request):
-    """A teacher makes a one-time password link for one of their students (admins for anyone): shown
-    to the teacher, or mailed to the student when mail is configured and they have an address."""
+    """A teacher asks CurreChat to mail one of their students a link to choose a new password. The
+    link goes only to the student's own address and the page answers the same whoever the username
+    is (superusers make links in the admin)."""
     require_teacher(request.user)
-    form = ResetForm(request.POST or None)
-    delivery = None
-    if request.method == "POST" and form.is_valid():
-        try:
-            delivery = deliver_reset_link(request, student_for_reset(request.user, form.cleaned_data["username"]))
-        except (NotFound, Forbidden) as exc:
-            form.add_error("username", str(exc))
-    return render(request, "accounts/start_reset.html", {"form": form, "delivery": delivery})
+    form = ResetForm(request.POST or None) if mail_configured() else None
+    asked_for = ""
+    if form is not None and request.method == "POST" and form.is_valid():
+        asked_for = form.cleaned_data["username"].strip()
+        mail_reset_to_student(request, request.user, student_for_reset(request.user, asked_for))
+        form = ResetForm()
+    return render(request, "accounts/start_reset.html", {"form": form, "asked_for": asked_for})
 
 
 class ResetConfirmView(PasswordResetConfirmView):

@@ -1,9 +1,11 @@
-"""Password reset links: made by an administrator or a student's teacher, or asked for by the user.
+"""Password reset links: mailed to the account's owner, or made by a superuser.
 
 A link is Django's one-time token (it stops working once the password changes, and after
-PASSWORD_RESET_TIMEOUT). No mail server is assumed: without EMAIL_HOST a link is shown to the person
-who made it, to hand over. With EMAIL_HOST it is mailed to the user's address when they have one
-(the maker is told where, masked), and users may ask for a link on the login page.
+PASSWORD_RESET_TIMEOUT). Whoever holds it holds the account, so a link reaches only the account's
+owner: mailed to the address they gave (a teacher's request for a student, a staff member's in the
+admin, "Forgot your password?" on the login page), or shown to a superuser, who hands it over.
+Nobody else is ever shown one: a teacher shown a student's link could sign in as the student and
+read everything they wrote in every course.
 
 Every reset mail is made by `reset_message`, in the user's own language.
 """
@@ -62,24 +64,45 @@ def reset_message(user: User, link: str) -> EmailMessage:
 
 @dataclass(frozen=True)
 class ResetDelivery:
-    """What the maker of a link is shown: the link itself, or where it was mailed."""
+    """What the maker of a link is told: where it was mailed, or why it was not (and, for a
+    superuser only, the link itself to hand over)."""
 
-    link: str = ""  # empty once mailed: the user's inbox is the one place it should be
     sent_to: str = ""  # masked address
-    note: str = ""  # why the link is shown although mail is configured
+    note: str = ""  # why it was not mailed
+    link: str = ""  # only ever for a superuser
 
 
-def deliver_reset_link(request, user: User) -> ResetDelivery:
-    """Make a link for `user` and mail it when mail is configured and they have an address."""
+def deliver_reset_link(request, maker: User, user: User) -> ResetDelivery:
+    """Mail `user` a link when mail is configured and they have an address; a superuser `maker`
+    gets the link when it could not be mailed, anyone else only the reason."""
     link = reset_link(request, user)
     if not mail_configured():
-        return ResetDelivery(link=link)
-    if not user.email:
-        note = _("%(username)s has no email address, so the link is shown here instead.")
-        return ResetDelivery(link=link, note=note % {"username": user.username})
-    if not _mail(user, link):
-        return ResetDelivery(link=link, note=_("The mail could not be sent, so the link is shown here instead."))
-    return ResetDelivery(sent_to=mask_address(user.email))
+        note = _("No mail server is configured, so the link could not be mailed.")
+    elif not user.email:
+        note = _("%(username)s has no email address, so the link could not be mailed.") % {"username": user.username}
+    elif not _mail(user, link):
+        note = _("The mail could not be sent.")
+    else:
+        return ResetDelivery(sent_to=mask_address(user.email))
+    return ResetDelivery(note=note, link=link if maker.is_superuser else "")
+
+
+def mail_reset_to_student(request, teacher: User, student: User | None) -> None:
+    """A teacher's request: mail `student` a link when they may get one this way (None: nobody,
+    e.g. a username that is not among the teacher's students). Nothing is returned, so what the
+    teacher is told cannot depend on who the username belongs to; failures are logged."""
+    if student is not None and mail_configured() and student.email:
+        _mail(student, reset_link(request, student))
+
+
+def resettable_by_teacher(user: User) -> bool:
+    """Whether a teacher's request may reach `user` at all: an active student with a password of
+    their own. A platform (LTI) account has none to reset; staff and superusers are reset only by
+    a superuser."""
+    return (
+        user.is_active and not user.is_teacher and not user.is_staff and not user.is_superuser
+        and user.has_usable_password()
+    )  # fmt: skip
 
 
 def _mail(user: User, link: str) -> bool:

@@ -207,6 +207,7 @@ def join_link(request, code: str):
         "already_joined": request.user.is_authenticated and prompt.is_enrolled(request.user),
         "visibility": STUDENT_SENTENCES[prompt.chat_visibility],
         "state_sentence": state_sentence(prompt) if prompt.state() != PromptState.OPEN else "",
+        "reset_by_mail": mail_configured(),  # then a new student is told why to add an address
     }
     return render(request, "registration/join.html", context)
 

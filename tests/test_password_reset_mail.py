@@ -10,6 +10,7 @@ import re
 import pytest
 
 from accounts.models import Role, User
+from chat.models import Prompt
 from tests.conftest import PASSWORD
 from tests.fake_smtp import SmtpServer
 
@@ -49,8 +50,8 @@ def test_a_teachers_reset_link_is_mailed_to_the_student_and_works_once(
     student.email = "jaana.virtanen@example.org"
     student.save()
     page = client_for(owner).post("/account/reset/", {"username": student.username}).content.decode()
-    assert "The link was sent to j…@example.org." in page
-    assert "/account/reset/M" not in page, "a mailed link is not shown as well"
+    assert f"If {student.username} is a student of one of your prompts and gave an email address" in page
+    assert "/account/reset/M" not in page, "the teacher never sees the link"
 
     [mail] = smtp.messages
     assert mail["To"] == "jaana.virtanen@example.org"
@@ -63,25 +64,9 @@ def test_a_teachers_reset_link_is_mailed_to_the_student_and_works_once(
     assert student.check_password(NEW_PASSWORD)
 
 
-def test_a_student_without_an_address_gets_the_link_shown_to_the_teacher(client_for, owner, student, prompt, smtp):
-    page = client_for(owner).post("/account/reset/", {"username": student.username}).content.decode()
-    assert f"{student.username} has no email address, so the link is shown here instead." in page
-    assert re.search(r'value="http://testserver/account/reset/[^"]+"', page)
-    assert smtp.messages == []
-
-
-def test_when_the_mail_server_is_down_the_teacher_gets_the_link(settings, client_for, owner, student, prompt, smtp):
-    from scripts.redis_stack import free_port
-
-    student.email = "jaana@example.org"
-    student.save()
-    settings.EMAIL_PORT = free_port()  # nothing listens there
-    page = client_for(owner).post("/account/reset/", {"username": student.username}).content.decode()
-    assert "The mail could not be sent, so the link is shown here instead." in page
-    assert re.search(r'value="http://testserver/account/reset/[^"]+"', page)
-
-
-def test_an_administrators_reset_links_are_mailed_or_shown(client_for, admin_user, student, other_student, smtp):
+def test_an_administrators_reset_links_are_mailed_or_shown_to_the_superuser(
+    client_for, admin_user, student, other_student, smtp
+):
     student.email = "sam@example.org"
     student.save()
     response = client_for(admin_user).post(
@@ -93,7 +78,10 @@ def test_an_administrators_reset_links_are_mailed_or_shown(client_for, admin_use
     # The admin capitalises its messages' first letter.
     assert re.search(rf"{student.username}: sent to s…@example.org<", page, re.IGNORECASE)
     assert re.search(
-        rf"{other_student.username}: {other_student.username} has no email address.*http://testserver/", page, re.I
+        rf"{other_student.username}: {other_student.username} has no email address, so the link could not be "
+        r"mailed. http://testserver/account/reset/",
+        page,
+        re.I,
     )
     assert [m["To"] for m in smtp.messages] == ["sam@example.org"]
 
@@ -142,7 +130,7 @@ def test_reset_requests_are_limited_per_address_asked_for_and_per_network(settin
     assert smtp.messages == []
 
 
-def test_without_mail_settings_links_are_only_shown_and_users_are_told_whom_to_ask(
+def test_without_mail_settings_nobody_but_a_superuser_gets_a_link_and_users_are_told_whom_to_ask(
     settings, client, client_for, owner, student, prompt
 ):
     settings.EMAIL_HOST = ""
@@ -150,12 +138,12 @@ def test_without_mail_settings_links_are_only_shown_and_users_are_told_whom_to_a
     student.save()
     assert "/password-reset/" not in client.get("/login/").content.decode()
     page = client.get("/password-reset/").content.decode()
-    assert "Ask your teacher" in page and 'name="email"' not in page
+    assert "Ask an administrator" in page and 'name="email"' not in page
     asked = client.post("/password-reset/", {"email": "sam@example.org"})
-    assert asked.status_code == 200 and "Ask your teacher" in asked.content.decode()
+    assert asked.status_code == 200 and "Ask an administrator" in asked.content.decode()
     teacher_page = client_for(owner).post("/account/reset/", {"username": student.username}).content.decode()
-    assert re.search(r'value="http://testserver/account/reset/[^"]+"', teacher_page)
-    assert "has no email address" not in teacher_page
+    assert "CurreChat has no mail server configured" in teacher_page
+    assert "/account/reset/M" not in teacher_page
 
 
 def test_with_mail_a_user_gives_their_address_on_the_profile_page_and_gets_links_there(client, student, smtp):
@@ -171,3 +159,151 @@ def test_with_mail_a_user_gives_their_address_on_the_profile_page_and_gets_links
 
 def test_without_mail_the_profile_page_asks_for_no_address(client_for, student):
     assert 'name="email"' not in client_for(student).get("/account/profile/").content.decode()
+
+
+# --- Nobody but the owner (or a superuser) gets a way into an account ---------------------------------
+
+_CSRF = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"')
+
+
+def _ask_as_teacher(client, username: str) -> str:
+    """The teacher page's answer, with the username asked for and the CSRF mask taken out."""
+    page = client.post("/account/reset/", {"username": username}).content.decode()
+    return _CSRF.sub("", page).replace(username, "USERNAME")
+
+
+def staff_with(*codenames: str) -> User:
+    """A staff member (a teacher with admin access, not a superuser) holding these permissions."""
+    from django.contrib.auth.models import Permission
+
+    name = "staff-" + "-".join(codenames).replace("_", "-")
+    user = User.objects.create_user(name, password=PASSWORD, role=Role.TEACHER, is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+def test_a_teacher_never_sees_a_students_link_so_cannot_sign_in_as_them(settings, client_for, owner, student, prompt):
+    """The attack: reset the student's password and sign in as them. Without mail, with no address and
+    with a failing mail server alike, the teacher gets no link."""
+    from scripts.redis_stack import free_port
+
+    teacher = client_for(owner)
+    settings.EMAIL_HOST = ""
+    assert "/account/reset/M" not in teacher.post("/account/reset/", {"username": student.username}).content.decode()
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()  # configured, but nothing listens
+    no_address = teacher.post("/account/reset/", {"username": student.username}).content.decode()
+    student.email = "sam@example.org"
+    student.save()
+    mail_fails = teacher.post("/account/reset/", {"username": student.username}).content.decode()
+    for page in (no_address, mail_fails):
+        assert "a link to choose a new password is on its way to them" in page
+        assert not re.search(r"/account/reset/[^/\"]+/[^/\"]+/", page), "no link in the page"
+    student.refresh_from_db()
+    assert student.check_password(PASSWORD), "the student's password is untouched"
+
+
+def test_the_teacher_pages_answer_never_says_whether_a_username_is_among_their_students(
+    client_for, owner, other_teacher, student, other_student, prompt, smtp
+):
+    """Remove, ask, readmit, ask again: the answers must not link a username to "Student N"."""
+    from chat.enrollment import readmit_student, remove_student
+
+    for user in (student, other_student):
+        user.email = f"{user.username}@example.org"
+        user.save()
+    Prompt.objects.create(owner=other_teacher, name="Other course").enrollments.create(student=other_student)
+    teacher = client_for(owner)
+    own = _ask_as_teacher(teacher, student.username)
+    assert [m["To"] for m in smtp.messages] == [student.email]
+    enrollment = prompt.enrollments.get(student=student)
+    remove_student(enrollment)
+    assert _ask_as_teacher(teacher, student.username) == own
+    readmit_student(enrollment)
+    assert _ask_as_teacher(teacher, student.username) == own
+    assert _ask_as_teacher(teacher, other_student.username) == own, "another teacher's student"
+    assert _ask_as_teacher(teacher, "no-such-user") == own
+    assert [m["To"] for m in smtp.messages] == [student.email] * 2, "mailed only while the student was enrolled"
+
+
+def test_platform_staff_and_superuser_accounts_are_never_reset_through_the_teacher_page(
+    client_for, owner, student, prompt, smtp
+):
+    """An LTI learner has no password of their own; giving them one would hand the account to
+    whoever holds the link. Staff and superusers are reset only by a superuser."""
+    lti_learner = User.objects.create_user("lti-learner", email="learner@example.org", role=Role.STUDENT)
+    assert not lti_learner.has_usable_password()
+    staff_student = User.objects.create_user(
+        "staff-student", password=PASSWORD, email="staff@example.org", role=Role.STUDENT, is_staff=True
+    )
+    for user in (lti_learner, staff_student):
+        prompt.enrollments.create(student=user)
+    student.email = "sam@example.org"
+    student.save()
+    teacher = client_for(owner)
+    answer = _ask_as_teacher(teacher, student.username)
+    assert _ask_as_teacher(teacher, lti_learner.username) == answer
+    assert _ask_as_teacher(teacher, staff_student.username) == answer
+    assert [m["To"] for m in smtp.messages] == ["sam@example.org"]
+    lti_learner.refresh_from_db()
+    assert not lti_learner.has_usable_password()
+
+
+def _admin_action(client, *users: User):
+    return client.post(
+        "/admin/accounts/user/",
+        {"action": "make_reset_links", "_selected_action": [u.pk for u in users]},
+        follow=True,
+    ).content.decode()
+
+
+def test_make_reset_links_needs_the_change_permission_and_shows_links_only_to_superusers(
+    client_for, student, other_student, owner, admin_user, smtp
+):
+    student.email = "sam@example.org"
+    student.save()
+    viewer = client_for(staff_with("view_user"))
+    assert "sent to" not in _admin_action(viewer, student)
+    assert smtp.messages == [], "view-only staff cannot have links made"
+
+    changer = staff_with("view_user", "change_user")
+    page = _admin_action(client_for(changer), student, other_student, owner, admin_user)
+    assert re.search(rf"{student.username}: sent to s…@example.org<", page, re.I)
+    assert re.search(rf"{other_student.username}: {other_student.username} has no email address", page, re.I)
+    assert not re.search(r"/account/reset/[^/\"]+/[^/\"]+/", page), "no link for anyone but a superuser"
+    assert re.search(rf"{admin_user.username}: Only a superuser can reset the password of a staff", page, re.I)
+    assert [m["To"] for m in smtp.messages] == ["sam@example.org"]
+
+    superuser_page = _admin_action(client_for(admin_user), other_student)
+    assert re.search(
+        r"has no email address, so the link could not be mailed\. http://testserver/account/reset/", superuser_page
+    )
+
+
+def test_staff_who_may_change_users_cannot_redirect_their_mail_or_set_their_password(client_for, student, admin_user):
+    """Changing a user's address sends their reset links elsewhere; setting a password takes the account."""
+    student.email = "sam@example.org"
+    student.save()
+    staff = client_for(staff_with("view_user", "change_user"))
+    form = {
+        "username": student.username, "email": "staff@evil.example", "is_superuser": "on", "is_staff": "on",
+        "is_active": "on", "role": student.role, "first_name": "Sam", "last_name": "",
+        "last_login_0": "", "last_login_1": "", "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00",
+    }  # fmt: skip
+    assert staff.post(f"/admin/accounts/user/{student.pk}/change/", form).status_code == 302
+    student.refresh_from_db()
+    assert (student.email, student.first_name, student.is_superuser) == ("sam@example.org", "Sam", False)
+    password_form = {"password1": "taken-over-123!", "password2": "taken-over-123!", "usable_password": "true"}
+    assert staff.post(f"/admin/accounts/user/{student.pk}/password/", password_form).status_code == 403
+    student.refresh_from_db()
+    assert student.check_password(PASSWORD)
+    superuser = client_for(admin_user)
+    assert superuser.post(f"/admin/accounts/user/{student.pk}/change/", form).status_code == 302
+    student.refresh_from_db()
+    assert student.email == "staff@evil.example", "a superuser may"
+
+
+def test_the_join_page_tells_a_new_student_why_to_add_an_address(client, prompt, smtp, settings):
+    page = client.get(f"/join/{prompt.join_code}/").content.decode()
+    assert "Add one on your profile page afterwards" in page
+    settings.EMAIL_HOST = ""
+    assert "Add one on your profile page" not in client.get(f"/join/{prompt.join_code}/").content.decode()
