@@ -30,14 +30,20 @@ class ToolKeyAdmin(admin.ModelAdmin):
 
 @admin.register(LtiIdentity)
 class LtiIdentityAdmin(admin.ModelAdmin):
-    """An administrator may point a platform account at an existing CurreChat user (e.g. a teacher who
-    had an account before the platform was connected)."""
+    """A superuser may point a platform account at an existing CurreChat user (e.g. a teacher who
+    had an account before the platform was connected). Whoever signs in to the platform as that
+    account then holds the CurreChat user, a staff or superuser account included, so for everyone
+    else the linked user is read-only (docs/CONVENTIONS.md habit 19)."""
 
     list_display = ("subject", "platform", "user", "last_launch")
     list_filter = ("platform",)
     search_fields = ("subject", "user__username", "user__email")
     raw_id_fields = ("user",)
     readonly_fields = ("platform", "subject", "last_launch")
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else (*fields, "user")
 
     def has_add_permission(self, request):
         return False

@@ -324,3 +324,26 @@ def test_tool_jwks_is_stable_and_public_only(db):
     assert key["kty"] == "RSA" and key["alg"] == "RS256" and key["use"] == "sig"
     assert not {"d", "p", "q", "dp", "dq", "qi"} & key.keys()
     assert json.dumps(first).count("PRIVATE") == 0
+
+
+def test_only_a_superuser_links_a_platform_account_to_a_curre_chat_user(lms, prompt, client_for, admin_user, student):
+    """The attack: staff who may change LTI identities point their own platform account at a
+    superuser's, then launch as it. The linked user is read-only for them; a superuser may link."""
+    from django.contrib.auth.models import Permission
+
+    learner_launch(lms, prompt, sub="staff-own-sub")
+    identity = LtiIdentity.objects.get(subject="staff-own-sub")
+    launched_as = identity.user
+    staff = User.objects.create_user("stina-staff", password="x", role=Role.TEACHER, is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=("view_ltiidentity", "change_ltiidentity")))
+    url = f"/admin/lti/ltiidentity/{identity.pk}/change/"
+    page = client_for(staff).get(url).content.decode()
+    assert 'name="user"' not in page, "shown read-only"
+    assert client_for(staff).post(url, {"user": admin_user.pk}).status_code == 302
+    identity.refresh_from_db()
+    assert identity.user == launched_as
+    client, _ = learner_launch(lms, prompt, sub="staff-own-sub")
+    assert client.get("/").wsgi_request.user == launched_as, "the launch signs in as before, not as the superuser"
+    assert client_for(admin_user).post(url, {"user": student.pk}).status_code == 302
+    identity.refresh_from_db()
+    assert identity.user == student, "a superuser may link it"
