@@ -237,6 +237,15 @@ def get_session_for_write(user, pk: int):
     return session
 
 
+def get_session_for_delete(user, pk: int):
+    """A chat the user may delete: only its student (the page, the API and the admin alike). Its
+    teachers, who may read it, are told so (403); anyone else learns nothing of it (404)."""
+    session = get_session_for_read(user, pk)
+    if session.user_id != user.pk:
+        raise Forbidden(_("Only the chat's student can delete it."))
+    return session
+
+
 def get_answer_for_feedback(user, pk: int):
     """An answer in the user's own chat, which they may rate (on a prompt they still may open)."""
     from chat.models import Message, MessageRole

@@ -7,11 +7,12 @@ from django.http import HttpRequest
 from accounts.models import User
 from accounts.permissions import Forbidden
 from chat import writes
-from chat.enrollment import check_enrollment
+from chat.enrollment import check_enrollment, enroll, set_status
 from chat.models import (
     BudgetOverride,
     ChatSession,
     Enrollment,
+    EnrollmentStatus,
     Feedback,
     MaterialGap,
     Message,
@@ -33,24 +34,35 @@ class EnrollmentForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["status"].required = False  # left out: enrolled
+        if "status" in self.fields:
+            self.fields["status"].required = False  # left out: enrolled
 
     def clean(self):
         cleaned = super().clean() or {}
-        prompt = cleaned.get("prompt") or getattr(self.instance, "prompt", None)
-        if not self.errors and prompt is not None and cleaned.get("student") is not None:
+        if self.instance.pk is None and not self.errors and cleaned.get("student") and cleaned.get("prompt"):
             try:
-                check_enrollment(prompt, cleaned["student"])
+                check_enrollment(cleaned["prompt"], cleaned["student"])
             except (InvalidInput, Forbidden) as exc:
                 self.add_error("student", str(exc))
         return cleaned
 
 
 class EnrollmentInline(admin.TabularInline):
+    """The prompt's students, to read: enroll, remove and readmit in the Enrollment admin, which
+    calls chat.enrollment."""
+
     model = Enrollment
-    form = EnrollmentForm
+    fields = ("student", "number", "status", "created", "last_active")
+    readonly_fields = fields
     extra = 0
-    raw_id_fields = ("student",)
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 class PromptAdminForm(WriteRulesForm):
@@ -99,11 +111,32 @@ class PromptAdmin(admin.ModelAdmin):
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin):
+    """Enrollments change only through chat.enrollment. An existing enrollment's student, prompt and
+    number are read-only: moving "Student N" to another user would hand that user the label, and
+    with it the chats teachers read under it."""
+
     form = EnrollmentForm
     list_display = ("student", "prompt", "number", "status", "created", "last_active")
     list_filter = ("status",)
     search_fields = ("student__username", "prompt__name")
     raw_id_fields = ("student", "prompt")
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ("number", "created", "last_active")
+        return ("student", "prompt", "number", "created", "last_active")
+
+    def save_model(self, request, obj, form, change):
+        status = form.cleaned_data.get("status") or EnrollmentStatus.ENROLLED
+        if not change:
+            obj.pk = enroll(obj.prompt, obj.student).pk
+            obj.refresh_from_db()  # the admin goes on with `obj` (the log, the redirect)
+        if obj.status != status or "status" in form.changed_data:
+            set_status(obj, status)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # Deleting frees the number for someone else; remove or block the student instead.
+        return False
 
 
 class MessageInline(admin.StackedInline):
@@ -115,21 +148,40 @@ class MessageInline(admin.StackedInline):
     readonly_fields = fields
     can_delete = False
 
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """What a student wrote and how it was answered, to read: nothing here is changed, added or
+    deleted by staff. A chat's privacy level stays the one it started under, its messages are the
+    student's, and only its student deletes it (accounts.permissions.get_session_for_delete)."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
 
 @admin.register(ChatSession)
-class ChatSessionAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "prompt", "user", "created", "updated")
+class ChatSessionAdmin(ViewOnlyAdmin):
+    list_display = ("__str__", "prompt", "user", "visibility", "created", "updated")
     search_fields = ("title", "user__username", "prompt__name")
-    raw_id_fields = ("prompt", "user")
     inlines = [MessageInline]
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(ViewOnlyAdmin):
     list_display = ("session", "role", "status", "mode", "model", "created")
     list_filter = ("role", "status", "mode")
     search_fields = ("content",)
-    raw_id_fields = ("session",)
 
 
 # --- Teacher insight: counts are written by chat/insight.py and chat/feedback.py, read-only here ---

@@ -18,6 +18,7 @@ from accounts.permissions import (
     get_answer_for_feedback,
     get_prompt_for_edit,
     get_prompt_for_owner,
+    get_session_for_delete,
     get_session_for_read,
     require_login,
     require_teacher,
@@ -413,10 +414,7 @@ def export_chat(request, chat_id: int, format: Literal["md"] = "md"):
 @router.delete("/chats/{int:chat_id}", tags=["chats"], response={204: None})
 def delete_chat(request, chat_id: int):
     """Delete your own chat with all its messages (gone from the teachers' view too)."""
-    session = get_session_for_read(request.user, chat_id)
-    if session.user_id != request.user.pk:
-        raise Forbidden(_("Only the chat's student can delete it."))
-    session.delete()
+    get_session_for_delete(request.user, chat_id).delete()
     return Status(204, None)
 
 

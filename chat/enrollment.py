@@ -76,6 +76,13 @@ def readmit_student(enrollment: Enrollment) -> Enrollment:
     return enrollment
 
 
+def set_status(enrollment: Enrollment, status: str) -> Enrollment:
+    """Move an enrollment to `status` through the function that owns that change (the admin's one way)."""
+    if status == EnrollmentStatus.ENROLLED:
+        return readmit_student(enrollment)
+    return remove_student(enrollment, block=status == EnrollmentStatus.BLOCKED)
+
+
 def rotate_join_code(prompt: Prompt) -> str:
     """A new join code: the old code and link stop working at once."""
     for _attempt in range(5):

@@ -18,6 +18,7 @@ from accounts.permissions import (
     get_prompt_for_chat,
     get_prompt_for_edit,
     get_prompt_for_owner,
+    get_session_for_delete,
     get_session_for_read,
     is_prompt_owner,
     require_teacher,
@@ -323,8 +324,8 @@ def chat_session(request, pk: int, session_id: int):
 @require_POST
 def chat_delete(request, pk: int, session_id: int):
     """A student deletes their own chat (gone for the teachers too)."""
-    session = get_session_for_read(request.user, session_id)
-    if session.prompt_id != pk or session.user_id != request.user.pk:
+    session = get_session_for_delete(request.user, session_id)
+    if session.prompt_id != pk:
         raise NotFound(_("There is no such chat."))
     session.delete()
     messages.success(request, _("Chat deleted."))

@@ -1,11 +1,15 @@
+from collections.abc import Callable
 from typing import cast
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import User
-from collections_app import files, writes
+from collections_app import files, lifecycle, writes
 from collections_app.models import Collection, SourceFile
+from currechat.errors import CurreChatError
 from currechat.forms import WriteRulesForm
 
 
@@ -74,11 +78,37 @@ class CollectionAdmin(admin.ModelAdmin):
 
 @admin.register(SourceFile)
 class SourceFileAdmin(admin.ModelAdmin):
+    """Files change only through their lifecycle (collections_app/lifecycle.py): uploads are checked
+    and ingested by the app, a status is what the worker found, so every field is read-only here and
+    Cancel and Retry are actions that call the lifecycle, as the collection page's buttons do."""
+
     list_display = ("original_name", "collection", "file_type", "status", "progress", "pages", "chunk_count", "created")
     list_filter = ("status", "file_type", "pdf_mode")
     search_fields = ("original_name", "sha256", "collection__name")
-    readonly_fields = ("sha256", "size", "created", "updated")
-    raw_id_fields = ("collection", "uploaded_by")
+    actions = ["cancel_files", "retry_files"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in SourceFile._meta.fields]
+
+    def has_add_permission(self, request):
+        return False  # uploads are checked by content (collections_app/files.add_file): use the collection page
+
+    @admin.action(description=gettext_lazy("Cancel ingestion"), permissions=["change"])
+    def cancel_files(self, request, queryset):
+        self._each(request, queryset, lifecycle.cancel_file, _("Cancelled"))
+
+    @admin.action(description=gettext_lazy("Retry ingestion"), permissions=["change"])
+    def retry_files(self, request, queryset):
+        self._each(request, queryset, lifecycle.retry_file, _("Queued again"))
+
+    def _each(self, request, queryset, change: Callable[[SourceFile], SourceFile], done: str) -> None:
+        for source in queryset:
+            try:
+                change(source)
+            except CurreChatError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+            else:
+                self.message_user(request, f"{done}: {source.original_name}", messages.SUCCESS)
 
     def delete_model(self, request, obj):
         files.delete_file(obj)
