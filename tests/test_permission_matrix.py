@@ -6,6 +6,9 @@ says which roles may use the route; everyone else is refused (401 / a redirect t
 for anonymous visitors, 403 or 404 for the signed-in). Each cell runs in a savepoint that is
 rolled back, so a DELETE in one cell does not change the next.
 
+The admin has its own cells at the end: staff without model permissions, with view-only and with
+change permissions, and a superuser, each trying what the rules forbid or allow.
+
 Roles: anonymous; `outsider` (a student not enrolled); `enrolled`; `removed` (a student the
 teacher removed); `other_teacher`; `owner` (of the collection and the prompt); `co_owner` (a
 co-owner of the collection and co-teacher of the prompt); `former_co_owner` (co-owner until
@@ -483,4 +486,167 @@ def test_websocket_permissions(world, pattern):
         connected, started = async_to_sync(_ws_cell)(world, role, path, "chats" in pattern)
         if connected != (role in may_connect) or started != (role in may_send):
             wrong.append(f"{role}: connected={connected} started={started}")
+    assert not wrong, "; ".join(wrong)
+
+
+# --- The admin: staff with view-only and with change permissions ----------------------------------
+# The admin is an edge like any other (docs/CONVENTIONS.md habit 18): a model permission lets staff
+# read or use the admin's own write paths, never write around a rule the pages enforce. Each row is
+# one attempt and how to see whether it took effect; the cells say for whom it does.
+
+ADMIN_ROLES = ("staff", "staff_view", "staff_change", "superuser")
+READERS = {"staff_view", "staff_change", "superuser"}
+CHANGERS = {"staff_change", "superuser"}
+NOBODY: set[str] = set()
+ADMIN_MODELS = ("user", "chatsession", "message", "enrollment", "sourcefile", "ltiidentity")
+
+
+@dataclass
+class AdminWorld:
+    users: dict[str, User]
+    student: User
+    other_student: User
+    session: ChatSession
+    question: Message
+    enrollment: Enrollment
+    source: SourceFile
+    identity: object  # lti.models.LtiIdentity
+
+
+@dataclass(frozen=True)
+class AdminRow:
+    allowed: set[str]
+    method: str
+    url: Callable[[AdminWorld], str]
+    took_effect: Callable[[AdminWorld, object], bool]  # (world, response) → did it happen?
+    data: Callable[[AdminWorld], dict] = field(default=lambda w: {})
+
+
+def _fresh(obj):
+    obj.refresh_from_db()
+    return obj
+
+
+def _action(name: str, *pks: int) -> dict:
+    return {"action": name, "_selected_action": list(pks)}
+
+
+ADMIN_ROWS: dict[str, AdminRow] = {
+    "read a chat": AdminRow(
+        READERS, "GET", lambda w: f"/admin/chat/chatsession/{w.session.pk}/change/",
+        lambda w, r: r.status_code == 200 and w.question.content in r.content.decode(),
+    ),
+    "change a chat's privacy level": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/chat/chatsession/{w.session.pk}/change/",
+        lambda w, r: _fresh(w.session).visibility == "named",
+        lambda w: {"visibility": "named", "user": w.session.user_id, "prompt": w.session.prompt_id},
+    ),
+    "rewrite a student's message": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/chat/message/{w.question.pk}/change/",
+        lambda w, r: _fresh(w.question).content != "What is bias?", lambda w: {"content": "Rewritten", "role": "user"},
+    ),
+    "delete a student's chat": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/chat/chatsession/{w.session.pk}/delete/",
+        lambda w, r: not ChatSession.objects.filter(pk=w.session.pk).exists(), lambda w: {"post": "yes"},
+    ),
+    "move Student N to another user": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/chat/enrollment/{w.enrollment.pk}/change/",
+        lambda w, r: _fresh(w.enrollment).student_id != w.student.pk,
+        lambda w: {"student": w.other_student.pk, "prompt": w.enrollment.prompt_id, "status": "enrolled"},
+    ),
+    "remove a student": AdminRow(
+        CHANGERS, "POST", lambda w: f"/admin/chat/enrollment/{w.enrollment.pk}/change/",
+        lambda w, r: _fresh(w.enrollment).status == EnrollmentStatus.REMOVED, lambda w: {"status": "removed"},
+    ),
+    "mark a file ready by hand": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/collections_app/sourcefile/{w.source.pk}/change/",
+        lambda w, r: _fresh(w.source).status == FileStatus.READY, lambda w: {"status": "ready", "progress": 100},
+    ),
+    "retry a failed file": AdminRow(
+        CHANGERS, "POST", lambda w: "/admin/collections_app/sourcefile/",
+        lambda w, r: _fresh(w.source).status == FileStatus.QUEUED, lambda w: _action("retry_files", w.source.pk),
+    ),
+    "have a reset link mailed to a student": AdminRow(
+        CHANGERS, "POST", lambda w: "/admin/accounts/user/",
+        lambda w, r: "could not be mailed" in r.content.decode(), lambda w: _action("make_reset_links", w.student.pk),
+    ),
+    "see a student's reset link": AdminRow(
+        {"superuser"}, "POST", lambda w: "/admin/accounts/user/",
+        lambda w, r: "http://testserver/account/reset/" in r.content.decode(),
+        lambda w: _action("make_reset_links", w.student.pk),
+    ),
+    "make a reset link for a staff account": AdminRow(
+        {"superuser"}, "POST", lambda w: "/admin/accounts/user/",
+        lambda w, r: "could not be mailed" in r.content.decode(),
+        lambda w: _action("make_reset_links", w.users["staff"].pk),
+    ),
+    "change a user's email address": AdminRow(
+        {"superuser"}, "POST", lambda w: f"/admin/accounts/user/{w.student.pk}/change/",
+        lambda w, r: _fresh(w.student).email == "taken@example.org",
+        lambda w: {
+            "username": w.student.username, "email": "taken@example.org", "role": "student", "is_active": "on",
+            "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00",
+        },
+    ),
+    "set a user's password": AdminRow(
+        {"superuser"}, "POST", lambda w: f"/admin/accounts/user/{w.student.pk}/password/",
+        lambda w, r: _fresh(w.student).check_password("taken-over-123!"),
+        lambda w: {"password1": "taken-over-123!", "password2": "taken-over-123!", "usable_password": "true"},
+    ),
+    "link an LTI identity to a superuser": AdminRow(
+        {"superuser"}, "POST", lambda w: f"/admin/lti/ltiidentity/{w.identity.pk}/change/",
+        lambda w, r: _fresh(w.identity).user_id == w.users["superuser"].pk,
+        lambda w: {"user": w.users["superuser"].pk},
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture
+def admin_world(db) -> AdminWorld:
+    from django.contrib.auth.models import Permission
+
+    from lti.models import LtiIdentity, Platform
+
+    users = {
+        "staff": _user("staff", Role.TEACHER, is_staff=True),
+        "staff_view": _user("staff-view", Role.TEACHER, is_staff=True),
+        "staff_change": _user("staff-change", Role.TEACHER, is_staff=True),
+        "superuser": _user("root", Role.TEACHER, is_staff=True, is_superuser=True),
+    }
+    perms = Permission.objects.filter(content_type__model__in=ADMIN_MODELS)
+    users["staff_view"].user_permissions.add(*perms.filter(codename__startswith="view_"))
+    users["staff_change"].user_permissions.add(*perms.filter(codename__regex=r"^(view|change)_"))
+    student, other_student = _user("enrolled"), _user("outsider")
+    owner = _user("owner", Role.TEACHER)
+    prompt = Prompt.objects.create(owner=owner, name="Stats helper", curation_enabled=False)
+    enrollment = Enrollment.objects.create(prompt=prompt, student=student)
+    session = ChatSession.objects.create(prompt=prompt, user=student, visibility=prompt.chat_visibility)
+    question = Message.objects.create(session=session, role="user", content="What is bias?")
+    collection = Collection.objects.create(name="Statistics", language="english", owner=owner)
+    source = SourceFile.objects.create(
+        collection=collection, original_name="notes.md", file="x/notes.md", file_type="markdown", size=10,
+        sha256="0" * 64, status=FileStatus.FAILED,
+    )  # fmt: skip
+    platform = Platform.objects.create(
+        name="Moodle", issuer="https://lms.example.test", client_id="c", deployment_ids=["1"],
+        auth_login_url="https://lms.example.test/auth", auth_token_url="https://lms.example.test/token",
+    )  # fmt: skip
+    identity = LtiIdentity.objects.create(platform=platform, subject="learner-1", user=other_student)
+    return AdminWorld(users, student, other_student, session, question, enrollment, source, identity)
+
+
+@pytest.mark.parametrize("name", sorted(ADMIN_ROWS))
+def test_admin_permissions(admin_world, settings, name):
+    settings.EMAIL_HOST = ""  # no mail server: a link is either shown (superusers only) or not made
+    row = ADMIN_ROWS[name]
+    wrong = []
+    for role in ADMIN_ROLES:
+        client = Client()
+        client.force_login(admin_world.users[role])
+        with transaction.atomic():
+            response = getattr(client, row.method.lower())(row.url(admin_world), row.data(admin_world), follow=True)
+            happened = row.took_effect(admin_world, response)
+            transaction.set_rollback(True)
+        if happened != (role in row.allowed):
+            wrong.append(f"{role}: {'took effect' if happened else 'refused'}")
     assert not wrong, "; ".join(wrong)
