@@ -28,7 +28,7 @@ def _get(url: str) -> tuple[int, str]:
 @pytest.mark.slow
 def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
     web_port, redis_port = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG")}
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG", "ALLOW_PLAIN_HTTP")}
     env.update(
         EMBEDDING_WARMUP="1",
         PORT=str(web_port),
@@ -80,7 +80,7 @@ def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
 
 
 def test_run_script_refuses_a_port_in_use_before_starting_anything(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG")}
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG", "ALLOW_PLAIN_HTTP")}
     with __import__("socket").socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
