@@ -124,6 +124,8 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "collection_settings"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/settings/"),
     ("GET", "profile"): Row(SIGNED_IN, lambda w, r: "/account/profile/"),
     ("GET", "start_reset"): Row(TEACHERS, lambda w, r: "/account/reset/"),
+    # Any teacher may ask; the answer is the same whoever the username is (tests/test_password_reset_mail.py).
+    ("POST", "start_reset"): Row(TEACHERS, lambda w, r: "/account/reset/", lambda w: {"username": "enrolled"}),
     # A reset link: its token, not a role, opens it (tests/test_accounts_profile.py); a made-up one shows
     # "used or expired" to anyone.
     ("GET", "password_reset_confirm"): Row(EVERYONE, lambda w, r: "/account/reset/MQ/made-up-token/"),
