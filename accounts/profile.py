@@ -89,7 +89,7 @@ def start_reset(request):
     asked_for = ""
     if form is not None and request.method == "POST" and form.is_valid():
         asked_for = form.cleaned_data["username"].strip()
-        mail_reset_to_student(request, request.user, student_for_reset(request.user, asked_for))
+        mail_reset_to_student(request, student_for_reset(request.user, asked_for))
         form = ResetForm()
     return render(request, "accounts/start_reset.html", {"form": form, "asked_for": asked_for})
 

@@ -80,19 +80,22 @@ def deliver_reset_link(request, maker: User, user: User) -> ResetDelivery:
         note = _("No mail server is configured, so the link could not be mailed.")
     elif not user.email:
         note = _("%(username)s has no email address, so the link could not be mailed.") % {"username": user.username}
-    elif not _mail(user, link):
+    elif not mail_link(user, link):
         note = _("The mail could not be sent.")
     else:
         return ResetDelivery(sent_to=mask_address(user.email))
     return ResetDelivery(note=note, link=link if maker.is_superuser else "")
 
 
-def mail_reset_to_student(request, teacher: User, student: User | None) -> None:
-    """A teacher's request: mail `student` a link when they may get one this way (None: nobody,
-    e.g. a username that is not among the teacher's students). Nothing is returned, so what the
-    teacher is told cannot depend on who the username belongs to; failures are logged."""
+def mail_reset_to_student(request, student: User | None) -> None:
+    """A teacher's request: have `student` mailed a link when they may get one this way (None:
+    nobody, e.g. a username that is not among the teacher's students). Nothing is returned, so what
+    the teacher is told cannot depend on who the username belongs to; the worker sends the mail
+    (accounts/tasks.py) and logs a failure."""
+    from accounts import tasks
+
     if student is not None and mail_configured() and student.email:
-        _mail(student, reset_link(request, student))
+        tasks.mail_reset_to_student.enqueue(student.pk, request.build_absolute_uri("/").rstrip("/"))
 
 
 def resettable_by_teacher(user: User) -> bool:
@@ -105,7 +108,7 @@ def resettable_by_teacher(user: User) -> bool:
     )  # fmt: skip
 
 
-def _mail(user: User, link: str) -> bool:
+def mail_link(user: User, link: str) -> bool:
     """Send `user` the reset mail with `link`; False (logged) when the mail server fails."""
     try:
         reset_message(user, link).send()
@@ -131,4 +134,4 @@ class ResetRequestForm(PasswordResetForm):
         user = context["user"]
         path = reverse("password_reset_confirm", args=[context["uid"], context["token"]])
         # A failure is logged, never shown: the answer must not differ for addresses that exist.
-        _mail(user, f"{context['protocol']}://{context['domain']}{path}")
+        mail_link(user, f"{context['protocol']}://{context['domain']}{path}")

@@ -1,0 +1,21 @@
+"""Background tasks of accounts (django-tasks on the RQ backend, queue "default")."""
+
+from __future__ import annotations
+
+from django_tasks import task
+
+from accounts.models import User
+from accounts.resets import mail_link, reset_path, resettable_by_teacher
+
+
+@task(queue_name="default")
+def mail_reset_to_student(user_id: int, site: str) -> bool:
+    """Mail a student the link a teacher asked for, on `site` (the scheme and host the teacher used).
+
+    In the worker, so that how long the teacher's page takes does not tell whether a mail went out
+    (that would say whether the username is among their students). The link is made here, so it is
+    never stored in the queue. False when the student may no longer get one or the mail failed."""
+    user = User.objects.filter(pk=user_id).first()
+    if user is None or not user.email or not resettable_by_teacher(user):
+        return False
+    return mail_link(user, site + reset_path(user))
