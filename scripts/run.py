@@ -30,6 +30,8 @@ from scripts.redis_stack import RedisStackError, embedded_server  # noqa: E402
 PY = sys.executable
 RESTART_DELAY_MAX = 30.0
 STABLE_SECONDS = 60.0  # a child that ran this long had worked: its next restart is immediate again
+# The worker as the README and deployments start it (tests start it the same way).
+WORKER = [PY, "manage.py", "rqworker", "--job-class", "django_tasks_rq.Job", "--with-scheduler", "default", "ingest"]
 
 
 class Child:
@@ -220,18 +222,8 @@ def main() -> int:
         manage("check_services", env=env)
         manage("migrate", "--noinput", env=env)
         manage("seed_demo", env=env)
-        worker = [
-            PY,
-            "manage.py",
-            "rqworker",
-            "--job-class",
-            "django_tasks_rq.Job",
-            "--with-scheduler",
-            "default",
-            "ingest",
-        ]
         web = [PY, "-m", "daphne", "-b", host, "-p", port, "currechat.asgi:application"]
-        children.extend([Child("worker", worker, env), Child("web server", web, env)])
+        children.extend([Child("worker", WORKER, env), Child("web server", web, env)])
         for child in children:
             child.start()
         print(f"\nCurreChat is running at http://{host}:{port}/  (Ctrl-C stops the web server, worker and Redis)\n")
