@@ -152,9 +152,16 @@ class RedisStackServer:
         self._write_config()
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = f"{ensure_libssl()}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
-        tie = lifeline.preexec(self.die_with_parent) if self.die_with_parent else None
+        tied = self.die_with_parent is not None
+        # A tied server has a session of its own: Ctrl-C in `make run`'s terminal reaches only the
+        # script, which stops the worker before Redis (a Redis gone first kept the worker waiting).
         self.process = subprocess.Popen(
-            self.command(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=tie
+            self.command(),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=lifeline.preexec(self.die_with_parent) if self.die_with_parent else None,
+            start_new_session=tied,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
