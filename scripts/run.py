@@ -81,12 +81,15 @@ class Child:
             except OSError:  # the group is gone already
                 pass
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        self._kill_group(signal.SIGTERM)
+
+    def stop(self, deadline: float) -> None:
+        """Wait for it to end after `terminate` until `deadline` (monotonic), then kill it."""
         if self.process is None:
             return
-        self._kill_group(signal.SIGTERM)
         try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=max(deadline - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
             self._kill_group(signal.SIGKILL)
             self.process.wait()
@@ -212,8 +215,12 @@ def main() -> int:
     children: list[Child] = []
 
     def stop(*_args) -> None:
+        # All at once, so stopping takes as long as the slowest (daphne: several seconds), not the sum.
         for child in children:
-            child.stop()
+            child.terminate()
+        deadline = time.monotonic() + 10
+        for child in children:
+            child.stop(deadline)
         if redis_server is not None:
             redis_server.stop()
             print("Redis Stack stopped.")
