@@ -22,8 +22,8 @@ from scripts.run import WORKER
 from tests.fixtures_ingest import FAST_EMBEDDER
 
 ROOT = Path(__file__).resolve().parent.parent
-BEAT = 2  # WORKER_HEARTBEAT_SECONDS of the workers started here (and of this process's health check)
-STALE = 10  # INGEST_STALE_SECONDS: a file without a sign of life this long lost its worker
+BEAT = 3  # WORKER_HEARTBEAT_SECONDS of the workers started here (and of this process's health check)
+STALE = 15  # INGEST_STALE_SECONDS: a file without a sign of life this long lost its worker
 OLD_THRESHOLD = 60  # health used to count only workers that beat in the last 60 s
 SLACK = 15  # a loaded 2-core machine: seconds a process may lag behind what it promised
 
