@@ -32,6 +32,8 @@ class ServiceState:
     ok: bool
     detail: str  # English (the API and logs); pages translate it (templates/status_badge.html)
     count: int | None = None  # how many (workers), for a page's own plural sentence
+    busy: int | None = None  # of those workers, how many are in a job and how many wait for one
+    idle: int | None = None
 
 
 @dataclass(frozen=True)
@@ -114,32 +116,35 @@ def check_redis() -> ServiceState:
     return ServiceState(True, "Redis with search is reachable.")
 
 
-# A live worker beats every 20-30 s (currechat.worker.WORKER_TTL, rq's job monitoring interval);
-# one silent for longer has died, although rq keeps its registration for another minute.
-WORKER_SILENT_SECONDS = 60
-
-
 def check_workers() -> ServiceState:
-    """Background workers that showed a sign of life recently (RQ keeps a heartbeat per worker)."""
+    """Background workers that showed a sign of life recently, busy or idle.
+
+    Every CurreChat worker beats every WORKER_HEARTBEAT_SECONDS, waiting for a job or in one
+    (currechat.worker); one silent for WORKER_DEAD_BEATS beats has died, although rq keeps its
+    registration a minute longer."""
     from rq import Worker
+    from rq.worker import WorkerStatus
+
+    from currechat.worker import silent_seconds
 
     try:
         workers = Worker.all(connection=get_redis())
     except redis.RedisError:
         return ServiceState(False, gettext_noop("Unknown: Redis cannot be reached."))
     now = datetime.now(UTC)
-    count = sum(
-        1
+    live = [
+        w
         for w in workers
         if w.last_heartbeat is not None
-        and (now - w.last_heartbeat.replace(tzinfo=w.last_heartbeat.tzinfo or UTC)).total_seconds()
-        < WORKER_SILENT_SECONDS
-    )
-    if count == 0:
+        and (now - w.last_heartbeat.replace(tzinfo=w.last_heartbeat.tzinfo or UTC)).total_seconds() < silent_seconds()
+    ]
+    if not live:
         return ServiceState(
             False, gettext_noop("No background worker is running: uploaded files wait until one starts."), 0
         )
-    return ServiceState(True, f"{count} background worker{'s' if count != 1 else ''} running.", count)
+    count, busy = len(live), sum(1 for w in live if w.get_state() == WorkerStatus.BUSY)
+    detail = f"{count} background worker{'s' if count != 1 else ''} running ({busy} busy, {count - busy} idle)."
+    return ServiceState(True, detail, count, busy=busy, idle=count - busy)
 
 
 def check_model_server(*, fresh: bool = False) -> tuple[ServiceState, list[str]]:

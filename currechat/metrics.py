@@ -24,8 +24,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram,
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from currechat.redis_client import get_redis
-
 REQUESTS = Counter("currechat_http_requests", "HTTP requests by route pattern.", ["route", "method", "status"])
 LATENCY = Histogram(
     "currechat_http_request_seconds",
@@ -62,16 +60,20 @@ class _QueueCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         import django_rq
-        from rq import Worker
+
+        from currechat.health import check_workers
 
         queued = GaugeMetricFamily("currechat_queue_jobs", "Jobs waiting in each task queue.", labels=["queue"])
         workers = GaugeMetricFamily("currechat_workers", "Background workers with a live heartbeat.")
         try:
             for name in settings.TASK_QUEUES:
                 queued.add_metric([name], django_rq.get_queue(name).count)
-            workers.add_metric([], Worker.count(connection=get_redis()))
         except redis.RedisError:
             return  # no figures rather than wrong ones; the health check says Redis is down
+        live = check_workers().count  # the count the status badge shows (dead registrations left out)
+        if live is None:
+            return
+        workers.add_metric([], live)
         yield queued
         yield workers
 

@@ -195,6 +195,11 @@ TASKS = {
 RQ_QUEUES = {name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 6 * 3600} for name in TASK_QUEUES}
 # Imports the embedding libraries once, not in every job's forked process (currechat/worker.py).
 RQ = {"WORKER_CLASS": "currechat.worker.PreloadingWorker"}
+# Every worker shows it is alive this often, idle or in a job, and then looks for files whose worker
+# died (INGEST_STALE_SECONDS). This, not `rqworker --worker-ttl` (rq's 420 s default), sets its
+# liveness whatever command starts it. Health counts a worker silent for WORKER_DEAD_BEATS beats as dead.
+WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
+WORKER_DEAD_BEATS = 6
 
 # --- Models (Ollama protocol) ----------------------------------------------------------------
 OLLAMA_HOST = env_url("OLLAMA_HOST", "http://127.0.0.1:11434", schemes=("http", "https"))

@@ -15,13 +15,16 @@ It also keeps files from being stuck when a process dies (docs/RELIABILITY.md):
   starts and then every few seconds, so a whole worker or machine that vanished is noticed too;
 - a job's process dies with its worker (Linux `PR_SET_PDEATHSIG`) instead of running on orphaned;
 - Redis going away makes rq's loop quit: this worker waits for Redis and carries on instead;
-- its registration expires within WORKER_TTL seconds of its death, so health counts live workers.
+- it beats every WORKER_HEARTBEAT_SECONDS, idle or in a job, whatever command line started it
+  (`manage.py rqworker` passes rq's `--worker-ttl` of 420 s, under which an idle worker beat, and
+  looked for dead workers' files, only every 405 s); health counts a silent worker as dead;
+- rq's scheduler process dies with its worker too.
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
+import os
 import signal
 import sys
 import time
@@ -33,12 +36,9 @@ from django.utils.translation import gettext_lazy
 from rq import Worker
 
 from collections_app import lifecycle
+from currechat import lifeline
 
-# rq's default (420 s) kept a dead worker registered, and counted as running, for 8 minutes.
-WORKER_TTL = 35
-SWEEP_SECONDS = 10.0
 INGEST_TASK = "collections_app.tasks.ingest_file"
-_PR_SET_PDEATHSIG = 1
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +69,26 @@ def schedule_daily_jobs() -> None:
 
 def die_with_parent() -> None:
     """Ask Linux to kill this process when its parent dies (no-op elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        log.info("Could not tie the job process to its worker", exc_info=True)
+    if not lifeline.die_with_parent(signal.SIGKILL) and sys.platform.startswith("linux"):
+        log.info("Could not tie the job process to its worker")
+
+
+_forks_tied = False
+
+
+def tie_forks_to_this_process() -> None:
+    """Every process this one forks from now on gets SIGTERM when it dies: rq's scheduler, which
+    then releases its lock and stops within a second instead of running on orphaned. (A job's
+    process asks for SIGKILL itself, in `main_work_horse`.)"""
+    global _forks_tied
+    if not _forks_tied:
+        os.register_at_fork(after_in_child=lambda: lifeline.die_with_parent(signal.SIGTERM))
+        _forks_tied = True
+
+
+def silent_seconds() -> int:
+    """After this long without a heartbeat a worker counts as dead (health, and rq's TTL)."""
+    return settings.WORKER_HEARTBEAT_SECONDS * settings.WORKER_DEAD_BEATS
 
 
 def redis_is_back(connection: redis.Redis, *, max_wait: float = 30.0) -> None:
@@ -92,8 +106,19 @@ def redis_is_back(connection: redis.Redis, *, max_wait: float = 30.0) -> None:
 
 class PreloadingWorker(Worker):
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("worker_ttl", WORKER_TTL)
+        # Ours whatever the command line says: `manage.py rqworker` always passes a TTL (420 s).
+        asked = kwargs.get("worker_ttl")
+        kwargs["worker_ttl"] = silent_seconds()
+        kwargs["job_monitoring_interval"] = settings.WORKER_HEARTBEAT_SECONDS  # beats during a job
         super().__init__(*args, **kwargs)
+        if asked and asked != self.worker_ttl:
+            log.info(
+                "Worker liveness from the settings: a heartbeat every %d s, dead after %d s "
+                "(WORKER_HEARTBEAT_SECONDS; the command line's TTL of %d s is not used)",
+                settings.WORKER_HEARTBEAT_SECONDS,
+                self.worker_ttl,
+                asked,
+            )
         self._swept_at = 0.0
         try:
             schedule_daily_jobs()
@@ -130,10 +155,23 @@ class PreloadingWorker(Worker):
         except (redis.ConnectionError, redis.TimeoutError):
             return False
 
+    # Liveness ----------------------------------------------------------------------------------
+
+    @property
+    def dequeue_timeout(self) -> int:
+        """How long an idle worker waits for a job before it beats again (rq: its TTL less 15 s)."""
+        return settings.WORKER_HEARTBEAT_SECONDS
+
+    def bootstrap(self, *args, **kwargs):
+        tie_forks_to_this_process()  # before rq forks its scheduler
+        super().bootstrap(*args, **kwargs)
+
     def heartbeat(self, *args, **kwargs):
+        """rq's heartbeat, then (at most every half beat) a look for files whose worker died: a file
+        of a worker killed mid-job is failed within INGEST_STALE_SECONDS + one beat."""
         super().heartbeat(*args, **kwargs)
         now = time.monotonic()
-        if now - self._swept_at >= SWEEP_SECONDS:
+        if now - self._swept_at >= settings.WORKER_HEARTBEAT_SECONDS / 2:
             self._swept_at = now
             try:
                 lifecycle.fail_stalled_files()

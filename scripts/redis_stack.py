@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from currechat import lifeline
+
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("CURRECHAT_VAR_DIR", ROOT / "var"))
 # A tool cache, not data: kept in the checkout's var/ even when CURRECHAT_VAR_DIR points elsewhere.
@@ -104,6 +106,9 @@ class RedisStackServer:
     persistent: bool = True
     with_search: bool = True  # False gives a plain Redis, to test the "no search module" message
     password: str | None = None
+    # A signal the server gets when the thread that started it ends (`make run`: SIGTERM, so that a
+    # supervisor killed hard leaves no server behind, and the server still writes its data out).
+    die_with_parent: int | None = None
     process: subprocess.Popen | None = None
 
     @property
@@ -147,7 +152,17 @@ class RedisStackServer:
         self._write_config()
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = f"{ensure_libssl()}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
-        self.process = subprocess.Popen(self.command(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        tied = self.die_with_parent is not None
+        # A tied server has a session of its own: Ctrl-C in `make run`'s terminal reaches only the
+        # script, which stops the worker before Redis (a Redis gone first kept the worker waiting).
+        self.process = subprocess.Popen(
+            self.command(),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=lifeline.preexec(self.die_with_parent) if self.die_with_parent else None,
+            start_new_session=tied,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -97,6 +97,9 @@ def _point_settings_at(tmp: Path, redis_url: str, ollama_url: str, *, prefix: st
             "OLLAMA_HOST": ollama_url,
             "OLLAMA_TIMEOUT": "10",
             "CURRECHAT_VAR_DIR": str(tmp / "var"),
+            # Never the developer's .env (`make run` writes one with a SECRET_KEY): a file that
+            # does not exist, so what a test sees is what the test set.
+            "CURRECHAT_ENV_FILE": str(tmp / "no.env"),
             "MEDIA_ROOT": str(tmp / "media"),
             "SECRET_KEY": "test-secret-key-not-for-production",
             "DEBUG": "0",

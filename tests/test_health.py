@@ -82,8 +82,17 @@ def test_badge_says_whether_a_background_worker_is_running(client_for, owner, db
     worker = Worker(["default"], connection=get_redis())
     worker.register_birth()
     try:
-        assert "1 background worker running" in client_for(owner).get("/").content.decode()
-        assert client_for(owner).get("/api/v1/health").json()["workers"]["ok"] is True
+        assert "1 background worker running. Busy: 0, idle: 1." in client_for(owner).get("/").content.decode()
+        assert client_for(owner).get("/api/v1/health").json()["workers"] == {
+            "ok": True,
+            "detail": "1 background worker running (0 busy, 1 idle).",
+            "count": 1,
+            "busy": 0,
+            "idle": 1,
+        }
+        worker.set_state("busy")  # in a job: the page says so, and that new files wait
+        page = client_for(owner).get("/").content.decode()
+        assert "Busy: 1, idle: 0. New files wait until one is free." in page
     finally:
         worker.register_death()
 

@@ -106,7 +106,9 @@ def test_health_counts_only_workers_that_beat_recently(db):
     live = Worker(["ingest"], connection=get_redis(), name="live-worker")
     live.register_birth()
     state = check_workers()
-    assert state.ok and state.detail == "1 background worker running."
+    assert state.ok and state.detail == "1 background worker running (0 busy, 1 idle)."
+    live.set_state("busy")
+    assert check_workers().detail == "1 background worker running (1 busy, 0 idle)."
 
 
 # Item 2: a web process dies mid-answer ----------------------------------------------------------------

@@ -38,8 +38,12 @@ def _check(env: dict) -> subprocess.CompletedProcess:
     )
 
 
-def test_production_refuses_to_start_without_a_secret_key():
-    result = _check({"DEBUG": "0"})
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    # No SECRET_KEY anywhere: not in the environment, and no .env (`make run` writes one into the
+    # checkout, and the settings would read it).
+    result = _check(
+        {"DEBUG": "0", "CURRECHAT_ENV_FILE": str(tmp_path / "absent.env"), "CURRECHAT_VAR_DIR": str(tmp_path / "var")}
+    )
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
 

@@ -1,0 +1,174 @@
+"""The real worker, started by the command line `make run` uses (`manage.py rqworker … --with-scheduler
+default ingest`), is counted while idle and while in a long job, and a worker killed mid-job is
+noticed: health stops counting it and its file is failed, with a Retry, by the worker still alive
+(docs/RELIABILITY.md, scenario 1b)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rq import Worker
+
+from currechat.health import check_workers
+from currechat.redis_client import get_redis
+from currechat.worker import silent_seconds
+from scripts.run import WORKER
+from tests.fixtures_ingest import FAST_EMBEDDER
+
+ROOT = Path(__file__).resolve().parent.parent
+BEAT = 3  # WORKER_HEARTBEAT_SECONDS of the workers started here (and of this process's health check)
+STALE = 15  # INGEST_STALE_SECONDS: a file without a sign of life this long lost its worker
+OLD_THRESHOLD = 60  # health used to count only workers that beat in the last 60 s
+SLACK = 15  # a loaded 2-core machine: seconds a process may lag behind what it promised
+
+
+def wait_for(check, timeout: float, what: str, log=lambda: ""):
+    """Poll `check` until it returns something true; fail naming `what` (and the log) after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{log()}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has died; only its parent has not read its exit code yet
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+class LiveWorkers:
+    """Real worker processes over this test session's Redis and a SQLite file of their own."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.database = tmp / "live.sqlite3"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{self.database}",
+            "MEDIA_ROOT": str(tmp / "media"),
+            "WORKER_HEARTBEAT_SECONDS": str(BEAT),
+            "INGEST_STALE_SECONDS": str(STALE),
+            "INGEST_HEARTBEAT_SECONDS": "1",
+            "EMBEDDING_MODEL": FAST_EMBEDDER,  # nothing to preload: the workers start in seconds
+        }
+        self.processes: list[subprocess.Popen] = []
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def start(self) -> subprocess.Popen:
+        log = (self.tmp / f"worker{len(self.processes)}.log").open("w")
+        process = subprocess.Popen(WORKER, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.processes.append(process)
+        return process
+
+    def log(self) -> str:
+        return "\n".join(path.read_text()[-3000:] for path in sorted(self.tmp.glob("worker*.log")))
+
+    def file(self, file_id: int) -> tuple[str, str]:
+        with sqlite3.connect(self.database, timeout=30) as db:
+            return db.execute(
+                "SELECT status, error FROM collections_app_sourcefile WHERE id = ?", (file_id,)
+            ).fetchone()
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def live_workers(tmp_path):
+    workers = LiveWorkers(tmp_path)
+    workers.manage("migrate", "--noinput")
+    yield workers
+    workers.stop()
+
+
+UPLOAD = """
+from django.core.files.base import ContentFile
+from accounts.models import Role, User
+from collections_app import files
+from collections_app.models import Collection
+teacher = User.objects.create_user(username="teacher", password="x", role=Role.TEACHER)
+collection = Collection.objects.create(name="Optics", language="english", owner=teacher, embedding_model="{model}")
+part = "Lens {{0}} bends light toward its focal point. " * 20
+markdown = "\\n\\n".join(f"## Part {{i}}\\n\\n" + part.format(i) for i in range(300))
+print(files.add_file(collection, ContentFile(markdown.encode(), name="optics.md"), teacher).pk)
+"""
+
+
+@pytest.mark.slow
+def test_idle_and_busy_workers_count_and_a_killed_ones_file_fails_with_retry(
+    live_workers, ollama, settings, client_for, owner
+):
+    settings.WORKER_HEARTBEAT_SECONDS = BEAT
+    ollama.embed_delay = 0.5  # seconds per passage: the file's job takes minutes
+    first, second = live_workers.start(), live_workers.start()
+    wait_for(lambda: check_workers().count == 2, 120, "both workers to listen", live_workers.log)
+    file_id = int(live_workers.manage("shell", "-c", UPLOAD.format(model=FAST_EMBEDDER)).split()[-1])
+    wait_for(lambda: live_workers.file(file_id)[0] == "processing", 60, "a worker to take the file")
+
+    # One in a long job, one idle, for longer than health used to trust a heartbeat: both count,
+    # and the band and the API say the same.
+    watched_until = time.monotonic() + OLD_THRESHOLD + 5
+    while time.monotonic() < watched_until:
+        state = check_workers()
+        assert (state.count, state.busy, state.idle) == (2, 1, 1), state
+        assert live_workers.file(file_id)[0] == "processing", "the job outlives the watch"
+        time.sleep(1)
+    band = client_for(owner).get("/").content.decode()
+    assert "2 background workers running. Busy: 1, idle: 1." in band
+    assert client_for(owner).get("/api/v1/health").json()["workers"]["detail"] == (
+        "2 background workers running (1 busy, 1 idle)."
+    )
+
+    # Kill the busy worker's main process, as the out-of-memory killer would.
+    busy_pid = next(w.pid for w in Worker.all(connection=get_redis()) if w.get_state() == "busy")
+    busy = next(p for p in (first, second) if p.pid == busy_pid)
+    orphans = children_of(busy_pid)  # its job's process, and rq's scheduler if it runs it
+    busy.kill()
+    busy.wait()
+    killed_at = time.monotonic()
+    wait_for(lambda: not any(alive(pid) for pid in orphans), 10, "the job process and scheduler to die with it")
+
+    wait_for(lambda: check_workers().count == 1, silent_seconds() + SLACK, "health to stop counting the dead worker")
+    noticed = time.monotonic() - killed_at
+    wait_for(
+        lambda: live_workers.file(file_id)[0] == "failed",
+        STALE + BEAT + SLACK,
+        "the living worker to fail the dead one's file",
+        live_workers.log,
+    )
+    failed = time.monotonic() - killed_at
+    error = live_workers.file(file_id)[1]
+    assert "no sign of life" in error and "Retry" in error, error
+    print(f"dead worker uncounted at +{noticed:.1f} s; its file failed at +{failed:.1f} s (stale after {STALE} s)")
