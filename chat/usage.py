@@ -374,8 +374,10 @@ class UsageMeter:
             self._settled = True
         try:
             if self.reserved:
+                pipe = get_redis().pipeline(transaction=False)
                 for key in self._keys(_held_key):
-                    get_redis().hdel(key, self.id)
+                    pipe.hdel(key, self.id)
+                pipe.execute()
             if self.tokens > settings.USAGE_RESERVE_TOKENS:
                 largest = _largest_key(self.week, self.user_id, self.prompt_id)
                 get_redis().eval(_RAISE_LARGEST, 1, largest, self.tokens, _expiry(self.week))
