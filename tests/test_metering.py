@@ -200,3 +200,23 @@ async def test_five_turns_started_together_overshoot_a_1000_token_budget_by_at_m
     after = await ws.receive_json_from(timeout=30)
     await ws.disconnect()
     assert after["code"] == "budget_exhausted" and usage.describe_reset(current_week()) in after["detail"]
+
+
+def test_a_message_refused_after_the_budget_check_gives_its_estimate_back(student, chat_prompt, settings):
+    """A second message in a chat still answering is refused (busy): what it set aside goes back,
+    so another chat can still start while the first answer holds its estimate."""
+    from chat.agent import start_turn
+    from chat.limits import ChatBusy
+
+    settings.USAGE_RESERVE_TOKENS = 700
+    chat_prompt.weekly_token_budget = 1000
+    chat_prompt.save()
+    first, second = (ChatSession.objects.create(prompt=chat_prompt, user=student) for _ in range(2))
+    running = start_turn(first, "What is bias?")
+    with pytest.raises(ChatBusy):
+        start_turn(first, "Hello again?")
+    other = start_turn(second, "And variance?")  # 0 spent + 700 held < 1,000
+    for turn in (running, other):
+        turn.meter.settle()
+        turn.lock.release()
+    assert allowance(student.pk, chat_prompt).used == 0, "nothing was spent: no model was asked"
