@@ -75,6 +75,20 @@ def searchable_collections(user) -> QuerySet:
     return Collection.objects.filter(pk__in=usable)
 
 
+def search_prompt(user, collection):
+    """The prompt a user's search in `collection` runs for: None for its editors (their own
+    collection), otherwise the first (oldest) open prompt the user is enrolled in that searches it.
+    Its budget pays for the search's curation calls and its curation switch holds."""
+    from chat.models import Prompt, enrolled_q, open_now_q
+
+    if user.is_superuser or collection.is_editable_by(user):
+        return None
+    for prompt in Prompt.objects.filter(enrolled_q(user), open_now_q()).distinct().order_by("pk"):
+        if prompt.usable_collections().filter(pk=collection.pk).exists():
+            return prompt
+    return None
+
+
 def get_collection_for_edit(user, pk: int):
     from collections_app.models import Collection
 

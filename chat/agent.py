@@ -37,7 +37,7 @@ from chat.model_choice import choose_model, offers_choice, stored_choice
 from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
 from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
-from chat.usage import UsageMeter, check_budget
+from chat.usage import UsageMeter, reserve
 from currechat import metrics
 from currechat.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
 from currechat.rendering import strip_citations
@@ -75,15 +75,15 @@ class Turn:
     reply: Message
     lock: TurnLock
     model: str  # the chat model that answers: the student's choice (chat/model_choice.py)
+    # Every model call made for the student, curation too, against the estimate set aside at the start.
+    meter: UsageMeter
     stop: StopSignal = field(init=False)
-    meter: UsageMeter = field(init=False)  # every model call made for the student, curation too
     # The student's language when they asked: the turn runs in a pool thread, which has none of
     # its own, and what it stores and sends (errors, an answer without a model) is read in it.
     language: str = field(default_factory=lambda: translation.get_language() or settings.LANGUAGE_CODE)
 
     def __post_init__(self) -> None:
         self.stop = StopSignal(self.session.id)
-        self.meter = UsageMeter(self.session.user_id, self.session.prompt_id)
 
     def check_stop(self) -> None:
         if self.stop.requested():
@@ -159,13 +159,18 @@ def start_turn(
                 )
                 % {"length": len(text), "most": settings.CHAT_MAX_MESSAGE_CHARS}
             )
-    check_budget(session.user_id, session.prompt)  # before the rate limit: a refusal costs no slot
-    check_rate(session.user_id)
-    fail_orphaned_replies(session)
+    # Before the rate limit (a refusal costs no slot); given back if anything after it refuses.
+    meter = reserve(session.user_id, session.prompt)
     lock = TurnLock(session.id)
-    lock.acquire()
-    StopSignal(session.id).clear()
     try:
+        check_rate(session.user_id)
+        fail_orphaned_replies(session)
+        lock.acquire()
+    except BaseException:
+        meter.settle()
+        raise
+    try:
+        StopSignal(session.id).clear()
         with transaction.atomic():
             if not retry:
                 question = Message.objects.create(session=session, role=MessageRole.USER, content=text)
@@ -183,8 +188,9 @@ def start_turn(
             )
     except BaseException:
         lock.release()
+        meter.settle()
         raise
-    return Turn(session=session, question=question, reply=reply, lock=lock, model=chosen)
+    return Turn(session=session, question=question, reply=reply, lock=lock, model=chosen, meter=meter)
 
 
 def _title(text: str) -> str:
@@ -271,6 +277,7 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
         log.exception("Chat turn %s failed", reply.id)
         final = _fail(reply, progress, TurnFailed(_("Something went wrong while answering. Try again.")), detail=exc)
     finally:
+        turn.meter.settle()  # what the turn held and did not use goes back to the budgets
         _mirror_usage(turn)
         turn.lock.release()
     sink.emit(final)

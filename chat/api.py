@@ -243,7 +243,7 @@ def rotate_join_code(request, prompt_id: int):
 @router.get("/prompts/{int:prompt_id}/students", response=list[StudentOut])
 def list_students(request, prompt_id: int):
     """The prompt's students (enrolled first, then removed and blocked), named only when the
-    prompt's chat visibility is `named`."""
+    prompt's chat visibility is `named` and every chat the student has in it was started `named`."""
     return roster.roster(get_prompt_for_edit(request.user, prompt_id))
 
 

@@ -2,7 +2,8 @@
 
 A student is known to teachers by their per-prompt number ("Student 7"), which is also the `id` the
 roster and its API use: a user id would let a teacher match a pseudonymous student with the same
-user in another prompt. Names are shown only when the prompt's chat visibility is "named".
+user in another prompt. A row is named only when the prompt's chat visibility is "named" *and*
+every chat the student has in it was started as "named" (see `label_for`).
 """
 
 from __future__ import annotations
@@ -47,9 +48,19 @@ def known_as(user, number: int | None, visibility: str) -> str:
     return Enrollment.label_of(number)
 
 
-def label_for(prompt: Prompt, enrollment: Enrollment) -> str:
-    """A roster row's label: at the prompt's level now (the roster is about the present)."""
-    return known_as(enrollment.student, enrollment.number, prompt.chat_visibility)
+def label_for(prompt: Prompt, enrollment: Enrollment, *, unnamed_chats: bool | None = None) -> str:
+    """A roster row's label: the student's name only when the prompt is "named" now and every chat
+    they have in it was started as "named"; otherwise "Student N".
+
+    The row carries the number its chats read as "Student N" carry: a name on it would tell the
+    teachers who wrote every pseudonymous chat of that number, whatever level the prompt has since
+    been switched to. `unnamed_chats` is whether the student has a chat started under another level
+    (the roster counts it with its other figures; None: asked here)."""
+    if unnamed_chats is None:
+        chats = ChatSession.objects.filter(prompt=prompt, user_id=enrollment.student_id)
+        unnamed_chats = chats.exclude(visibility=ChatVisibility.NAMED).exists()
+    named = prompt.chat_visibility == ChatVisibility.NAMED and not unnamed_chats
+    return known_as(enrollment.student, enrollment.number, ChatVisibility.NAMED if named else ChatVisibility.NONE)
 
 
 def chat_labels(prompt: Prompt, chats) -> list[str]:
@@ -67,9 +78,11 @@ def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
     student_ids = [e.student_id for e in enrollments]
     used, budgets = usage.used_this_week(prompt, student_ids), usage.budgets_of(prompt, student_ids)
     questions = Count("messages", filter=Q(messages__role=MessageRole.USER))
+    unnamed = Count("id", distinct=True, filter=~Q(visibility=ChatVisibility.NAMED))
     per_user = ChatSession.objects.filter(prompt=prompt).values("user_id")
     activity: dict[int, dict] = {
-        row["user_id"]: dict(row) for row in per_user.annotate(n_chats=Count("id", distinct=True), n_messages=questions)
+        row["user_id"]: dict(row)
+        for row in per_user.annotate(n_chats=Count("id", distinct=True), n_messages=questions, n_unnamed=unnamed)
     }
     rows = []
     for enrollment in enrollments:
@@ -77,7 +90,7 @@ def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
         rows.append(
             RosterRow(
                 id=enrollment.number,
-                label=label_for(prompt, enrollment),
+                label=label_for(prompt, enrollment, unnamed_chats=seen.get("n_unnamed", 0) > 0),
                 status=enrollment.status,
                 joined=enrollment.created,
                 last_active=enrollment.last_active,

@@ -4,9 +4,11 @@ Counted from the token counts the model server reports for every call made for t
 rounds, tool rounds and the curation of their searches — in Redis, so every web process and turn
 thread agrees at once; each turn also adds its figures to `TokenUsage` (the statistics mirror).
 
-Exactness under concurrency: a turn is refused when, at its start, the user's counter has reached
-the budget (one atomic read). Counts are added as each model call ends (one INCRBY pipeline), so a
-budget is exceeded by at most what the turns already running when it was reached go on to use.
+Exactness under concurrency: a turn (or a curated search) starts by setting an estimate aside
+(`reserve`: one Lua script checks the count plus what running work holds against the budget and
+holds the estimate, so every web process agrees). Counts are added as each model call ends, taken
+from what the work holds; when it ends, `UsageMeter.settle` gives back what it did not use. However
+many chats a student opens at once, a budget is overshot by at most one estimate.
 
 Two limits apply to a turn, both per week: the prompt's (`Prompt.weekly_token_budget`, or the one
 a teacher gave this student, `BudgetOverride`) and the user's across all prompts
@@ -16,10 +18,13 @@ The week starts at USAGE_WEEK_RESET_HOUR on USAGE_WEEK_RESET_WEEKDAY in TIME_ZON
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from time import time as now_seconds
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -35,7 +40,13 @@ from currechat import metrics
 from currechat.errors import CurreChatError, InvalidInput
 from currechat.redis_client import get_redis
 
+log = logging.getLogger(__name__)
+
 WARNING_SHARE = 0.9  # from this share of a budget on, the chat warns
+# Work that holds part of a budget is let go after this long without a model call reporting in (its
+# process died); the longest a chat turn may hold its chat (chat.limits.TURN_LOCK_SECONDS).
+RESERVATION_LEASE_SECONDS = 600
+HELD_RETRY_SECONDS = 10  # refused because the rest of a budget is held by running work
 
 
 class BudgetExhausted(CurreChatError):
@@ -189,44 +200,155 @@ def allowance(
     )
 
 
-def check_budget(user_id: int, prompt: Prompt) -> None:
-    """Raise BudgetExhausted (429, naming the reset time) when a limit is reached."""
-    limits = budget_for(prompt, user_id)
-    if limits[1] or (limits[0] is None and settings.USER_WEEKLY_TOKEN_BUDGET is None):
-        return  # no limit applies: no counter to read (counting goes on, for the roster and statistics)
-    standing = allowance(user_id, prompt, limits=limits)
-    which = standing.exhausted
-    if which is not None:
-        spent = standing.budget if which == "prompt" else standing.total_budget
-        if which == "prompt":
-            used = _("You have used your %(spent)s tokens for this week in this assistant.")
-        else:
-            used = _("You have used your %(spent)s tokens for this week across all assistants.")
-        again = _("Your budget starts again on %(when)s.") % {"when": describe_reset(standing.week)}
+def reserve(user_id: int, prompt: Prompt | None, *, week: Week | None = None) -> UsageMeter:
+    """Set an estimate of one piece of work's tokens (a chat turn, a curated search) aside from the
+    user's budgets, in one atomic step with the check that they have room; returns the meter that
+    counts the work's model calls and, at its end, `settle`s the estimate with the real count.
+
+    `prompt` is the one the work is charged to (None: only the user's budget across prompts, as for
+    a teacher searching their own collection). Raises BudgetExhausted (429): naming the reset time
+    when a budget is used up; asking to wait when the rest of it is set aside for work still running.
+
+    Why an estimate: counts arrive only as each model call ends, so turns started together would all
+    pass a check of the count alone. With the estimate held from the start, work is let in only
+    while the count plus what running work holds is below the budget, so however many chats a
+    student opens at once, the budget is overshot by at most one estimate (while no piece of work
+    costs more than its estimate; the costliest one this week raises the next estimates)."""
+    week = week or current_week()
+    budget, exempt = budget_for(prompt, user_id) if prompt is not None else (None, False)
+    user_budget = None if exempt else settings.USER_WEEKLY_TOKEN_BUDGET
+    meter = UsageMeter(user_id, prompt.pk if prompt is not None else None, week=week)
+    if budget is None and user_budget is None:
+        return meter  # no limit applies: nothing to set aside (counting goes on, for the roster and statistics)
+    estimate = _estimate(week, user_id, meter.prompt_id)
+    scopes = meter.scopes()
+    budgets = [budget if scope is not None else user_budget for scope in scopes]
+    keys = [key for scope in scopes for key in (_key(week, user_id, scope), _held_key(week, user_id, scope))]
+    now_ms = int(now_seconds() * 1000)
+    args: list[str | int] = [meter.id, estimate, now_ms + RESERVATION_LEASE_SECONDS * 1000, _expiry(week), now_ms]
+    args += [-1 if b is None else b for b in budgets]
+    code, which = get_redis().eval(_RESERVE, len(keys), *keys, *args)
+    if code:
         metrics.BUDGET_REFUSALS.inc()
-        raise BudgetExhausted(
-            f"{used % {'spent': f'{spent:,}'}} {again}",
-            retry_after=standing.week.seconds_left(),
+        raise _refusal(int(code), scopes[int(which) - 1], budgets[int(which) - 1] or 0, week)
+    meter.reserved = estimate
+    return meter
+
+
+def _refusal(code: int, scope: int | None, spent: int, week: Week) -> BudgetExhausted:
+    """The 429 of `reserve`: code 1, a budget is used up; code 2, the rest of it is set aside."""
+    if code == 2:
+        sentence = _(
+            "Answers or searches still running for you may use the rest of your budget for this week. "
+            "Try again when they have finished."
         )
+        return BudgetExhausted(sentence, retry_after=HELD_RETRY_SECONDS)
+    if scope is not None:
+        used = _("You have used your %(spent)s tokens for this week in this assistant.")
+    else:
+        used = _("You have used your %(spent)s tokens for this week across all assistants.")
+    again = _("Your budget starts again on %(when)s.") % {"when": describe_reset(week)}
+    return BudgetExhausted(f"{used % {'spent': f'{spent:,}'}} {again}", retry_after=week.seconds_left())
+
+
+def _held_key(week: Week, user_id: int, prompt_id: int | None) -> str:
+    """What running work holds of a budget: {meter id: "tokens:deadline in ms"}."""
+    return f"{_key(week, user_id, prompt_id)}:held"
+
+
+def _largest_key(week: Week, user_id: int, prompt_id: int | None) -> str:
+    return f"{_key(week, user_id, prompt_id)}:largest"
+
+
+def _estimate(week: Week, user_id: int, prompt_id: int | None) -> int:
+    largest = get_redis().get(_largest_key(week, user_id, prompt_id))
+    return max(settings.USAGE_RESERVE_TOKENS, int(largest or 0))
+
+
+# A budget is checked against what was counted plus what running work still holds (entries past
+# their deadline belonged to work whose process died: dropped here). ARGV: meter id, estimate,
+# deadline, key expiry, now, then one budget per key pair (-1: none). Returns {0, 0} when the
+# estimate was set aside, {1, pair} when that budget is used up, {2, pair} when it is held.
+_RESERVE = """
+local now = tonumber(ARGV[5])
+local function held(key)
+  local total, entries = 0, redis.call('HGETALL', key)
+  for i = 1, #entries, 2 do
+    local tokens, deadline = string.match(entries[i + 1], '(%d+):(%d+)')
+    if tonumber(deadline) < now then redis.call('HDEL', key, entries[i]) else total = total + tonumber(tokens) end
+  end
+  return total
+end
+local pairs_ = #KEYS / 2
+for i = 1, pairs_ do
+  local budget = tonumber(ARGV[5 + i])
+  if budget >= 0 then
+    local spent = tonumber(redis.call('GET', KEYS[2 * i - 1]) or '0')
+    if spent >= budget then return {1, i} end
+    if spent + held(KEYS[2 * i]) >= budget then return {2, i} end
+  end
+end
+for i = 1, pairs_ do
+  redis.call('HSET', KEYS[2 * i], ARGV[1], ARGV[2] .. ':' .. ARGV[3])
+  redis.call('EXPIRE', KEYS[2 * i], ARGV[4])
+end
+return {0, 0}
+"""
+
+# One model call's tokens: added to each count, taken from what the meter still holds (never
+# raised again: calls of one piece of work may report out of order; an entry already settled stays
+# gone). ARGV: meter id, tokens, tokens still held (-1: the meter holds nothing), deadline, expiry.
+_CONSUME = """
+for i = 1, #KEYS / 2 do
+  redis.call('INCRBY', KEYS[2 * i - 1], ARGV[2])
+  redis.call('EXPIRE', KEYS[2 * i - 1], ARGV[5])
+  local entry = redis.call('HGET', KEYS[2 * i], ARGV[1])
+  if entry and tonumber(ARGV[3]) >= 0 then
+    local before = tonumber(string.match(entry, '(%d+):'))
+    local left = math.min(before, tonumber(ARGV[3]))
+    if left > 0 then redis.call('HSET', KEYS[2 * i], ARGV[1], left .. ':' .. ARGV[4])
+    else redis.call('HDEL', KEYS[2 * i], ARGV[1]) end
+  end
+end
+return 0
+"""
+
+_RAISE_LARGEST = """
+if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[1]) or '0') then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+end
+return 0
+"""
 
 
 class UsageMeter:
-    """Counts the tokens of one turn's model calls for its user, as each call ends.
+    """Counts the tokens of one piece of work's model calls (a turn, a search) for its user, as
+    each call ends, and holds what `reserve` set aside for it until `settle`.
 
     Callable as `meter(prompt_tokens, completion_tokens, model)` from any thread (curation calls run in a
     pool); the counters in Redis grow at once, the database mirror when `flush()` runs at the
-    end of the turn."""
+    end of the turn. `prompt_id` None counts against the user's total only."""
 
-    def __init__(self, user_id: int, prompt_id: int, *, week: Week | None = None):
+    def __init__(self, user_id: int, prompt_id: int | None, *, week: Week | None = None):
         self.user_id, self.prompt_id = user_id, prompt_id
         self.week = week or current_week()
+        self.id = uuid.uuid4().hex
+        self.reserved = 0  # tokens `reserve` set aside; 0: none
         self.prompt_tokens = self.completion_tokens = self.calls = 0
         self._flushed = (0, 0, 0)
+        self._settled = False
         self._lock = threading.Lock()
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def scopes(self) -> list[int | None]:
+        """The counters the work counts against: its prompt's (if any), then the user's total."""
+        return [self.prompt_id, None] if self.prompt_id is not None else [None]
+
+    def _keys(self, name=_key) -> list[str]:
+        return [name(self.week, self.user_id, scope) for scope in self.scopes()]
 
     def __call__(self, prompt_tokens: int, completion_tokens: int, model: str = "") -> None:
         metrics.count_tokens(model, prompt_tokens, completion_tokens)
@@ -235,21 +357,41 @@ class UsageMeter:
             self.prompt_tokens += max(0, prompt_tokens)
             self.completion_tokens += max(0, completion_tokens)
             self.calls += 1
+            still_held = max(0, self.reserved - self.tokens) if self.reserved and not self._settled else -1
         if not spent:
             return
-        pipe = get_redis().pipeline(transaction=False)
-        for key in (_key(self.week, self.user_id, self.prompt_id), _key(self.week, self.user_id)):
-            pipe.incrby(key, spent)
-            pipe.expire(key, _expiry(self.week))
-        pipe.execute()
+        keys = [key for pair in zip(self._keys(), self._keys(_held_key), strict=True) for key in pair]
+        deadline = int(now_seconds() * 1000) + RESERVATION_LEASE_SECONDS * 1000
+        get_redis().eval(_CONSUME, len(keys), *keys, self.id, spent, still_held, deadline, _expiry(self.week))
+
+    def settle(self) -> None:
+        """The work ended: what it held and did not use goes back to the budgets, and its real cost
+        raises the next estimates if it was the costliest this week. Never raises (an entry left
+        behind lapses after RESERVATION_LEASE_SECONDS)."""
+        with self._lock:
+            if self._settled:
+                return
+            self._settled = True
+        try:
+            if self.reserved:
+                pipe = get_redis().pipeline(transaction=False)
+                for key in self._keys(_held_key):
+                    pipe.hdel(key, self.id)
+                pipe.execute()
+            if self.tokens > settings.USAGE_RESERVE_TOKENS:
+                largest = _largest_key(self.week, self.user_id, self.prompt_id)
+                get_redis().eval(_RAISE_LARGEST, 1, largest, self.tokens, _expiry(self.week))
+        except Exception:  # noqa: BLE001  (the budget stays right; only the estimate lapses later)
+            log.warning("Could not settle the tokens set aside for user %s", self.user_id, exc_info=True)
 
     def flush(self) -> None:
-        """Add what was counted since the last flush to this week's TokenUsage row."""
+        """Add what was counted since the last flush to this week's TokenUsage row (a prompt's
+        statistics: work charged to no prompt has none)."""
         with self._lock:
             now = (self.prompt_tokens, self.completion_tokens, self.calls)
             delta = [a - b for a, b in zip(now, self._flushed, strict=True)]
             self._flushed = now
-        if not any(delta):
+        if not any(delta) or self.prompt_id is None:
             return
         with transaction.atomic():
             row, _ = TokenUsage.objects.get_or_create(

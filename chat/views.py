@@ -209,7 +209,7 @@ def _chat_page(request, prompt, session):
     """A chat (or, without `session`, a blank one: it is created by its first message)."""
     owner = session.user if session else request.user
     query = request.GET.get("q", "").strip()[:200]
-    sessions = _chat_list(prompt, owner, query)
+    sessions = _chat_list(prompt, owner, query, viewer=request.user, beside=session)
     may_chat, closed_reason = _may_chat(request.user, prompt)
     writable = may_chat and owner.id == request.user.id
     teaching = prompt.is_taught_by(request.user)
@@ -262,10 +262,18 @@ def _lti_band(request, prompt) -> dict | None:
     return launch if launch and launch.get("prompt_id") == prompt.pk else None
 
 
-def _chat_list(prompt, owner, query: str):
+def _chat_list(prompt, owner, query: str, *, viewer=None, beside: ChatSession | None = None):
     """The side list: chats with at least one message (a chat exists from its first message on),
-    newest first, those matching `query` in their title or messages when one is given."""
+    newest first, those matching `query` in their title or messages when one is given.
+
+    Read by anyone but its student (`viewer`, reading the chat `beside`), the list holds only the
+    chats the viewer may read that were started at the level of the one read: a "none" chat's
+    title (its first question) never shows, and a named chat never lists the chats its student
+    wrote as "Student N" (nor the other way round). The search runs within that list only."""
     chats = ChatSession.objects.filter(prompt=prompt, user=owner, messages__isnull=False)
+    if viewer is not None and viewer.pk != owner.pk:
+        level = beside.visibility if beside is not None else None
+        chats = chats.filter(pk__in=ChatSession.objects.readable_by(viewer).values("pk"), visibility=level)
     if query:
         chats = chats.filter(Q(title__icontains=query) | Q(messages__content__icontains=query))
     return chats.distinct()

@@ -2,7 +2,8 @@
 
 Both run the same search the chat model runs (`rag.search.search_collections`) on a collection
 the user may search, and show everything it did. The API's passage schema is generated from
-`rag.results.Passage`, so the two cannot drift.
+`rag.results.Passage`, so the two cannot drift. Both go through `metered_search`: the curation
+calls are charged to the person searching, as the chat's are.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from django.views.decorators.http import require_GET
 from ninja import Field, Router, Schema
 from pydantic import create_model
 
-from accounts.permissions import get_collection_for_search
+from accounts.permissions import get_collection_for_search, search_prompt
 from currechat.ratelimit import search_by_user
 from currechat.rendering import render_markdown
-from rag.results import Passage
+from rag.results import Passage, SearchOutcome
 from rag.retrievers import LABELS
 from rag.search import MAX_QUERY_CHARS, search_collections
 
@@ -64,9 +65,37 @@ class SearchOut(Schema):
 def search_api(request, collection_id: int, body: SearchIn):
     """Hybrid search in one collection: owners and co-owners, and students of a prompt using it."""
     collection = get_collection_for_search(request.user, collection_id)
-    search_by_user().hit(request.user.pk)
     limit = _capped_limit(request.user, collection, body.limit)
-    return search_collections([collection], body.query, limit=limit, curate=body.curate).as_dict()
+    return metered_search(request.user, collection, body.query, limit=limit, curate=body.curate).as_dict()
+
+
+def metered_search(user, collection, query: str, *, limit: int = 15, curate: bool = True) -> SearchOutcome:
+    """The page's and the API's search, charged to the person searching like a chat turn.
+
+    A student searches through a prompt they joined (`search_prompt`): its curation switch holds,
+    and its budget and their own pay for the curation calls; a teacher's search in their own
+    collection counts against their own budget across prompts. A curated search first sets an
+    estimate aside (`chat.usage.reserve`), so a spent budget is refused with a 429 naming the reset
+    time before any model is asked, then counts the real calls. Without curation no model answers,
+    so nothing is charged or refused. Every search counts against the search rate limit."""
+    from chat import usage  # budgets are the chat app's, which sits above this one
+
+    prompt = search_prompt(user, collection)
+    switched_off = curate and prompt is not None and not prompt.curation_enabled
+    curate = curate and not switched_off
+    meter = usage.reserve(user.pk, prompt) if curate else None  # before the rate limit: a refusal costs no slot
+    try:
+        search_by_user().hit(user.pk)
+        outcome = search_collections([collection], query, limit=limit, curate=curate, usage=meter)
+    finally:
+        if meter is not None:
+            meter.settle()
+    if meter is not None:
+        meter.flush()  # the prompt's statistics, as a turn's
+    if switched_off:
+        note = _("Curation is off in “%(prompt)s”, the assistant you search through: results keep their search order.")
+        outcome.notes.append(note % {"prompt": prompt.name})
+    return outcome
 
 
 def _capped_limit(user, collection, limit: int) -> int:
@@ -107,9 +136,7 @@ def search_page(request, pk: int):
     query = request.GET.get("q", "").strip()[:MAX_QUERY_CHARS]
     # The checkbox is absent from a submitted form when unticked; before any search it starts ticked.
     curate = "curate" in request.GET if query else True
-    if query:
-        search_by_user().hit(request.user.pk)
-    outcome = search_collections([collection], query, curate=curate) if query else None
+    outcome = metered_search(request.user, collection, query, curate=curate) if query else None
     context = {
         "collection": collection,
         "query": query,

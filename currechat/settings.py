@@ -263,6 +263,10 @@ CHAT_RETENTION_DAYS = env_int("CHAT_RETENTION_DAYS", 365, minimum=0)
 # USAGE_WEEK_RESET_WEEKDAY (0 = Monday ... 6 = Sunday) in TIME_ZONE.
 CHAT_WEEKLY_TOKEN_BUDGET = env_optional_int("CHAT_WEEKLY_TOKEN_BUDGET", None, minimum=0)
 USER_WEEKLY_TOKEN_BUDGET = env_optional_int("USER_WEEKLY_TOKEN_BUDGET", None, minimum=0)
+# Set aside from a budget when a chat turn or a curated search starts, until its real count is in:
+# however many start at once, a budget is overshot by at most one such estimate (chat/usage.py). The
+# user's costliest turn this week in the prompt raises it, when that cost more.
+USAGE_RESERVE_TOKENS = env_int("USAGE_RESERVE_TOKENS", 4000, minimum=1)
 USAGE_WEEK_RESET_WEEKDAY = env_int("USAGE_WEEK_RESET_WEEKDAY", 0, minimum=0)
 USAGE_WEEK_RESET_HOUR = env_int("USAGE_WEEK_RESET_HOUR", 0, minimum=0)
 if USAGE_WEEK_RESET_WEEKDAY > 6 or USAGE_WEEK_RESET_HOUR > 23:

@@ -4,9 +4,7 @@ the week's boundary, and what teachers see and do about it."""
 from __future__ import annotations
 
 import json
-import math
 import threading
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -244,47 +242,46 @@ def test_a_new_prompt_gets_the_deployments_default_budget(owner, client_for, set
     assert unlimited.json()["weekly_token_budget"] is None
 
 
-def test_fifty_turns_at_once_exceed_the_budget_only_by_those_already_running(prompt, student, ollama):
-    """One student starts 50 turns over half a second, each answer taking ~0.3 s from the model
-    server: the budget check a turn starts with, then its model call, counted as it ends (what
-    start_turn and the agent loop do, without the database writes that SQLite's shared in-memory
-    test database cannot take from 50 threads). Every turn let in started before the budget was
-    reached, and every count arrived."""
+def test_fifty_turns_at_once_overshoot_the_budget_by_at_most_one_estimate(prompt, student, ollama, settings):
+    """One student starts 50 pieces of work at the same moment (a barrier), each a model call of
+    16 tokens: what start_turn and the agent loop do with the budget (`reserve`, the call counted as
+    it ends, `settle`), without the database writes that SQLite's shared in-memory test database
+    cannot take from 50 threads (five real turns: tests/test_metering.py). Work is let in only while
+    the count plus what running work holds is under the budget, and every count arrives."""
     per_turn = 11 + 5
+    settings.USAGE_RESERVE_TOKENS = 20  # the estimate: a little above a turn's real cost
     prompt.weekly_token_budget = 5 * per_turn
     prompt.save()
-    ollama.responder = lambda body: Reply(content="one two three four five", delay=0.06, prompt_tokens=11)
-    runs: list[tuple[float, float | None]] = []  # (asked at, answered at or None when refused)
-    lock = threading.Lock()
+    ollama.responder = lambda body: Reply(content="one two three four five", prompt_tokens=11)
+    answered, refused = [], []
+    lock, barrier = threading.Lock(), threading.Barrier(50)
 
-    def one(wait: float) -> None:
-        time.sleep(wait)
-        asked = time.monotonic()
+    def one() -> None:
+        barrier.wait(30)
         try:
-            usage.check_budget(student.pk, prompt)
-        except BudgetExhausted:
-            outcome: tuple[float, float | None] = (asked, None)
-        else:
-            meter = UsageMeter(student.pk, prompt.pk)
-            for event in get_chat_model("qwen3:8b").stream([ChatMessage(role="user", content="go")]):
-                if isinstance(event, Done):
-                    meter(event.prompt_tokens, event.completion_tokens, "qwen3:8b")
-            outcome = (asked, time.monotonic())
+            meter = usage.reserve(student.pk, prompt)
+        except BudgetExhausted as exc:
+            with lock:
+                refused.append(exc)
+            return
+        for event in get_chat_model("qwen3:8b").stream([ChatMessage(role="user", content="go")]):
+            if isinstance(event, Done):
+                meter(event.prompt_tokens, event.completion_tokens, "qwen3:8b")
+        meter.settle()
         with lock:
-            runs.append(outcome)
+            answered.append(meter.tokens)
 
-    threads = [threading.Thread(target=one, args=(i * 0.01,)) for i in range(50)]
+    threads = [threading.Thread(target=one) for _ in range(50)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
 
-    answered = sorted(done for _, done in runs if done is not None)
-    accepted = [asked for asked, done in runs if done is not None]
-    reached = answered[math.ceil(prompt.weekly_token_budget / per_turn) - 1]  # no later than this
-    assert len(runs) == 50 and 5 < len(accepted) < 50
-    assert all(asked < reached for asked in accepted), "no turn was let in after the budget was reached"
-    assert allowance(student.pk, prompt).used == per_turn * len(accepted), "every count arrived"
+    used = allowance(student.pk, prompt).used
+    assert len(answered) + len(refused) == 50 and answered and refused
+    assert used == per_turn * len(answered), "every count arrived"
+    assert used < prompt.weekly_token_budget + settings.USAGE_RESERVE_TOKENS, "overshot by less than one estimate"
+    assert all(exc.status_code == 429 for exc in refused)
 
 
 def test_the_chat_shows_the_week_and_warns_near_the_end(client_for, student, session, owner):

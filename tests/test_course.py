@@ -367,7 +367,7 @@ def test_a_chat_keeps_the_label_its_student_was_told_after_the_prompt_becomes_na
     }
     for where, body in views.items():
         assert "Student 1" in body and "Sanna Suomi" not in body, where
-    assert "Sanna Suomi" in page, "the roster is about the present: at 'named' it names the student"
+    assert "Sanna Suomi" not in page, "the roster keeps 'Student 1' while a chat of that number is pseudonymous"
     later = ChatSession.objects.create(prompt=prompt, user=student, visibility="named")
     Message.objects.create(session=later, role="user", content="And a confidence interval?")
     labels = [c["user"] for c in api(teacher, "get", f"/prompts/{prompt.pk}/chats").json()]

@@ -652,3 +652,42 @@ def test_admin_permissions(admin_world, settings, name):
         if happened != (role in row.allowed):
             wrong.append(f"{role}: {'took effect' if happened else 'refused'}")
     assert not wrong, "; ".join(wrong)
+
+
+# --- What each role reads beside a chat, and what each role's search costs --------------------------
+# Cells of trust rather than of routes: a route may let a role in and still must not show it a
+# "none" chat's title, or let it curate without paying.
+
+
+def test_only_its_student_sees_the_title_of_a_none_chat_beside_their_other_chat(world):
+    prompt, student = world.prompt, world.users["enrolled"]
+    hidden = ChatSession.objects.create(prompt=prompt, user=student, visibility="none", title="A secret worry")
+    Message.objects.create(session=hidden, role="user", content="A secret worry")
+    url = f"/prompts/{prompt.pk}/chat/{world.chats['enrolled'].pk}/"
+    sees = set()
+    for role in ROLES:
+        client = Client()
+        if role != "anonymous":
+            client.force_login(world.users[role])
+        for page in (client.get(url), client.get(url + "?q=secret")):
+            if page.status_code == 200 and "A secret worry" in page.content.decode():
+                sees.add(role)
+    assert sees == {"enrolled"}
+
+
+def test_a_curated_search_is_charged_to_whoever_searches(world, settings):
+    from chat.usage import UsageMeter
+
+    settings.USER_WEEKLY_TOKEN_BUDGET = 100
+    world.prompt.curation_enabled = True
+    world.prompt.weekly_token_budget = 100
+    world.prompt.save()
+    UsageMeter(world.users["enrolled"].pk, world.prompt.pk)(100, 0, "qwen3:8b")  # the prompt's budget
+    UsageMeter(world.users["owner"].pk, None)(100, 0, "qwen3:8b")  # the owner's own, across prompts
+    expected = {role: REFUSED for role in ROLES} | {"anonymous": LOGIN, "co_owner": OK, "superuser": OK}
+    expected |= {"enrolled": "status 429", "owner": "status 429"}
+    got = {}
+    for role in ROLES:
+        url = f"{_API}/collections/{world.collection.pk}/search"
+        got[role] = _cell(world, role, "POST", url, {"query": "mean", "curate": True}, json_body=True)
+    assert got == expected
