@@ -45,4 +45,5 @@ urlpatterns = [
 ]
 
 admin.site.site_header = _("CurreChat administration")
+admin.site.login_form = views.AdminLoginForm  # LOCAL_LOGIN holds on the admin's password form too
 admin.site.site_title = _("CurreChat admin")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
@@ -57,6 +58,15 @@ def _account_key(username: str) -> str:
 
 class LocalLoginForm(AuthenticationForm):
     """A CurreChat password, for whom LOCAL_LOGIN still allows one (sso/config.py)."""
+
+    def confirm_login_allowed(self, user):
+        super().confirm_login_allowed(user)
+        if not local_password_allowed(user):
+            raise forms.ValidationError(local_password_sentence(), code="sso_only")
+
+
+class AdminLoginForm(AdminAuthenticationForm):
+    """The admin site's own password form follows LOCAL_LOGIN too (currechat/urls.py sets it)."""
 
     def confirm_login_allowed(self, user):
         super().confirm_login_allowed(user)

@@ -168,6 +168,9 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     # and tests/test_sso_saml.py drive them against real identity providers).
     ("GET", "oidc_start"): Row(set(), lambda w, r: "/sso/oidc/start/", anonymous=REFUSED),
     ("GET", "oidc_callback"): Row(set(), lambda w, r: "/sso/oidc/callback/?code=x&state=y", anonymous=REFUSED),
+    ("GET", "saml_start"): Row(set(), lambda w, r: "/sso/saml/start/", anonymous=REFUSED),
+    ("POST", "saml_acs"): Row(set(), lambda w, r: "/sso/saml/acs/", lambda w: {"SAMLResponse": "x"}, anonymous=REFUSED),
+    ("GET", "saml_metadata"): Row(set(), lambda w, r: "/sso/saml/metadata/", anonymous=REFUSED),
     ("GET", "admin:index"): Row(ADMIN, lambda w, r: "/admin/", login_for=frozenset(SIGNED_IN - ADMIN)),
 }
 

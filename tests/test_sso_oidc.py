@@ -269,6 +269,12 @@ def test_with_local_login_off_the_password_form_is_for_administrators(oidc, sett
     settings.LOCAL_LOGIN = "off"
     html = Client().get("/login/").content.decode()
     assert "Administrators: log in with a CurreChat password" in html
+    # The admin site's own password form holds to it too.
+    User.objects.create_user("staffer", password=PASSWORD, role=Role.TEACHER, is_staff=True)
+    refused = Client().post("/admin/login/", {"username": "staffer", "password": PASSWORD, "next": "/admin/"})
+    assert refused.status_code == 200 and "Sign in with Example University instead" in refused.content.decode()
+    User.objects.create_superuser("root", password=PASSWORD)
+    assert Client().post("/admin/login/", {"username": "root", "password": PASSWORD}).status_code == 302
 
 
 def test_with_sso_on_the_password_pages_say_where_passwords_are_managed(oidc, settings):
