@@ -123,10 +123,34 @@ def sign_in(person: Person) -> User:
     return user
 
 
+def person_id_linking() -> bool:
+    """Whether the deployment named the attribute that carries the university's person identifier."""
+    return bool(settings.OIDC_CLAIM_PERSON_ID or settings.SAML_ATTRIBUTE_PERSON_ID)
+
+
+def shared_account(person_id: str) -> User | None:
+    """The one account that a campus sign-in or an LTI launch already reached with this person
+    identifier (the provider's OIDC_CLAIM_PERSON_ID / SAML_ATTRIBUTE_PERSON_ID, the platform's
+    lis.person_sourcedid). None when linking is off, the value is empty or ambiguous, or the
+    account is a superuser's (an administrator links those by hand)."""
+    from lti.models import LtiIdentity
+
+    if not (person_id and person_id_linking()):
+        return None
+    users = set(SsoIdentity.objects.filter(person_id=person_id).values_list("user", flat=True))
+    users |= set(LtiIdentity.objects.filter(person_id=person_id).values_list("user", flat=True))
+    if len(users) != 1:
+        return None
+    return User.objects.filter(pk=users.pop(), is_superuser=False).first()
+
+
 def _existing_account(person: Person) -> User | None:
-    """A local account to link: only with SSO_LINK_VERIFIED_EMAIL, only by an address the provider
-    vouches for, only when exactly one account has it, and never a superuser's (an administrator
-    links those by hand)."""
+    """An account to link: the same person's LTI account (a shared person identifier), or a local
+    account, only with SSO_LINK_VERIFIED_EMAIL, only by an address the provider vouches for, only
+    when exactly one account has it, and never a superuser's (an administrator links those by hand)."""
+    shared = shared_account(person.person_id)
+    if shared is not None:
+        return shared
     if not (settings.SSO_LINK_VERIFIED_EMAIL and person.email and person.email_verified):
         return None
     matches = list(User.objects.filter(email__iexact=person.email)[:2])

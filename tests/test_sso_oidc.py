@@ -341,3 +341,58 @@ def test_a_local_session_logs_out_as_before(oidc, student):
     client.force_login(student)
     out = client.post("/logout/")
     assert out.status_code == 302 and out["Location"] == "/login/"
+
+
+# --- the same person through a learning platform ---------------------------------------------------
+
+
+@pytest.fixture
+def lms(settings):
+    from tests.lti_platform import TestPlatform
+
+    platform = TestPlatform()
+    platform.register()
+    return platform
+
+
+def _launch_with_person_id(lms, prompt: Prompt, person_id: str):
+    from lti.provision import CUSTOM_CODE
+    from tests.lti_platform import LTI
+
+    client = Client()
+    extra = {f"{LTI}lis": {"person_sourcedid": person_id}}
+    response = lms.launch(client, custom={CUSTOM_CODE: prompt.join_code}, **extra)
+    assert response.status_code == 302, response.content[:300]
+    return response.wsgi_request.user
+
+
+def _with_person_id(oidc, person_id: str) -> None:
+    people = dict(oidc.accounts)
+    people["sami"]["claims"]["person_id"] = person_id
+    oidc.set_accounts(*people.items())
+
+
+def test_a_launch_and_a_sign_in_agreeing_on_the_person_identifier_are_one_account(oidc, lms, owner, settings):
+    settings.OIDC_CLAIM_PERSON_ID = "person_id"
+    prompt = Prompt.objects.create(owner=owner, name="Stats helper")
+    launched = _launch_with_person_id(lms, prompt, "S12345")
+    _with_person_id(oidc, "S12345")
+    oidc.sign_in(Client(), "sami")
+    assert identity_user("sami") == launched
+    assert User.objects.filter(role=Role.STUDENT).count() == 1
+
+
+def test_a_sign_in_first_then_a_launch_reach_the_same_account(oidc, lms, owner, settings):
+    settings.OIDC_CLAIM_PERSON_ID = "person_id"
+    prompt = Prompt.objects.create(owner=owner, name="Stats helper")
+    _with_person_id(oidc, "S12345")
+    oidc.sign_in(Client(), "sami")
+    assert _launch_with_person_id(lms, prompt, "S12345") == identity_user("sami")
+
+
+def test_without_a_named_person_identifier_launch_and_sign_in_stay_apart(oidc, lms, owner):
+    prompt = Prompt.objects.create(owner=owner, name="Stats helper")
+    launched = _launch_with_person_id(lms, prompt, "S12345")
+    _with_person_id(oidc, "S12345")
+    oidc.sign_in(Client(), "sami")
+    assert identity_user("sami") != launched
