@@ -59,6 +59,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "sso.middleware.ProviderFormActionMiddleware",  # after CSP: it adds to the policy CSP then writes
     "currechat.middleware.ServiceUnavailableMiddleware",
 ]
 

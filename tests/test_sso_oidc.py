@@ -70,8 +70,18 @@ def test_the_login_page_offers_the_university_first(oidc):
     assert "Forgot your password?" not in html
 
 
+def form_action(response) -> str:
+    return next(d for d in response["Content-Security-Policy"].split(";") if "form-action" in d).strip()
+
+
+def test_pages_may_send_forms_on_to_the_provider_and_nowhere_else(oidc):
+    # Logging out (a form) is redirected to the provider's end-session endpoint; browsers check that.
+    assert form_action(Client().get("/login/")) == f"form-action 'self' {oidc.issuer}"
+
+
 def test_without_oidc_settings_nothing_of_it_is_there(db, settings):
     settings.OIDC_ISSUER = ""
+    assert form_action(Client().get("/login/")) == "form-action 'self'"
     html = Client().get("/login/").content.decode()
     assert "Sign in with" not in html and "Students: open the join link" in html
     assert Client().get("/sso/oidc/start/").status_code == 404
