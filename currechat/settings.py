@@ -491,6 +491,10 @@ SSO_PASSWORD_URL = env_str("SSO_PASSWORD_URL", "").strip()  # where the universi
 LOCAL_LOGIN = env_str("LOCAL_LOGIN", "all").strip().lower()
 if LOCAL_LOGIN not in ("all", "staff", "off"):
     raise ImproperlyConfigured(f"LOCAL_LOGIN must be all, staff or off (got {LOCAL_LOGIN!r}).")
+if LOCAL_LOGIN != "all" and not (OIDC_ISSUER or SAML_IDP_METADATA):
+    raise ImproperlyConfigured(
+        f"LOCAL_LOGIN={LOCAL_LOGIN} needs campus sign-in: set OIDC_ISSUER or SAML_IDP_METADATA, or LOCAL_LOGIN=all."
+    )
 # The OpenID Connect backend is always listed: it answers only the callback's code exchange, and
 # while OIDC_ISSUER is unset it authenticates nobody.
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "sso.oidc.Backend"]

@@ -130,6 +130,14 @@ def test_a_person_who_is_neither_student_nor_teacher_is_refused_and_nothing_is_m
     assert not User.objects.exists()
 
 
+def test_a_deactivated_account_stays_out(oidc):
+    oidc.sign_in(Client(), "sami")
+    User.objects.filter(pk=identity_user("sami").pk).update(is_active=False)
+    client = Client()
+    assert_refused(oidc.sign_in(client, "sami").response, "deactivated")
+    assert not signed_in_user(client).is_authenticated
+
+
 def test_a_changed_name_and_address_are_taken_at_the_next_sign_in(oidc):
     oidc.sign_in(Client(), "sami")
     people = dict(oidc.accounts)

@@ -24,6 +24,7 @@ def _check(env: dict) -> subprocess.CompletedProcess:
     ("env", "sentence"),
     [
         ({"LOCAL_LOGIN": "sometimes"}, "LOCAL_LOGIN must be all, staff or off (got 'sometimes')."),
+        ({"LOCAL_LOGIN": "off"}, "LOCAL_LOGIN=off needs campus sign-in: set OIDC_ISSUER or SAML_IDP_METADATA"),
         ({"OIDC_ISSUER": "login.uni.example"}, "OIDC_ISSUER must start with https://, http://"),
         (
             {"OIDC_ISSUER": "https://login.uni.example"},
