@@ -246,6 +246,8 @@ def _handler(idp: IdentityProvider):
             url = urlsplit(self.path)
             if url.path == "/sso/redirect":
                 self._send(200, idp.login_page({k: v[0] for k, v in parse_qs(url.query).items()}))
+            elif url.path == "/idp/metadata":  # the IdP's metadata at its entity ID, as IdPs publish it
+                self._send(200, idp.metadata_file.read_text())
             else:
                 self._send(404, "not found")
 

@@ -84,6 +84,13 @@ def test_first_sign_in_makes_a_teacher_and_a_student_from_their_attributes(saml)
     assert student.role == Role.STUDENT and student.language == "sv"
 
 
+def test_the_idp_metadata_may_come_from_a_url(saml, settings):
+    settings.SAML_IDP_METADATA = saml.entity_id  # served at its entity ID
+    forget_config()
+    signed = saml.sign_in(Client(), "siiri")
+    assert signed.response.status_code == 302 and identity_user("siiri").role == Role.STUDENT
+
+
 def test_a_changed_affiliation_demotes_at_the_next_sign_in(saml):
     client = Client()
     saml.sign_in(client, "tuomas")
