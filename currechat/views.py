@@ -215,7 +215,9 @@ def join_link(request, code: str):
         chosen = next((o for o in sso_options if o.protocol == request.POST.get("sso")), None)
         if chosen is not None:
             request.session[SSO_JOIN_KEY] = prompt.join_code
-            return redirect(chosen.url)
+            # A page that moves on by itself, not a redirect: browsers hold a form's redirects to the
+            # page's CSP form-action, which names no identity provider.
+            return render(request, "sso/continue.html", {"url": chosen.url, "label": chosen.label})
     pending = request.session.get(SSO_JOIN_KEY) if request.user.is_authenticated else None
     if request.method == "GET" and pending == prompt.join_code:
         del request.session[SSO_JOIN_KEY]

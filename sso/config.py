@@ -64,6 +64,13 @@ def unavailable() -> SignInUnavailable:
     )
 
 
+def cached_oidc_provider() -> OidcProvider | None:
+    """The endpoints if discovery has already run in this process (never fetches)."""
+    with _lock:
+        cached = _cache.get(settings.OIDC_ISSUER)
+    return cached[1] if cached else None
+
+
 def oidc_provider() -> OidcProvider:
     """The configured issuer's endpoints (discovery), checked to belong to that issuer."""
     issuer = settings.OIDC_ISSUER

@@ -1,10 +1,10 @@
-"""Pages may send forms on to the university's sign-in service.
+"""Pages may send the logout form on to the OpenID Provider.
 
 The Content-Security-Policy's `form-action 'self'` also covers where a submitted form is redirected
 (browsers enforce it on redirects): logging out (POST /logout/, then the provider's end-session
-endpoint) and joining through the university (POST /join/<code>/, then its sign-in page) would be
-stopped by the browser. While campus sign-in is on, this adds the provider's origins to
-`form-action` of every page, and nothing else.
+endpoint, RP-initiated logout) would be stopped by the browser. While OpenID Connect is on, this adds
+the provider's origins to `form-action` of every page, and nothing else. (Joining through the
+university moves on with a page of its own instead: templates/sso/continue.html.)
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
-from currechat.errors import CurreChatError
-from sso.config import oidc_enabled, oidc_provider, saml_enabled, sso_enabled
+from sso.config import cached_oidc_provider, oidc_enabled
 
 log = logging.getLogger(__name__)
 
@@ -24,22 +23,16 @@ def _origin(url: str) -> str:
 
 
 def provider_origins(request) -> list[str]:
-    """Origins of the sign-in and sign-out endpoints of the configured providers."""
+    """Origins of the OpenID Provider's endpoints."""
     from django.conf import settings
 
+    # Only what this process already knows: a page must not wait on a provider that is down.
     origins = set()
     if oidc_enabled():
         origins.add(_origin(settings.OIDC_ISSUER))
-        try:
-            provider = oidc_provider()
-        except CurreChatError:
-            pass  # the issuer's own origin is then all we know
-        else:
+        provider = cached_oidc_provider()
+        if provider is not None:
             origins.update(_origin(u) for u in (provider.authorization_endpoint, provider.end_session_endpoint))
-    if saml_enabled():
-        from sso.saml import idp_sign_in_origins
-
-        origins.update(idp_sign_in_origins(request))
     return sorted(o for o in origins if o)
 
 
@@ -51,7 +44,7 @@ class ProviderFormActionMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if sso_enabled() and response.get("Content-Type", "").startswith("text/html"):
+        if oidc_enabled() and response.get("Content-Type", "").startswith("text/html"):
             origins = provider_origins(request)
             if origins:
                 update = dict(getattr(response, "_csp_update", None) or {})

@@ -192,6 +192,10 @@ class CallbackView(OIDCAuthenticationCallbackView):
     def get(self, request):
         if not oidc_enabled():
             raise Http404
+        if request.GET.get("error") and request.GET.get("state") not in request.session.get("oidc_states", {}):
+            # The library signs the user out on any error answer; one this browser never asked for
+            # (a link from elsewhere) must not.
+            return self.login_failure()
         try:
             return super().get(request)
         except CurreChatError as exc:

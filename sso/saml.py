@@ -136,18 +136,6 @@ def _idp_entity_id(client: Saml2Client) -> str:
     return idps[0]
 
 
-def idp_sign_in_origins(request: HttpRequest) -> set[str]:
-    """Origins of the IdP's single sign-on endpoints (for the pages' form-action, sso/middleware.py)."""
-    from urllib.parse import urlsplit
-
-    try:
-        client = Saml2Client(sp_config(request))
-        services = client.metadata.single_sign_on_service(_idp_entity_id(client), saml2.BINDING_HTTP_REDIRECT)
-    except (CurreChatError, KeyError, TypeError):
-        return set()
-    return {f"{urlsplit(s['location']).scheme}://{urlsplit(s['location']).netloc}" for s in services}
-
-
 def _safe_next(request: HttpRequest) -> str:
     wanted = request.GET.get("next", "")
     if wanted and url_has_allowed_host_and_scheme(wanted, {request.get_host()}, require_https=request.is_secure()):
