@@ -244,6 +244,21 @@ def test_cancelling_at_the_provider_says_so(oidc):
     assert_refused(response, "cancelled or refused there")
 
 
+def test_an_error_answer_this_browser_never_asked_for_signs_nobody_out(oidc):
+    client = Client()
+    oidc.sign_in(client, "sami")
+    response = client.get("/sso/oidc/callback/?error=access_denied&state=from-elsewhere")
+    assert response.status_code == 403
+    assert signed_in_user(client).is_authenticated
+
+
+def test_an_sso_account_is_told_where_its_password_is_managed(oidc):
+    client = Client()
+    oidc.sign_in(client, "sami")
+    html = client.get("/account/profile/").content.decode()
+    assert 'data-testid="passwords-managed"' in html and 'name="old_password"' not in html
+
+
 def test_an_unreachable_provider_is_a_sentence_not_an_error_page(oidc, settings):
     settings.OIDC_ISSUER = "http://127.0.0.1:9"  # nothing listens on the discard port
     forget_discovery()
