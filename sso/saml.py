@@ -11,7 +11,6 @@ from another browser either.
 
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 import time
@@ -242,8 +241,3 @@ def metadata(request: HttpRequest) -> HttpResponse:
     except CurreChatError as exc:
         return refused(request, exc)
     return HttpResponse(str(entity_descriptor(conf)).encode(), content_type="application/samlmetadata+xml")
-
-
-def decode_response(encoded: str) -> str:
-    """The XML of a posted SAMLResponse (for logs and tests)."""
-    return base64.b64decode(encoded).decode()
