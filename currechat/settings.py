@@ -467,6 +467,13 @@ if SAML_IDP_METADATA:
         raise ImproperlyConfigured(
             f"SAML_IDP_METADATA must be a metadata file or an http(s) URL (got {SAML_IDP_METADATA!r})."
         )
+# Metadata fetched from a URL is trusted only when signed by this certificate (the federation's).
+SAML_IDP_METADATA_CERT = env_str("SAML_IDP_METADATA_CERT", "").strip()
+if SAML_IDP_METADATA.startswith(("https://", "http://")) and not Path(SAML_IDP_METADATA_CERT or "-").is_file():
+    raise ImproperlyConfigured(
+        "SAML_IDP_METADATA is a URL: set SAML_IDP_METADATA_CERT to the PEM certificate its publisher signs it "
+        f"with (got {SAML_IDP_METADATA_CERT!r})."
+    )
 SAML_XMLSEC_BINARY = env_str("SAML_XMLSEC_BINARY", "/usr/bin/xmlsec1")
 # The attributes read (by their SAML names, urn:oid or friendly names as the IdP sends them).
 SAML_ATTRIBUTE_SUBJECT = env_str("SAML_ATTRIBUTE_SUBJECT", "eduPersonPrincipalName")

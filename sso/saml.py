@@ -58,7 +58,8 @@ def sp_entity_id(request: HttpRequest) -> str:
 def _metadata_source() -> dict[str, Any]:
     source = settings.SAML_IDP_METADATA
     if source.startswith(("https://", "http://")):
-        return {"remote": [{"url": source}]}
+        # pysaml2 refuses metadata from the URL unless it is signed by this certificate.
+        return {"remote": [{"url": source, "cert": settings.SAML_IDP_METADATA_CERT}]}
     return {"local": [source]}
 
 

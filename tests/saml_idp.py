@@ -28,9 +28,10 @@ from cryptography.x509.oid import NameOID
 from django.test import Client
 from saml2.authn_context import PASSWORD
 from saml2.config import IdPConfig
-from saml2.metadata import entity_descriptor
+from saml2.metadata import entity_descriptor, sign_entity_descriptor
 from saml2.saml import NAME_FORMAT_URI, NAMEID_FORMAT_PERSISTENT, NameID
 from saml2.server import Server
+from saml2.sigver import security_context
 
 XMLSEC = "/usr/bin/xmlsec1"
 
@@ -134,6 +135,12 @@ class IdentityProvider:
             }
         )
         return config
+
+    def signed_metadata(self) -> str:
+        """The IdP's metadata signed with its own key (a federation signs with its own)."""
+        config = self._config(metadata=None)
+        _descriptor, xml = sign_entity_descriptor(entity_descriptor(config), None, security_context(config))
+        return xml
 
     def trust(self, client: Client) -> None:
         """Read CurreChat's SP metadata from its stable URL, as a federation's registry would."""
@@ -246,8 +253,8 @@ def _handler(idp: IdentityProvider):
             url = urlsplit(self.path)
             if url.path == "/sso/redirect":
                 self._send(200, idp.login_page({k: v[0] for k, v in parse_qs(url.query).items()}))
-            elif url.path == "/idp/metadata":  # the IdP's metadata at its entity ID, as IdPs publish it
-                self._send(200, idp.metadata_file.read_text())
+            elif url.path == "/idp/metadata":  # signed, at its entity ID, as federations publish it
+                self._send(200, idp.signed_metadata())
             else:
                 self._send(404, "not found")
 

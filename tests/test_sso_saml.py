@@ -93,11 +93,21 @@ def test_first_sign_in_makes_a_teacher_and_a_student_from_their_attributes(saml)
     assert student.role == Role.STUDENT and student.language == "sv"
 
 
-def test_the_idp_metadata_may_come_from_a_url(saml, settings):
+def test_the_idp_metadata_may_come_from_a_url_signed_by_the_publisher(saml, settings):
     settings.SAML_IDP_METADATA = saml.entity_id  # served at its entity ID
+    settings.SAML_IDP_METADATA_CERT = saml.cert
     forget_config()
     signed = saml.sign_in(Client(), "siiri")
     assert signed.response.status_code == 302 and identity_user("siiri").role == Role.STUDENT
+
+
+def test_metadata_from_a_url_signed_by_someone_else_is_not_trusted(saml, settings):
+    settings.SAML_IDP_METADATA = saml.entity_id
+    settings.SAML_IDP_METADATA_CERT = saml.sp_cert  # not the key that signed it
+    forget_config()
+    response = Client().get("/sso/saml/start/")
+    assert response.status_code == 503 and 'data-testid="sso-refused"' in response.content.decode()
+    assert not User.objects.exists()
 
 
 def test_a_changed_affiliation_demotes_at_the_next_sign_in(saml):

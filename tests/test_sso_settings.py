@@ -41,6 +41,14 @@ def _check(env: dict) -> subprocess.CompletedProcess:
         ),
         ({"SAML_IDP_METADATA": "https://idp.uni.example/metadata"}, "SAML_SP_KEY_FILE must name the SP's PEM file"),
         ({"SSO_LINK_VERIFIED_EMAIL": "perhaps"}, "SSO_LINK_VERIFIED_EMAIL must be one of 1/0"),
+        (
+            {
+                "SAML_IDP_METADATA": "https://idp.uni.example/md",
+                "SAML_SP_KEY_FILE": "manage.py",
+                "SAML_SP_CERT_FILE": "manage.py",
+            },
+            "SAML_IDP_METADATA is a URL: set SAML_IDP_METADATA_CERT",
+        ),
     ],
 )
 def test_a_bad_sign_in_setting_stops_start_up_with_a_sentence_naming_it(env, sentence):
