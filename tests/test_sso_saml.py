@@ -121,6 +121,35 @@ def test_a_changed_affiliation_demotes_at_the_next_sign_in(saml):
     assert client.get(f"/prompts/{prompt.pk}/").status_code in (403, 404)  # the old session too
 
 
+@pytest.mark.django_db(transaction=True)
+async def test_a_demotion_at_the_next_sign_in_stops_the_open_websocket(saml, ollama):
+    from asgiref.sync import sync_to_async
+    from channels.db import database_sync_to_async
+    from channels.testing import WebsocketCommunicator
+    from django.conf import settings as django_settings
+
+    from chat.models import ChatSession
+    from currechat.asgi import application
+
+    client = Client()
+    await sync_to_async(saml.sign_in)(client, "tuomas")
+    teacher = await database_sync_to_async(identity_user)("tuomas")
+    prompt = await database_sync_to_async(Prompt.objects.create)(owner=teacher, name="Preview me")
+    preview = await database_sync_to_async(ChatSession.objects.create)(prompt=prompt, user=teacher)
+    cookie = f"{django_settings.SESSION_COOKIE_NAME}={client.cookies[django_settings.SESSION_COOKIE_NAME].value}"
+    headers = [(b"origin", b"http://127.0.0.1"), (b"cookie", cookie.encode())]
+    ws = WebsocketCommunicator(application, f"/ws/chats/{preview.pk}/", headers=headers)
+    assert (await ws.connect(timeout=10))[0]
+
+    saml.set_accounts(("tuomas", person("tuomas", "student")))
+    await sync_to_async(saml.sign_in)(Client(), "tuomas")
+    await ws.send_json_to({"type": "user_message", "content": "Still a teacher?"})
+    event = await ws.receive_json_from(timeout=10)
+    await ws.disconnect()
+    assert event["type"] == "error" and event["code"] == "not_allowed"
+    assert not ollama.chat_requests()
+
+
 @pytest.mark.parametrize("mode", ["unsigned", "tamper", "expired", "audience", "recipient"])
 def test_a_spoiled_assertion_is_refused_with_a_sentence_and_nothing_is_made(saml, mode):
     saml.spoil_next(mode)
