@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres gettext messages makemessages clean
+.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml gettext messages makemessages clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -31,6 +31,16 @@ postgres:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "The PostgreSQL run of the tests needs Debian's postgresql: sudo apt-get install postgresql"; exit 1; fi; }
 
+# Debian's xmlsec1: pysaml2 signs and verifies SAML assertions with it (campus sign-in, sso/saml.py).
+xmlsec:
+	@command -v xmlsec1 >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq xmlsec1 >/dev/null; \
+	  else echo "SAML sign-in needs Debian's xmlsec1: sudo apt-get install xmlsec1"; exit 1; fi; }
+
+# make run needs xmlsec1 only when SAML sign-in is configured.
+xmlsec-if-saml:
+	@if [ -n "$$SAML_IDP_METADATA" ] || grep -qs '^SAML_IDP_METADATA=.' .env; then $(MAKE) --no-print-directory xmlsec; fi
+
 # Debian's gettext for compiling the translation catalogues (locale/*/LC_MESSAGES/*.po).
 gettext:
 	@command -v msgfmt >/dev/null || { \
@@ -48,12 +58,13 @@ makemessages: $(STAMP) gettext
 	DEBUG=1 $(BIN)/python manage.py makemessages -l fi -l sv $(I18N_IGNORE)
 	DEBUG=1 $(BIN)/python manage.py makemessages -d djangojs -l fi -l sv $(I18N_IGNORE)
 
-# axe-core, injected into pages by the browser tests to check accessibility.
+# axe-core, injected into pages by the browser tests to check accessibility; oidc-provider, the
+# OpenID Provider the sign-in tests run with Node.
 node_modules/axe-core/axe.min.js: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
 
-run: $(STAMP) redis-libssl messages
+run: $(STAMP) redis-libssl messages xmlsec-if-saml
 	$(BIN)/python scripts/run.py
 
 # mypy's Django plugin loads the settings, which need a SECRET_KEY unless DEBUG is on.
@@ -71,17 +82,17 @@ format: $(STAMP)
 PYTEST_WORKERS ?= 2
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
-test: $(STAMP) redis-libssl browser postgres gettext messages node_modules/axe-core/axe.min.js lint
+test: $(STAMP) redis-libssl browser postgres xmlsec gettext messages node_modules/axe-core/axe.min.js lint
 	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-postgres
 
 # The suite again on PostgreSQL (every model, migration and write path; the browser tests, which
 # exercise pages rather than the database, run on SQLite only).
-test-postgres: $(STAMP) redis-libssl postgres messages
+test-postgres: $(STAMP) redis-libssl postgres xmlsec messages node_modules/axe-core/axe.min.js
 	TEST_DATABASE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not browser" $(PYTEST_ARGS)
 
 # Quick feedback while working: no browser tests, no tests marked slow, no type check.
-test-fast: $(STAMP) redis-libssl messages
+test-fast: $(STAMP) redis-libssl xmlsec messages node_modules/axe-core/axe.min.js
 	$(BIN)/python -m pytest $(PARALLEL) -m "not browser and not slow" $(PYTEST_ARGS)
 
 clean:

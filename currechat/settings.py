@@ -59,6 +59,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "sso.middleware.ProviderFormActionMiddleware",  # after CSP: it adds to the policy CSP then writes
     "currechat.middleware.ServiceUnavailableMiddleware",
 ]
 
@@ -78,6 +79,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "currechat.context_processors.service_status",
+                "sso.context_processors.campus_sign_in",
             ],
         },
     },
@@ -444,3 +446,85 @@ if EMBED_ALLOWED_ORIGINS:
 LTI_LAUNCH_TTL_SECONDS = env_int("LTI_LAUNCH_TTL_SECONDS", 3600, minimum=60)
 LTI_KEY_SET_CACHE_SECONDS = env_int("LTI_KEY_SET_CACHE_SECONDS", 3600, minimum=1)
 LTI_HTTP_TIMEOUT = env_float("LTI_HTTP_TIMEOUT", 5.0, minimum=0.1)
+
+# --- Campus sign-in: OpenID Connect and SAML 2.0 (sso/) -------------------------------------------
+# Both are off while their variables are unset, and the app is then exactly as without them.
+# OpenID Connect: the issuer's discovery document (<OIDC_ISSUER>/.well-known/openid-configuration)
+# names every endpoint; the client is registered there with the redirect URI <site>/sso/oidc/callback/.
+OIDC_ISSUER = env_str("OIDC_ISSUER", "").strip().rstrip("/")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "").strip()
+OIDC_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET", "")
+if OIDC_ISSUER:
+    env_url("OIDC_ISSUER", OIDC_ISSUER, schemes=("https", "http"))
+    if not OIDC_CLIENT_ID or not OIDC_CLIENT_SECRET:
+        raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID and OIDC_CLIENT_SECRET too.")
+OIDC_SCOPES = env_str("OIDC_SCOPES", "openid email profile")
+if OIDC_ISSUER and "openid" not in OIDC_SCOPES.split():
+    raise ImproperlyConfigured(f"OIDC_SCOPES must include openid (got {OIDC_SCOPES!r}).")
+# Which claim holds what (the ID token's `sub` is always the stable subject).
+OIDC_CLAIM_NAME = env_str("OIDC_CLAIM_NAME", "name")
+OIDC_CLAIM_GIVEN_NAME = env_str("OIDC_CLAIM_GIVEN_NAME", "given_name")
+OIDC_CLAIM_FAMILY_NAME = env_str("OIDC_CLAIM_FAMILY_NAME", "family_name")
+OIDC_CLAIM_EMAIL = env_str("OIDC_CLAIM_EMAIL", "email")
+OIDC_CLAIM_LANGUAGE = env_str("OIDC_CLAIM_LANGUAGE", "locale")
+OIDC_CLAIM_AFFILIATION = env_str("OIDC_CLAIM_AFFILIATION", "eduperson_affiliation")
+OIDC_CLAIM_GROUPS = env_str("OIDC_CLAIM_GROUPS", "groups")
+OIDC_CLAIM_PERSON_ID = env_str("OIDC_CLAIM_PERSON_ID", "")
+OIDC_HTTP_TIMEOUT = env_float("OIDC_HTTP_TIMEOUT", 5.0, minimum=0.1)
+OIDC_DISCOVERY_CACHE_SECONDS = env_int("OIDC_DISCOVERY_CACHE_SECONDS", 3600, minimum=0)
+# SAML 2.0: the IdP's (or federation's) metadata, a file path or an https URL. The SP's metadata is
+# served at <site>/sso/saml/metadata/; its key and certificate sign requests and decrypt assertions.
+SAML_IDP_METADATA = env_str("SAML_IDP_METADATA", "").strip()
+SAML_IDP_ENTITY_ID = env_str("SAML_IDP_ENTITY_ID", "").strip()  # which IdP of a federation's metadata
+SAML_SP_ENTITY_ID = env_str("SAML_SP_ENTITY_ID", "").strip()  # default: <site>/sso/saml/metadata/
+SAML_SP_KEY_FILE = env_str("SAML_SP_KEY_FILE", "").strip()
+SAML_SP_CERT_FILE = env_str("SAML_SP_CERT_FILE", "").strip()
+if SAML_IDP_METADATA:
+    for _name, _path in (("SAML_SP_KEY_FILE", SAML_SP_KEY_FILE), ("SAML_SP_CERT_FILE", SAML_SP_CERT_FILE)):
+        if not _path or not Path(_path).is_file():
+            raise ImproperlyConfigured(
+                f"SAML_IDP_METADATA is set: {_name} must name the SP's PEM file (got {_path!r})."
+            )
+    if not SAML_IDP_METADATA.startswith(("https://", "http://")) and not Path(SAML_IDP_METADATA).is_file():
+        raise ImproperlyConfigured(
+            f"SAML_IDP_METADATA must be a metadata file or an http(s) URL (got {SAML_IDP_METADATA!r})."
+        )
+# Metadata fetched from a URL is trusted only when signed by this certificate (the federation's).
+SAML_IDP_METADATA_CERT = env_str("SAML_IDP_METADATA_CERT", "").strip()
+if SAML_IDP_METADATA.startswith(("https://", "http://")) and not Path(SAML_IDP_METADATA_CERT or "-").is_file():
+    raise ImproperlyConfigured(
+        "SAML_IDP_METADATA is a URL: set SAML_IDP_METADATA_CERT to the PEM certificate its publisher signs it "
+        f"with (got {SAML_IDP_METADATA_CERT!r})."
+    )
+SAML_XMLSEC_BINARY = env_str("SAML_XMLSEC_BINARY", "/usr/bin/xmlsec1")
+# The attributes read (by their SAML names, urn:oid or friendly names as the IdP sends them).
+SAML_ATTRIBUTE_SUBJECT = env_str("SAML_ATTRIBUTE_SUBJECT", "eduPersonPrincipalName")
+SAML_ATTRIBUTE_NAME = env_str("SAML_ATTRIBUTE_NAME", "displayName")
+SAML_ATTRIBUTE_GIVEN_NAME = env_str("SAML_ATTRIBUTE_GIVEN_NAME", "givenName")
+SAML_ATTRIBUTE_FAMILY_NAME = env_str("SAML_ATTRIBUTE_FAMILY_NAME", "sn")
+SAML_ATTRIBUTE_EMAIL = env_str("SAML_ATTRIBUTE_EMAIL", "mail")
+SAML_ATTRIBUTE_LANGUAGE = env_str("SAML_ATTRIBUTE_LANGUAGE", "preferredLanguage")
+SAML_ATTRIBUTE_AFFILIATION = env_str("SAML_ATTRIBUTE_AFFILIATION", "eduPersonAffiliation")
+SAML_ATTRIBUTE_GROUPS = env_str("SAML_ATTRIBUTE_GROUPS", "isMemberOf")
+SAML_ATTRIBUTE_PERSON_ID = env_str("SAML_ATTRIBUTE_PERSON_ID", "")
+# Both protocols: the button's name, the role mapping (affiliation or group values; a scoped value
+# such as faculty@uni.fi counts as faculty), and whether a local account may be linked by address.
+SSO_NAME = env_str("SSO_NAME", "your university").strip()
+SSO_TEACHER_VALUES = env_list("SSO_TEACHER_VALUES", ["faculty", "staff", "teacher"])
+SSO_STUDENT_VALUES = env_list("SSO_STUDENT_VALUES", ["student"])  # empty: everyone else is a student
+SSO_STAFF_GROUPS = env_list("SSO_STAFF_GROUPS", [])  # empty: the admin flag is never changed by sign-in
+SSO_LINK_VERIFIED_EMAIL = env_bool("SSO_LINK_VERIFIED_EMAIL", False)
+SSO_PASSWORD_URL = env_str("SSO_PASSWORD_URL", "").strip()  # where the university's passwords are changed
+# Who may still sign in with a CurreChat password: all, staff (everyone but students) or off
+# (superusers only, as a way in when the identity provider is down).
+LOCAL_LOGIN = env_str("LOCAL_LOGIN", "all").strip().lower()
+if LOCAL_LOGIN not in ("all", "staff", "off"):
+    raise ImproperlyConfigured(f"LOCAL_LOGIN must be all, staff or off (got {LOCAL_LOGIN!r}).")
+if LOCAL_LOGIN != "all" and not (OIDC_ISSUER or SAML_IDP_METADATA):
+    raise ImproperlyConfigured(
+        f"LOCAL_LOGIN={LOCAL_LOGIN} needs campus sign-in: set OIDC_ISSUER or SAML_IDP_METADATA, or LOCAL_LOGIN=all."
+    )
+# The OpenID Connect backend is always listed: it answers only the callback's code exchange, and
+# while OIDC_ISSUER is unset it authenticates nobody.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "sso.oidc.Backend"]
+INSTALLED_APPS.append("sso")

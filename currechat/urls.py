@@ -10,6 +10,7 @@ from currechat import views
 from currechat.api import api
 from currechat.embedding import embeddable
 from currechat.metrics import metrics_view
+from sso.views import LogoutView
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -19,7 +20,8 @@ urlpatterns = [
         embeddable(views.RateLimitedLoginView.as_view(template_name="registration/login.html")),
         name="login",
     ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Ends a campus sign-in at the provider too (sso/views.py); a local session just ends.
+    path("logout/", LogoutView.as_view(), name="logout"),
     path("password-reset/", views.RequestResetView.as_view(), name="password_reset"),
     path(
         "password-reset/sent/",
@@ -33,6 +35,7 @@ urlpatterns = [
     path("prompts/", include("chat.urls")),
     path("account/", include("accounts.urls")),
     path("lti/", include("lti.urls")),
+    path("sso/", include("sso.urls")),
     path("i18n/setlang/", set_language, name="set_language"),
     # The JavaScript strings of our own apps (static/js/*.js call gettext() from it).
     path("jsi18n/", JavaScriptCatalog.as_view(packages=["currechat"]), name="javascript-catalog"),
@@ -42,4 +45,5 @@ urlpatterns = [
 ]
 
 admin.site.site_header = _("CurreChat administration")
+admin.site.login_form = views.AdminLoginForm  # LOCAL_LOGIN holds on the admin's password form too
 admin.site.site_title = _("CurreChat admin")

@@ -10,10 +10,12 @@ by the email address asked for, sign-ups by address, unknown join codes by addre
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.contrib.auth.views import LoginView, PasswordResetView
 from django.db.models import Count, Q
 from django.shortcuts import redirect, render
@@ -40,6 +42,7 @@ from currechat.ratelimit import (
     reset_by_email,
     signup_by_address,
 )
+from sso.config import local_password_allowed, local_password_sentence, sign_in_options, sso_enabled
 
 
 def _too_many(request, exc: RateLimited):
@@ -53,9 +56,30 @@ def _account_key(username: str) -> str:
     return username.strip().casefold()[:150]
 
 
+class LocalLoginForm(AuthenticationForm):
+    """A CurreChat password, for whom LOCAL_LOGIN still allows one (sso/config.py)."""
+
+    def confirm_login_allowed(self, user):
+        super().confirm_login_allowed(user)
+        if not local_password_allowed(user):
+            raise forms.ValidationError(local_password_sentence(), code="sso_only")
+
+
+class AdminLoginForm(AdminAuthenticationForm):
+    """The admin site's own password form follows LOCAL_LOGIN too (currechat/urls.py sets it)."""
+
+    def confirm_login_allowed(self, user):
+        super().confirm_login_allowed(user)
+        if not local_password_allowed(user):
+            raise forms.ValidationError(local_password_sentence(), code="sso_only")
+
+
 class RateLimitedLoginView(LoginView):
     """Django's login, refused with 429 after too many failures for the account or the address.
-    Only failures count; a successful login forgives its account's failures."""
+    Only failures count; a successful login forgives its account's failures. With campus sign-in
+    on, the page offers "Sign in with <university>" first."""
+
+    form_class = LocalLoginForm
 
     def post(self, request, *args, **kwargs):
         try:
@@ -81,7 +105,10 @@ class RateLimitedLoginView(LoginView):
         return super().form_valid(form)
 
     def get_context_data(self, **kwargs):
-        return super().get_context_data(reset_by_mail=mail_configured(), **kwargs)
+        context = super().get_context_data(reset_by_mail=mail_configured(), **kwargs)
+        context["sso_options"] = sign_in_options(self.get_redirect_url())
+        context["local_login"] = settings.LOCAL_LOGIN
+        return context
 
 
 class RequestResetView(PasswordResetView):
@@ -97,7 +124,7 @@ class RequestResetView(PasswordResetView):
         return super().get_context_data(reset_by_mail=mail_configured(), **kwargs)
 
     def post(self, request, *args, **kwargs):
-        if not mail_configured():
+        if not mail_configured() or sso_enabled():  # the university manages passwords
             return self.get(request, *args, **kwargs)
         try:
             reset_by_address().hit(client_address(request))
@@ -181,7 +208,25 @@ def join_link(request, code: str):
         return render(request, "error.html", {"title": _("Not found"), "message": str(exc)}, status=404)
     if request.user.is_authenticated and prompt.is_taught_by(request.user):
         return redirect("prompt_detail", pk=prompt.pk)
-    form = None if request.user.is_authenticated else StudentSignupForm(request.POST or None)
+    sso_options = [] if request.user.is_authenticated else sign_in_options(request.path)
+    if request.method == "POST" and sso_options:
+        # Campus sign-in first, then the join: the intent is kept in this browser's session (the
+        # POST proves it came from this page), and the link's GET after the sign-in completes it.
+        chosen = next((o for o in sso_options if o.protocol == request.POST.get("sso")), None)
+        if chosen is not None:
+            request.session[SSO_JOIN_KEY] = prompt.join_code
+            # A page that moves on by itself, not a redirect: browsers hold a form's redirects to the
+            # page's CSP form-action, which names no identity provider.
+            return render(request, "sso/continue.html", {"url": chosen.url, "label": chosen.label})
+    pending = request.session.get(SSO_JOIN_KEY) if request.user.is_authenticated else None
+    if request.method == "GET" and pending == prompt.join_code:
+        del request.session[SSO_JOIN_KEY]
+        return _join(request, request.user, code, prompt)
+    # With campus sign-in on, new accounts come from the university unless LOCAL_LOGIN=all.
+    signup = not request.user.is_authenticated and (not sso_options or settings.LOCAL_LOGIN == "all")
+    form = StudentSignupForm(request.POST or None) if signup else None
+    if request.method == "POST" and not request.user.is_authenticated and form is None:
+        return redirect(request.path)
     if request.method == "POST" and form is not None:
         try:
             signup_by_address().hit(client_address(request))
@@ -194,14 +239,9 @@ def join_link(request, code: str):
             user.role = Role.STUDENT
             user.save()
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        try:
-            join_prompt(user, code)
-        except CurreChatError as exc:
-            messages.error(request, str(exc))
-            return redirect("home")
-        messages.success(request, _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name})
-        return redirect("chat_home", pk=prompt.pk)
+        return _join(request, user, code, prompt)
     context = {
+        "sso_options": sso_options,
         "prompt": prompt,
         "form": form,
         "already_joined": request.user.is_authenticated and prompt.is_enrolled(request.user),
@@ -210,6 +250,19 @@ def join_link(request, code: str):
         "reset_by_mail": mail_configured(),  # then a new student is told why to add an address
     }
     return render(request, "registration/join.html", context)
+
+
+SSO_JOIN_KEY = "sso_join_code"
+
+
+def _join(request, user, code: str, prompt: Prompt):
+    try:
+        join_prompt(user, code)
+    except CurreChatError as exc:
+        messages.error(request, str(exc))
+        return redirect("home")
+    messages.success(request, _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name})
+    return redirect("chat_home", pk=prompt.pk)
 
 
 def _prompt_for_link(code: str) -> Prompt:

@@ -90,6 +90,9 @@ class LtiIdentity(models.Model):
     platform = models.ForeignKey(Platform, on_delete=models.CASCADE, related_name="identities")
     subject = models.CharField(max_length=255)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="lti_identities")
+    # The platform's lis.person_sourcedid (Moodle: the user's "ID number"): where it equals the
+    # university's person identifier of a campus sign-in, both reach one account (sso/provision.py).
+    person_id = models.CharField(_("person identifier"), max_length=255, blank=True, db_index=True)
     last_launch = models.DateTimeField(auto_now=True)
 
     class Meta:

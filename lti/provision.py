@@ -19,6 +19,7 @@ from chat.models import Prompt, PromptState
 from lti.config import find_platform
 from lti.launch import LaunchRefused, Reason
 from lti.models import LtiIdentity, Platform, ResourceLink
+from sso.provision import shared_account
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
@@ -42,6 +43,7 @@ class LaunchClaims:
     link_id: str
     link_title: str
     custom: dict[str, Any]
+    person_id: str = ""  # lis.person_sourcedid
 
     @property
     def teaches(self) -> bool:
@@ -68,6 +70,7 @@ class LaunchClaims:
             link_id=str(link.get("id") or ""),
             link_title=str(link.get("title") or ""),
             custom=dict(body.get(f"{LTI}custom") or {}),
+            person_id=str((body.get(f"{LTI}lis") or {}).get("person_sourcedid") or "").strip(),
         )
 
     @property
@@ -92,13 +95,16 @@ def user_for_launch(claims: LaunchClaims) -> User:
         found = identity.first()
         if found is not None:
             user = found.user
+            if claims.person_id and found.person_id != claims.person_id:
+                LtiIdentity.objects.filter(pk=found.pk).update(person_id=claims.person_id)
             break
         try:
             with transaction.atomic():
-                user = User(username=username_for(claims.platform, claims.subject), role=Role.STUDENT)
-                user.set_unusable_password()
-                user.save()
-                LtiIdentity.objects.create(platform=claims.platform, subject=claims.subject, user=user)
+                # The same person's campus sign-in, when platform and provider agree on an identifier.
+                user = shared_account(claims.person_id) or _new_user(claims)
+                LtiIdentity.objects.create(
+                    platform=claims.platform, subject=claims.subject, user=user, person_id=claims.person_id
+                )
             break
         except IntegrityError:
             continue
@@ -109,6 +115,13 @@ def user_for_launch(claims: LaunchClaims) -> User:
             Reason.NOT_ALLOWED, message=_("Your CurreChat account is deactivated. Ask your administrator.")
         )
     _update_profile(user, claims)
+    return user
+
+
+def _new_user(claims: LaunchClaims) -> User:
+    user = User(username=username_for(claims.platform, claims.subject), role=Role.STUDENT)
+    user.set_unusable_password()
+    user.save()
     return user
 
 

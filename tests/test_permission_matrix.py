@@ -13,8 +13,10 @@ Roles: anonymous; `outsider` (a student not enrolled); `enrolled`; `removed` (a 
 teacher removed); `other_teacher`; `owner` (of the collection and the prompt); `co_owner` (a
 co-owner of the collection and co-teacher of the prompt); `former_co_owner` (co-owner until
 removed, who still has a prompt of their own with the collection attached); `staff` (a teacher
-with admin-site access, not a superuser); `superuser`. "A chat" is the role's own chat when it
-has one (the enrolled and the removed student), otherwise the enrolled student's.
+with admin-site access, not a superuser); `superuser`; `sso_teacher` and `sso_student`, made by a
+campus sign-in (sso/provision.py) from a faculty and a student affiliation: the teacher teaches
+nothing here, the student has joined the prompt. "A chat" is the role's own chat when it has one
+(the enrolled, removed and SSO-made student), otherwise the enrolled student's.
 """
 
 from __future__ import annotations
@@ -47,20 +49,22 @@ ROLES = (
     "former_co_owner",
     "staff",
     "superuser",
+    "sso_teacher",
+    "sso_student",
 )
 OK, LOGIN, REFUSED = "ok", "login", "refused"
 
 COLLECTION_EDIT = {"owner", "co_owner", "superuser"}
-COLLECTION_SEARCH = COLLECTION_EDIT | {"enrolled"}
+COLLECTION_SEARCH = COLLECTION_EDIT | {"enrolled", "sso_student"}
 PROMPT_EDIT = {"owner", "co_owner", "superuser"}
 PROMPT_OWNER = {"owner", "superuser"}
-TEACHERS = {"other_teacher", "owner", "co_owner", "former_co_owner", "staff", "superuser"}
+TEACHERS = {"other_teacher", "owner", "co_owner", "former_co_owner", "staff", "superuser", "sso_teacher"}
 SIGNED_IN = set(ROLES) - {"anonymous"}
 EVERYONE = set(ROLES)
-CHAT_START = PROMPT_EDIT | {"enrolled"}  # students while enrolled; teachers to preview
+CHAT_START = PROMPT_EDIT | {"enrolled", "sso_student"}  # students while enrolled; teachers to preview
 # The enrolled student's own chat; its teachers read it (visibility "pseudonymous").
-CHAT_READ = {"enrolled"} | PROMPT_EDIT
-CHAT_WRITE = {"enrolled"}
+CHAT_READ = {"enrolled", "sso_student"} | PROMPT_EDIT
+CHAT_WRITE = {"enrolled", "sso_student"}
 # Admin pages: Django's own staff check; a non-staff user is sent to the admin login.
 ADMIN = {"staff", "superuser"}
 
@@ -165,6 +169,13 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("POST", "gap_handled"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/insight/gaps/{w.gap.pk}/handled/"),
     # Off unless METRICS_TOKEN is set (as in this world); its token, not a role, opens it (tests/test_metrics.py).
     ("GET", "metrics"): Row(set(), lambda w, r: "/metrics", anonymous=REFUSED),
+    # Campus sign-in is off in this world: its routes are not there for anyone (tests/test_sso_oidc.py
+    # and tests/test_sso_saml.py drive them against real identity providers).
+    ("GET", "oidc_start"): Row(set(), lambda w, r: "/sso/oidc/start/", anonymous=REFUSED),
+    ("GET", "oidc_callback"): Row(set(), lambda w, r: "/sso/oidc/callback/?code=x&state=y", anonymous=REFUSED),
+    ("GET", "saml_start"): Row(set(), lambda w, r: "/sso/saml/start/", anonymous=REFUSED),
+    ("POST", "saml_acs"): Row(set(), lambda w, r: "/sso/saml/acs/", lambda w: {"SAMLResponse": "x"}, anonymous=REFUSED),
+    ("GET", "saml_metadata"): Row(set(), lambda w, r: "/sso/saml/metadata/", anonymous=REFUSED),
     ("GET", "admin:index"): Row(ADMIN, lambda w, r: "/admin/", login_for=frozenset(SIGNED_IN - ADMIN)),
 }
 
@@ -231,8 +242,9 @@ API_ROWS: dict[tuple[str, str], Row] = {
     # The Markdown export with resolved citations is the student's own (teachers export JSON Lines).
     ("GET", "/chats/{chat_id}/export"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/export?format=md"),
     ("POST", "/chats/{chat_id}/regenerate"): Row(CHAT_WRITE, lambda w, r: f"/chats/{w.chat(r).pk}/regenerate"),
+    # The answer is in the enrolled student's chat: only its student rates it.
     ("POST", "/messages/{message_id}/feedback"): Row(
-        CHAT_WRITE, lambda w, r: f"/messages/{w.answer.pk}/feedback", lambda w: {"rating": "up"}
+        {"enrolled"}, lambda w, r: f"/messages/{w.answer.pk}/feedback", lambda w: {"rating": "up"}
     ),
     ("GET", "/prompts/{prompt_id}/stats"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/stats"),
     ("GET", "/prompts/{prompt_id}/gaps"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/gaps"),
@@ -322,6 +334,7 @@ def world(db, ollama) -> World:
         "staff": _user("staff", Role.TEACHER, is_staff=True),
         "superuser": _user("root", Role.TEACHER, is_staff=True, is_superuser=True),
     }
+    users.update(_sso_made())
     collection = Collection.objects.create(
         name="Statistics", language="english", owner=users["owner"], embedding_model="ollama:snowflake-arctic-embed2"
     )
@@ -342,10 +355,11 @@ def world(db, ollama) -> World:
     prompt.collections.add(collection)
     prompt.co_teachers.add(users["co_owner"])
     enrolled = Enrollment.objects.create(prompt=prompt, student=users["enrolled"])
+    Enrollment.objects.create(prompt=prompt, student=users["sso_student"])
     Enrollment.objects.create(prompt=prompt, student=users["removed"], status=EnrollmentStatus.REMOVED)
     chats = {
         role: ChatSession.objects.create(prompt=prompt, user=users[role], visibility=prompt.chat_visibility)
-        for role in ("enrolled", "removed")
+        for role in ("enrolled", "removed", "sso_student")
     }
     from accounts.models import ApiToken
 
@@ -354,6 +368,18 @@ def world(db, ollama) -> World:
         users, collection, source, prompt, own_prompt, chats, enrolled.number, *_originals(collection, source),
         *_insight(prompt, chats["enrolled"]),
     )  # fmt: skip
+
+
+def _sso_made() -> dict[str, User]:
+    """A teacher and a student as their first campus sign-in makes them (faculty, student)."""
+    from sso.models import Protocol
+    from sso.provision import Person, sign_in
+
+    issuer = "https://idp.uni.example"
+    return {
+        role: sign_in(Person(Protocol.SAML, issuer, f"{role}@uni.example", name=role, affiliations=(affiliation,)))
+        for role, affiliation in (("sso_teacher", "faculty"), ("sso_student", "student"))
+    }
 
 
 def _originals(collection: Collection, source: SourceFile) -> tuple[SourceFile]:

@@ -1,0 +1,244 @@
+"""SAML 2.0 sign-in (Shibboleth, HAKA and other federations) through pysaml2, as a Service Provider.
+
+pysaml2 builds the AuthnRequest (HTTP-Redirect) and checks the answer (HTTP-POST to our assertion
+consumer service): the assertion must be signed by a key in the IdP's metadata (Debian's `xmlsec1`
+verifies it), addressed to us (Audience = our entity ID, Recipient = our ACS URL), within its time
+window, and in response to a request this browser made (InResponseTo against the requests kept in
+its session; unsolicited answers are refused). We add a single use per assertion ID across every
+web process (kept in Redis until the assertion expires), so a captured POST cannot be replayed
+from another browser either.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import saml2
+from django.conf import settings
+from django.contrib.auth import login
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+from saml2.client import Saml2Client
+from saml2.config import SPConfig
+from saml2.metadata import entity_descriptor
+from saml2.saml import NAMEID_FORMAT_PERSISTENT
+
+from currechat.errors import CurreChatError
+from currechat.redis_client import get_redis
+from sso.config import SignInUnavailable, saml_enabled
+from sso.models import Protocol
+from sso.oidc import not_verified, refused
+from sso.provision import Person, sign_in, values
+
+log = logging.getLogger(__name__)
+
+
+class Unusable(Exception):
+    """An answer that is not let in; the detail goes to the log, the user reads `not_verified`."""
+
+
+SESSION_REQUESTS = "saml_outstanding"  # {request ID: where to go afterwards}
+_configs: dict[str, tuple[float, SPConfig]] = {}
+_lock = threading.Lock()
+CONFIG_CACHE_SECONDS = 3600  # remote IdP metadata is fetched again after this
+
+
+def sp_entity_id(request: HttpRequest) -> str:
+    return settings.SAML_SP_ENTITY_ID or request.build_absolute_uri(reverse("sso:saml_metadata"))
+
+
+def _metadata_source() -> dict[str, Any]:
+    source = settings.SAML_IDP_METADATA
+    if source.startswith(("https://", "http://")):
+        # pysaml2 refuses metadata from the URL unless it is signed by this certificate.
+        return {"remote": [{"url": source, "cert": settings.SAML_IDP_METADATA_CERT}]}
+    return {"local": [source]}
+
+
+def sp_config(request: HttpRequest) -> SPConfig:
+    """pysaml2's configuration of this SP (per host: the entity ID and ACS URL are absolute)."""
+    entity_id = sp_entity_id(request)
+    acs = request.build_absolute_uri(reverse("sso:saml_acs"))
+    with _lock:
+        cached = _configs.get(acs)
+        if cached and time.monotonic() - cached[0] < CONFIG_CACHE_SECONDS:
+            return cached[1]
+    keypair = {"key_file": settings.SAML_SP_KEY_FILE, "cert_file": settings.SAML_SP_CERT_FILE}
+    conf = SPConfig()
+    try:
+        conf.load(
+            {
+                "entityid": entity_id,
+                "xmlsec_binary": settings.SAML_XMLSEC_BINARY,
+                "service": {
+                    "sp": {
+                        "name": "CurreChat",
+                        "endpoints": {"assertion_consumer_service": [(acs, saml2.BINDING_HTTP_POST)]},
+                        "want_assertions_signed": True,  # a signed response around it is not enough
+                        "want_response_signed": False,
+                        "allow_unsolicited": False,
+                        "authn_requests_signed": False,
+                        "name_id_format": NAMEID_FORMAT_PERSISTENT,
+                        "required_attributes": [settings.SAML_ATTRIBUTE_AFFILIATION],
+                        "optional_attributes": [
+                            name
+                            for name in (
+                                settings.SAML_ATTRIBUTE_SUBJECT,
+                                settings.SAML_ATTRIBUTE_NAME,
+                                settings.SAML_ATTRIBUTE_GIVEN_NAME,
+                                settings.SAML_ATTRIBUTE_FAMILY_NAME,
+                                settings.SAML_ATTRIBUTE_EMAIL,
+                                settings.SAML_ATTRIBUTE_LANGUAGE,
+                                settings.SAML_ATTRIBUTE_GROUPS,
+                                settings.SAML_ATTRIBUTE_PERSON_ID,
+                            )
+                            if name
+                        ],
+                    }
+                },
+                "metadata": _metadata_source(),
+                **keypair,
+                "encryption_keypairs": [keypair],
+                "allow_unknown_attributes": True,
+            }
+        )
+    except Exception as exc:  # pysaml2 raises many kinds for unreadable metadata or keys
+        log.exception("The SAML configuration could not be loaded")
+        raise SignInUnavailable(
+            _("The sign-in service of %(name)s cannot be reached right now. Try again in a few minutes.")
+            % {"name": settings.SSO_NAME}
+        ) from exc
+    with _lock:
+        _configs[acs] = (time.monotonic(), conf)
+    return conf
+
+
+def forget_config() -> None:
+    with _lock:
+        _configs.clear()
+
+
+def _idp_entity_id(client: Saml2Client) -> str:
+    if settings.SAML_IDP_ENTITY_ID:
+        return settings.SAML_IDP_ENTITY_ID
+    idps = list(client.metadata.identity_providers())
+    if len(idps) != 1:
+        log.error("SAML_IDP_ENTITY_ID must name one of the %s IdPs in the metadata", len(idps))
+        raise SignInUnavailable(_("Campus sign-in is not set up completely. Tell your administrator."))
+    return idps[0]
+
+
+def _safe_next(request: HttpRequest) -> str:
+    wanted = request.GET.get("next", "")
+    if wanted and url_has_allowed_host_and_scheme(wanted, {request.get_host()}, require_https=request.is_secure()):
+        return wanted
+    return reverse(settings.LOGIN_REDIRECT_URL)
+
+
+@never_cache
+@require_GET
+def start(request: HttpRequest) -> HttpResponse:
+    """`/sso/saml/start/?next=…`: an AuthnRequest to the IdP over HTTP-Redirect."""
+    if not saml_enabled():
+        raise Http404
+    try:
+        client = Saml2Client(sp_config(request))
+        request_id, info = client.prepare_for_authenticate(
+            entityid=_idp_entity_id(client), binding=saml2.BINDING_HTTP_REDIRECT
+        )
+    except CurreChatError as exc:
+        return refused(request, exc)
+    outstanding = dict(request.session.get(SESSION_REQUESTS, {}))
+    outstanding[request_id] = _safe_next(request)
+    # A few tabs may sign in at once; older unanswered requests give way.
+    request.session[SESSION_REQUESTS] = dict(list(outstanding.items())[-5:])
+    location = dict(info["headers"])["Location"]
+    return HttpResponseRedirect(location)
+
+
+@csrf_exempt  # the IdP posts cross-site; the signed assertion answering our own request is the proof
+@never_cache
+@require_POST
+def acs(request: HttpRequest) -> HttpResponse:
+    """The assertion consumer service: the IdP's signed answer, posted by the browser."""
+    if not saml_enabled():
+        raise Http404
+    encoded = request.POST.get("SAMLResponse", "")
+    outstanding: dict[str, str] = dict(request.session.get(SESSION_REQUESTS, {}))
+    try:
+        client = Saml2Client(sp_config(request))
+        response = client.parse_authn_request_response(encoded, saml2.BINDING_HTTP_POST, outstanding)
+        if response is None or response.assertion is None:
+            raise Unusable("no assertion")
+        _use_once(response.assertion.id, response.not_on_or_after)
+        person = _person(response)
+        user = sign_in(person)
+    except CurreChatError as exc:
+        return refused(request, exc)
+    # pysaml2 refuses with many classes, and with a bare Exception for a foreign audience: every one of
+    # them (and Unusable) means this answer is not let in.
+    except Exception as exc:  # noqa: BLE001
+        log.warning("SAML sign-in refused: %s: %s", type(exc).__name__, exc)
+        return refused(request, not_verified())
+    came_from = outstanding.pop(response.in_response_to, "") or reverse(settings.LOGIN_REDIRECT_URL)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    request.session[SESSION_REQUESTS] = outstanding
+    request.session["sso_protocol"] = Protocol.SAML.value
+    return HttpResponseRedirect(came_from)
+
+
+def _use_once(assertion_id: str, not_on_or_after: int) -> None:
+    """Refuse an assertion seen before, in any web process, until it would have expired anyway."""
+    ttl = max(int(not_on_or_after - time.time()), 60) if not_on_or_after else 3600
+    key = f"{settings.REDIS_INDEX_PREFIX}:saml:assertion:{assertion_id}"
+    if not get_redis().set(key, "1", nx=True, ex=ttl):
+        raise Unusable(f"assertion {assertion_id} replayed")
+
+
+def _first(ava: dict[str, list], name: str) -> str:
+    found = ava.get(name) if name else None
+    return str(found[0]).strip() if found else ""
+
+
+def _person(response) -> Person:
+    """The assertion's attributes, by the names the deployment configured (README: "SAML 2.0")."""
+    ava: dict[str, list] = response.ava or {}
+    subject = _first(ava, settings.SAML_ATTRIBUTE_SUBJECT)
+    if not subject and response.name_id is not None and response.name_id.format == NAMEID_FORMAT_PERSISTENT:
+        subject = str(response.name_id.text or "")
+    return Person(
+        protocol=Protocol.SAML,
+        issuer=str(response.issuer()),
+        subject=subject,
+        name=_first(ava, settings.SAML_ATTRIBUTE_NAME),
+        given_name=_first(ava, settings.SAML_ATTRIBUTE_GIVEN_NAME),
+        family_name=_first(ava, settings.SAML_ATTRIBUTE_FAMILY_NAME),
+        email=_first(ava, settings.SAML_ATTRIBUTE_EMAIL),
+        # The university's directory asserts the address in a signed assertion: it counts as verified.
+        email_verified=True,
+        language=_first(ava, settings.SAML_ATTRIBUTE_LANGUAGE),
+        affiliations=values(ava.get(settings.SAML_ATTRIBUTE_AFFILIATION)),
+        groups=values(ava.get(settings.SAML_ATTRIBUTE_GROUPS)),
+        person_id=_first(ava, settings.SAML_ATTRIBUTE_PERSON_ID),
+    )
+
+
+@require_GET
+def metadata(request: HttpRequest) -> HttpResponse:
+    """The SP's metadata at a stable URL (`/sso/saml/metadata/`, also the default entity ID), for
+    the IdP or the federation's registry."""
+    if not saml_enabled():
+        raise Http404
+    try:
+        conf = sp_config(request)
+    except CurreChatError as exc:
+        return refused(request, exc)
+    return HttpResponse(str(entity_descriptor(conf)).encode(), content_type="application/samlmetadata+xml")
