@@ -72,6 +72,10 @@ class FileType(models.TextChoices):
     MARKDOWN = "markdown", _("Markdown")
     HTML = "html", _("HTML")
     PDF = "pdf", _("PDF")
+    PPTX = "pptx", _("PowerPoint")
+    DOCX = "docx", _("Word")
+    TRANSCRIPT = "transcript", _("Transcript")
+    IMAGE = "image", _("Image")
 
 
 class PdfMode(models.TextChoices):
