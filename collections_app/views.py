@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -21,14 +22,13 @@ from accounts.permissions import (
     pages_shown_to,
     require_teacher,
 )
-from collections_app import files, originals, writes
+from collections_app import files, originals, review, writes
 from collections_app.forms import CollectionForm
 from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, FileFilter
 from collections_app.models import FileStatus, FileType, PdfMode
 from collections_app.search import language_warning
 from currechat.errors import CurreChatError, InvalidInput, NotFound
 from currechat.rendering import render_markdown
-from rag.ingest.chunking import decompose
 from rag.ingest.transcript import is_time_heading
 from rag.locate import tokens
 
@@ -60,6 +60,7 @@ def collection_detail(request, pk: int):
         messages.error(request, str(exc))
         wanted = FileFilter()
     matching = wanted.apply(collection.files.all())
+    flagged_files = list(collection.files.exclude(flagged_pages=[]).only("pk", "original_name", "flagged_pages"))
     page = Paginator(matching, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "collection": collection,
@@ -68,6 +69,8 @@ def collection_detail(request, pk: int):
         "filter": wanted,
         "total_files": collection.files.count(),
         "attention": _attention_count(collection),
+        "flagged": review.flagged_count(flagged_files),
+        "flagged_files": flagged_files[:20],
         "status_choices": STATUS_CHOICES,
         "sort_choices": SORT_LABELS.items(),
         "pdf_modes": PdfMode.choices,
@@ -157,19 +160,37 @@ def collection_upload(request, pk: int):
 @login_required
 @require_GET
 def file_detail(request, pk: int):
+    """A file for its teachers: each page's text beside its image, to check and correct, and the
+    passages search returns."""
     source = get_file_for_edit(request.user, pk)
-    pages = [(page.number, render_markdown(page.markdown)) for page in decompose(source.markdown)]
     chunks = files.file_chunks(source) if source.status == FileStatus.READY else []
     context = {
         "file": source,
         "collection": source.collection,
-        "pages": pages,
+        "pages": review.review_pages(source, render_markdown),
+        "page_images": originals.has_page_images(source),
         # Passages render as answers do (Markdown, tables, math), sanitised the same way.
         "chunks": [(c, render_markdown(c.text)) for c in chunks],
         "empty_pages": source.empty_pages,
         "repeated_pages": source.repeated_pages,
     }
     return render(request, "collections/file.html", context)
+
+
+@login_required
+@require_POST
+def file_page_correct(request, pk: int, page: int):
+    """Save a teacher's correction of one page (the API's PUT .../pages/{page} does the same)."""
+    source = get_file_for_edit(request.user, pk)
+    try:
+        review.correct_page(request.user, source, page, request.POST.get("markdown", ""))
+    except CurreChatError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, _("Page %(page)s corrected; the file is being re-indexed with your text.") % {"page": page or 1}
+        )
+    return redirect(f"{reverse('file_detail', args=[source.pk])}#page-{page}")
 
 
 _ACTIONS = {"cancel": files.cancel_file, "retry": files.retry_file}

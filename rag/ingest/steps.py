@@ -16,7 +16,7 @@ from django.utils.translation import ngettext
 
 from currechat.errors import ProviderError
 from rag.index import CollectionIndex, IndexedChunk
-from rag.ingest import chunking, office, pdf
+from rag.ingest import chunking, office, pdf, review
 from rag.ingest.embedding import embed_texts
 from rag.ingest.html import html_to_markdown
 from rag.ingest.image import NEEDS_VISION, image_png
@@ -89,6 +89,7 @@ class Extract:
             raise IngestFailed(str(NEEDS_VISION % {"name": job.file_name, "model": settings.VLM_MODEL}))
         job.extractor, job.page_count = expected_extractor(job), 1
         job.pages = [PageText(1, pdf.read_image(settings.VLM_MODEL, png, ctx.cancelled))]
+        job.flagged_pages = list(review.flag_pages(job.pages, {1: None}))
 
     def _pptx(self, job: IngestJob, data: bytes, ctx: Context) -> None:
         job.extractor = expected_extractor(job)
@@ -147,6 +148,8 @@ class Extract:
                 job.pages = pdf.fast_pages(doc, pages_done, ctx.cancelled)
                 return
             job.pages, fallbacks = pdf.vlm_pages(doc, settings.VLM_MODEL, pages_done, ctx.cancelled)
+            layers: dict[int, str | None] = {i + 1: doc[i].get_text() for i in range(total)}
+            job.flagged_pages = list(review.flag_pages(job.pages, layers, frozenset(fallbacks)))
             if fallbacks:
                 job.extractor += " (partial)"  # never reused: a retry should try the model again
                 job.notes.append(
@@ -186,6 +189,20 @@ def page_quality(pages: list[PageText]) -> tuple[list[int], list[int]]:
     limit = max(3, len(keys) // 10)
     repeated = [n for n, key in keys.items() if key and counts[key] >= limit]
     return empty, repeated
+
+
+class Correct:
+    """The teacher's corrections replace what extraction gave for their pages (also when the pages
+    were reused rather than extracted), so a correction survives Retry and re-index; a corrected
+    page is no longer flagged: the teacher has checked it."""
+
+    name, share = "correct", (60, 60)
+
+    def run(self, job: IngestJob, ctx: Context) -> None:
+        if not job.corrections:
+            return
+        job.pages = review.apply_corrections(job.pages, job.corrections)
+        job.flagged_pages = [f for f in job.flagged_pages if f["page"] not in job.corrections]
 
 
 class Normalize:
@@ -281,4 +298,4 @@ class Index:
         )
 
 
-STEPS: list[Step] = [Extract(), Normalize(), Chunk(), Embed(), Index()]
+STEPS: list[Step] = [Extract(), Correct(), Normalize(), Chunk(), Embed(), Index()]
