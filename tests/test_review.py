@@ -51,7 +51,7 @@ def test_a_page_where_the_model_invents_a_line_is_flagged_and_counted(read_by_vl
     file_page = client_for(owner).get(f"/collections/files/{read_by_vlm.pk}/").content.decode()
     assert file_page.count('data-testid="page-flag"') == 1
     assert "may have invented some" in file_page
-    assert 'src="/collections/files/%d/pages/2.png"' % read_by_vlm.pk in file_page, "the page image beside its text"
+    assert f'src="/collections/files/{read_by_vlm.pk}/pages/2.png"' in file_page, "the page image beside its text"
 
 
 def correct(client, source: SourceFile, page: int, text: str):
