@@ -233,20 +233,23 @@ def pptx_pages(
 _HEADING_STYLE = re.compile(r"^(?:Heading|Otsikko|Rubrik)\s*(\d)$", re.IGNORECASE)
 
 
-def _heading_level(paragraph: DocxParagraph, has_title: bool) -> int | None:
+def _style(paragraph: DocxParagraph, names: dict[str, str]) -> str:
+    # By the paragraph's style id: python-docx's `paragraph.style` searches every style each time.
+    return names.get(paragraph._p.style or "", "")
+
+
+def _heading_level(style: str, has_title: bool) -> int | None:
     """The Markdown level of a heading paragraph; in a document with a "Title", the title takes
     level 1 and every heading moves one down."""
-    style = paragraph.style.name if paragraph.style is not None else ""
     if style == "Title":
         return 1
-    match = _HEADING_STYLE.match(style or "")
+    match = _HEADING_STYLE.match(style)
     if match:
         return min(int(match.group(1)) + int(has_title), 6)
     return None
 
 
-def _list_marker(paragraph: DocxParagraph) -> str | None:
-    style = paragraph.style.name if paragraph.style is not None else ""
+def _list_marker(paragraph: DocxParagraph, style: str) -> str | None:
     # Numbering set directly on the paragraph (python-docx has no public reading of it).
     numbered = bool(paragraph._p.xpath("./w:pPr/w:numPr"))
     if not numbered and not style.startswith("List"):
@@ -256,13 +259,13 @@ def _list_marker(paragraph: DocxParagraph) -> str | None:
     return "  " * level + ("1. " if "Number" in style else "- ")
 
 
-def _paragraph(paragraph: DocxParagraph, has_title: bool) -> str:
-    if (level := _heading_level(paragraph, has_title)) is not None:
+def _paragraph(paragraph: DocxParagraph, style: str, has_title: bool) -> str:
+    if (level := _heading_level(style, has_title)) is not None:
         return "#" * level + " " + _words(paragraph.text) if paragraph.text.strip() else ""
     text = _plain(paragraph.text)
     if not text:
         return ""
-    if (marker := _list_marker(paragraph)) is not None:
+    if (marker := _list_marker(paragraph, style)) is not None:
         return marker + text
     return text
 
@@ -274,7 +277,8 @@ def docx_markdown(data: bytes) -> str:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 — python-docx raises many kinds for a damaged package
         raise _damaged(_("the document")) from exc
-    has_title = any(p.style is not None and p.style.name == "Title" for p in document.paragraphs)
+    names = {style.style_id: style.name or "" for style in document.styles}
+    has_title = any(_style(p, names) == "Title" for p in document.paragraphs)
     blocks: list[str] = []
     previous_list = False
     for item in document.iter_inner_content():
@@ -282,8 +286,9 @@ def docx_markdown(data: bytes) -> str:
             text = markdown_table([[cell.text for cell in row.cells] for row in item.rows])
             is_list = False
         else:
-            text = _paragraph(item, has_title)
-            is_list = bool(text) and _list_marker(item) is not None and _heading_level(item, has_title) is None
+            style = _style(item, names)
+            text = _paragraph(item, style, has_title)
+            is_list = bool(text) and _list_marker(item, style) is not None and _heading_level(style, has_title) is None
         if not text:
             continue
         # Consecutive list items form one list (one line each); anything else is its own paragraph.
