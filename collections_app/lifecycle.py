@@ -291,6 +291,8 @@ def build_job(source: SourceFile, *, re_extract: bool) -> IngestJob:
             SourceFile.objects.filter(sha256=source.sha256, status=FileStatus.READY, extractor=expected_extractor(job))
             .exclude(markdown="")
             .exclude(pk=source.pk)
+            # A teacher's corrections belong to their own file: another file gets the extraction only.
+            .exclude(corrections__isnull=False)
             .first()
         )
     if reuse is not None:

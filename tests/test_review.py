@@ -116,3 +116,18 @@ def test_an_empty_correction_is_refused_with_a_reason(read_by_vlm, client_for, o
         f"/api/v1/files/{read_by_vlm.pk}/pages/9", {"markdown": "x"}, content_type="application/json"
     )
     assert missing.status_code == 404 and "no page 9" in missing.json()["detail"]
+
+
+def test_a_correction_stays_with_its_own_file(read_by_vlm, client_for, owner, run_worker, ingest_upload):
+    """The same PDF in another teacher's collection reuses the extraction, never the correction."""
+    from collections_app.models import Collection
+
+    correct(client_for(owner), read_by_vlm, 2, "Glycolysis splits glucose into pyruvate.")
+    run_worker()
+    elsewhere = Collection.objects.create(
+        name="Other course", owner=owner, embedding_model=read_by_vlm.collection.embedding_model
+    )
+    copy = ingest_upload(elsewhere, biology_pdf(), "biology.pdf", "vlm")
+    assert copy.status == FileStatus.READY
+    assert "Glycolysis splits glucose" not in copy.markdown and INVENTED in copy.markdown
+    assert copy.flagged_pages == [{"page": 2, "why": "unknown_words"}]
