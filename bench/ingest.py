@@ -3,6 +3,7 @@
     .venv/bin/python bench/ingest.py [--page-seconds 0.25] [--concurrency 4] [--no-write]
     .venv/bin/python bench/ingest.py --memory [--no-write]
     .venv/bin/python bench/ingest.py --formats [--no-write]
+    .venv/bin/python bench/ingest.py --flags [--no-write]
 
 Everything is real except the vision model: a private Redis Stack server, a SQLite database, the
 real ingestion loop (`collections_app.lifecycle.run_ingest`, the body of the background task) over
@@ -22,6 +23,11 @@ speed for slides, Word documents, transcripts and pictures (built here with pyth
 python-docx at lecture size; the picture read by the test VLM without delay), and the share of the
 shared PDFs' passages (the citations a student can open) whose words are found and marked on the
 right page (rag.locate, as the cited page's view marks them).
+
+With --flags, instead (section "VLM page flags"): how many of its words a faithful transcription
+of each shared PDF page (pymupdf4llm's Markdown, standing in for a good vision model) has outside the
+page's text layer, over the page and over its worst line: what rag.ingest.review's thresholds must
+stay above so that good pages are not flagged.
 
 With --memory, instead: the peak memory (RSS and PSS) of the process that ingests one file, forked
 from a process that has imported everything, as rq's work horse is (section "Ingestion memory").
@@ -412,6 +418,74 @@ def highlight_share() -> tuple[list[tuple[str, str, str]], float]:
     return rows, share
 
 
+def flag_margins(pages_per_pdf: int = 15) -> list[tuple[str, str, str]]:
+    import pymupdf
+    import pymupdf4llm
+
+    from rag.ingest import review
+    from rag.locate import tokens
+
+    page_shares, line_shares = [], []
+    paths = sorted((DATA / "pdfs").glob("en/*.pdf")) + sorted((DATA / "pdfs").glob("de/*.pdf"))
+    for path in paths:
+        doc = pymupdf.open(path)
+        count = min(doc.page_count, pages_per_pdf)
+        chunks = pymupdf4llm.to_markdown(doc, pages=list(range(count)), page_chunks=True, show_progress=False)
+        for number, chunk in enumerate(chunks):
+            layer = tokens(doc[number].get_text())
+            words = [w for w in tokens(chunk["text"]) if len(w) >= 3 and not w.isdigit()]
+            if len(layer) < review.LAYER_WORDS or not words:
+                continue
+            known = set(layer)
+            page_shares.append(sum(w not in known for w in words) / len(words))
+            worst = 0.0
+            for line in chunk["text"].splitlines():
+                line_words = [w for w in tokens(line) if len(w) >= 3 and not w.isdigit()]
+                if len(line_words) >= review.LINE_WORDS:
+                    worst = max(worst, sum(w not in known for w in line_words) / len(line_words))
+            line_shares.append(worst)
+        doc.close()
+    page_shares.sort()
+    line_shares.sort()
+    flagged = sum(
+        p > review.PAGE_UNKNOWN_SHARE or line > review.LINE_UNKNOWN_SHARE
+        for p, line in zip(page_shares, line_shares, strict=True)
+    )
+    return [
+        ("measure", "value", "threshold"),
+        ("pages compared", str(len(page_shares)), "—"),
+        ("words outside the text layer, whole page: median", f"{page_shares[len(page_shares) // 2]:.1%}", "—"),
+        (
+            "words outside the text layer, whole page: max",
+            f"{page_shares[-1]:.1%}",
+            f"> {review.PAGE_UNKNOWN_SHARE:.0%}",
+        ),
+        (
+            "worst line (6+ words) outside the text layer: max",
+            f"{line_shares[-1]:.1%}",
+            f"> {review.LINE_UNKNOWN_SHARE:.0%}",
+        ),
+        ("faithful pages that would be flagged", str(flagged), "0"),
+    ]
+
+
+def flags_main(args) -> int:
+    text = table(flag_margins())
+    print(text)
+    if not args.no_write:
+        stamp = time.strftime("%Y-%m-%d", time.gmtime())
+        write_section(
+            "## VLM page flags (`bench/ingest.py --flags`)\n\n"
+            f"`{COMMAND} --flags` ({stamp}). The first 15 pages of each shared English and German PDF, as "
+            "pymupdf4llm transcribes them (standing in for a vision model that reads faithfully), against each "
+            "page's own text layer: the thresholds in rag/ingest/review.py sit above what faithful reading "
+            "gives, so a page is flagged when the model wrote words the page does not have (the tests check a "
+            "page where the test model adds one made-up line).\n\n" + text,
+            after="## Ingestion memory",
+        )
+    return 0
+
+
 def formats_main(args, tmp: Path, redis_server, fake) -> int:
     try:
         from accounts.models import User
@@ -460,7 +534,16 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
     parser.add_argument("--memory", action="store_true", help="peak memory of one file's job process instead")
     parser.add_argument("--formats", action="store_true", help="other formats' speed and cited-page marking instead")
+    parser.add_argument("--flags", action="store_true", help="margins of the VLM page flags' thresholds instead")
     args = parser.parse_args()
+    if args.flags:
+        sys.path.insert(0, str(ROOT))
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "currechat.settings")
+        os.environ.setdefault("DEBUG", "1")  # no services needed: only rag/ code and the shared PDFs
+        import django
+
+        django.setup()
+        return flags_main(args)
     tmp = Path(tempfile.mkdtemp(prefix="currechat-bench-ingest-"))
     redis_server, fake = setup(tmp)
     if args.memory:

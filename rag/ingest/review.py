@@ -2,7 +2,7 @@
 
 A page is flagged when the model's Markdown is empty or very short, repeats a line (a model stuck
 in a loop), or holds words that are not in the page's own text layer beyond a threshold. The
-thresholds were tuned on the shared PDFs (`bench/ingest.py --flags`, docs/BENCHMARKS.md): a
+thresholds were tuned on the shared PDFs (`bench/ingest.py --flags`, docs/BENCHMARKS.md "VLM page flags"): a
 faithful transcription (pymupdf4llm's, standing in for a good model) of 65 of those pages has at
 most 28% of its words outside the text layer on a whole page (median 1.6%), and no line of 6 or
 more words with more than 83% of them outside it (ligatures, hyphenation); a line the model made up
