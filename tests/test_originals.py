@@ -187,3 +187,17 @@ def test_a_transcript_passage_shows_its_time(client_for, owner, fast_collection,
     [chunk] = file_chunks(source)
     body = client_for(owner).get(f"/collections/files/{source.pk}/passages/{chunk.position}/").content.decode()
     assert "At 12:34 in the recording" in body and "Carnot cycle" in body
+
+
+def test_a_slide_and_a_picture_open_on_their_page(client_for, owner, fast_collection, ingest_upload, ollama):
+    from tests.test_ingest_formats import PICTURE, lecture_slides
+
+    deck = ingest_upload(fast_collection, lecture_slides(pictures=False), "week2.pptx")
+    light = next(c for c in file_chunks(deck) if "thylakoid" in c.text)
+    body = client_for(owner).get(f"/collections/files/{deck.pk}/pages/1/?passage={light.position}").content.decode()
+    assert 'data-testid="page-text"' in body and "thylakoid" in re.search(r'data-words="([^"]*)"', body).group(1)
+    assert 'rel="next"' in body and "source-page-image" not in body, "slides show their text: no renderer here"
+    ollama.responder = lambda request: Reply(content="A table of light intensity against the rate.")
+    picture = ingest_upload(fast_collection, PICTURE, "board.png")
+    image = client_for(owner).get(f"/collections/files/{picture.pk}/pages/1.png")
+    assert image.status_code == 200 and image.content.startswith(PNG)
