@@ -160,6 +160,27 @@ def _was_shown_to(user, source, *, page: int | None, position: int | None) -> bo
     return False
 
 
+def pages_shown_to(user, source) -> list[int]:
+    """The pages of `source` the user may open (previous/next on a cited page): every page for its
+    collection's editors, else the pages of its passages that their own searches returned."""
+    from chat.models import Message, MessageRole
+    from collections_app.models import Collection
+
+    if Collection.objects.editable_by(user).filter(pk=source.collection_id).exists():
+        return list(range(1, (source.pages or 0) + 1))
+    pages: set[int] = set()
+    answers = Message.objects.filter(
+        session__user=user, role=MessageRole.ASSISTANT, tool_results__icontains=f'"file_id": {source.pk}'
+    ).values_list("tool_results", flat=True)
+    for results in answers.iterator():
+        for result in results:
+            for passage in result.get("passages", []):
+                first = passage.get("page")
+                if passage.get("file_id") == source.pk and isinstance(first, int):
+                    pages.update(range(first, (passage.get("page_end") or first) + 1))
+    return sorted(pages)
+
+
 def get_prompt_for_edit(user, pk: int):
     """A prompt the user teaches (owner or co-teacher)."""
     from chat.models import Prompt

@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/ingest.py [--page-seconds 0.25] [--concurrency 4] [--no-write]
     .venv/bin/python bench/ingest.py --memory [--no-write]
+    .venv/bin/python bench/ingest.py --formats [--no-write]
+    .venv/bin/python bench/ingest.py --flags [--no-write]
 
 Everything is real except the vision model: a private Redis Stack server, a SQLite database, the
 real ingestion loop (`collections_app.lifecycle.run_ingest`, the body of the background task) over
@@ -15,6 +17,17 @@ Reported (and written to the "Ingestion" section of docs/BENCHMARKS.md):
 3. uploading an unchanged file again (into another collection, and after deleting it) as a ratio
    to the first upload;
 4. VLM path: total time / (sum of page times / concurrency).
+
+With --formats, instead (section "Ingestion of other formats and cited pages"): the extract step's
+speed for slides, Word documents, transcripts and pictures (built here with python-pptx and
+python-docx at lecture size; the picture read by the test VLM without delay), and the share of the
+shared PDFs' passages (the citations a student can open) whose words are found and marked on the
+right page (rag.locate, as the cited page's view marks them).
+
+With --flags, instead (section "VLM page flags"): how many of its words a faithful transcription
+of each shared PDF page (pymupdf4llm's Markdown, standing in for a good vision model) has outside the
+page's text layer, over the page and over its worst line: what rag.ingest.review's thresholds must
+stay above so that good pages are not flagged.
 
 With --memory, instead: the peak memory (RSS and PSS) of the process that ingests one file, forked
 from a process that has imported everything, as rq's work horse is (section "Ingestion memory").
@@ -291,6 +304,220 @@ def memory(user, tmp: Path, page_seconds: float) -> list[tuple[str, str, str]]:
     return rows
 
 
+def lecture_deck(slides: int) -> bytes:
+    import io
+
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    for n in range(slides):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = f"Topic {n}: sampling and estimation"
+        body = slide.placeholders[1].text_frame
+        body.text = "A sample is a subset of the population chosen to estimate its parameters."
+        for k in range(4):
+            item = body.add_paragraph()
+            item.text = f"Point {k}: the standard error shrinks with the square root of the sample size."
+            item.level = k % 2
+        if n % 3 == 0:
+            table = slide.shapes.add_table(3, 3, Inches(1), Inches(5), Inches(6), Inches(1)).table
+            for r in range(3):
+                for c in range(3):
+                    table.cell(r, c).text = f"cell {r}.{c}"
+        slide.notes_slide.notes_text_frame.text = "Ask the class for an example from their own field."
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+def handout_document(sections: int) -> bytes:
+    import io
+
+    import docx
+
+    document = docx.Document()
+    for n in range(sections):
+        document.add_heading(f"Section {n}", 1)
+        for _ in range(4):
+            document.add_paragraph("Regression models the mean of a response given its predictors. " * 6)
+        for k in range(3):
+            document.add_paragraph(f"assumption {k} of the linear model", style="List Bullet")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def lecture_captions(minutes: int) -> bytes:
+    lines = ["WEBVTT", ""]
+    for i in range(minutes * 12):  # a cue every five seconds
+        start, end = i * 5, i * 5 + 5
+        lines += [
+            f"{start // 3600:02d}:{start // 60 % 60:02d}:{start % 60:02d}.000 --> "
+            f"{end // 3600:02d}:{end // 60 % 60:02d}:{end % 60:02d}.000",
+            f"and so the estimator is unbiased when the sample is random, number {i}",
+            "",
+        ]
+    return "\n".join(lines).encode()
+
+
+def formats_speed(user, tmp: Path) -> list[tuple[str, str, str]]:
+    """The extract step of each new format through the real ingestion loop (best of 3)."""
+    from collections_app import files
+    from collections_app.models import Collection
+
+    picture = (ROOT / "tests" / "data" / "formats" / "table-01.png").read_bytes()
+    cases = [
+        ("slides.pptx", lecture_deck(60), 60, "slides"),
+        ("handout.docx", handout_document(40), 40, "sections"),
+        ("lecture.vtt", lecture_captions(90), 90, "minutes"),
+        ("board.png", picture, 1, "pictures"),
+    ]
+    rows = []
+    for name, data, count, unit in cases:
+        path = tmp / name
+        path.write_bytes(data)
+        times = []
+        for _ in range(3):
+            collection = Collection.objects.create(name="formats", owner=user, embedding_model=FAKE_EMBEDDER)
+            source = upload(collection, path, user, "auto")
+            report, _ = ingest(source)
+            times.append(report.seconds["extract"])
+            files.delete_collection(collection)
+        rows.append((f"{name}: {unit} per second (extract step)", f"{count / min(times):,.0f}", "—"))
+    return rows
+
+
+def highlight_share() -> tuple[list[tuple[str, str, str]], float]:
+    """For every passage of the shared PDFs (fast path), are its words found and marked on its page?"""
+    from rag.ingest import chunking, pdf
+    from rag.ingest.job import PageText
+    from rag.ingest.normalize import normalize_text
+    from rag.locate import locate_on_page
+
+    rows, found_all, total_all = [], 0, 0
+    paths = sorted((DATA / "pdfs").glob("en/*.pdf")) + sorted((DATA / "pdfs").glob("de/*.pdf"))
+    for path in paths:
+        doc = pdf.open_pdf(path.read_bytes())
+        pages = [
+            PageText(p.number, normalize_text(p.markdown)) for p in pdf.fast_pages(doc, lambda n: None, lambda: False)
+        ]
+        chunks = chunking.chunk_pages(pages)
+        found = 0
+        for chunk in chunks:
+            start = chunk.page_start or 1
+            end = chunk.page_end or start
+            share = sum(locate_on_page(doc[n - 1], chunk.text).found for n in range(start, end + 1))
+            marked = bool(locate_on_page(doc[start - 1], chunk.text).boxes)
+            found += share >= 0.8 and marked
+        doc.close()
+        rows.append((f"{path.name}: passages found and marked on their page", f"{found}/{len(chunks)}", "—"))
+        found_all, total_all = found_all + found, total_all + len(chunks)
+    share = found_all / total_all
+    rows.append(("all shared PDFs (en, de): share found and marked", f"{share:.1%}", "≥ 95%"))
+    return rows, share
+
+
+def flag_margins(pages_per_pdf: int = 15) -> list[tuple[str, str, str]]:
+    import pymupdf
+    import pymupdf4llm
+
+    from rag.ingest import review
+    from rag.locate import tokens
+
+    page_shares, line_shares = [], []
+    paths = sorted((DATA / "pdfs").glob("en/*.pdf")) + sorted((DATA / "pdfs").glob("de/*.pdf"))
+    for path in paths:
+        doc = pymupdf.open(path)
+        count = min(doc.page_count, pages_per_pdf)
+        chunks = pymupdf4llm.to_markdown(doc, pages=list(range(count)), page_chunks=True, show_progress=False)
+        for number, chunk in enumerate(chunks):
+            layer = tokens(doc[number].get_text())
+            words = [w for w in tokens(chunk["text"]) if len(w) >= 3 and not w.isdigit()]
+            if len(layer) < review.LAYER_WORDS or not words:
+                continue
+            known = set(layer)
+            page_shares.append(sum(w not in known for w in words) / len(words))
+            worst = 0.0
+            for line in chunk["text"].splitlines():
+                line_words = [w for w in tokens(line) if len(w) >= 3 and not w.isdigit()]
+                if len(line_words) >= review.LINE_WORDS:
+                    worst = max(worst, sum(w not in known for w in line_words) / len(line_words))
+            line_shares.append(worst)
+        doc.close()
+    page_shares.sort()
+    line_shares.sort()
+    flagged = sum(
+        p > review.PAGE_UNKNOWN_SHARE or line > review.LINE_UNKNOWN_SHARE
+        for p, line in zip(page_shares, line_shares, strict=True)
+    )
+    return [
+        ("measure", "value", "threshold"),
+        ("pages compared", str(len(page_shares)), "—"),
+        ("words outside the text layer, whole page: median", f"{page_shares[len(page_shares) // 2]:.1%}", "—"),
+        (
+            "words outside the text layer, whole page: max",
+            f"{page_shares[-1]:.1%}",
+            f"> {review.PAGE_UNKNOWN_SHARE:.0%}",
+        ),
+        (
+            "worst line (6+ words) outside the text layer: max",
+            f"{line_shares[-1]:.1%}",
+            f"> {review.LINE_UNKNOWN_SHARE:.0%}",
+        ),
+        ("faithful pages that would be flagged", str(flagged), "0"),
+    ]
+
+
+def flags_main(args) -> int:
+    text = table(flag_margins())
+    print(text)
+    if not args.no_write:
+        stamp = time.strftime("%Y-%m-%d", time.gmtime())
+        write_section(
+            "## VLM page flags (`bench/ingest.py --flags`)\n\n"
+            f"`{COMMAND} --flags` ({stamp}). The first 15 pages of each shared English and German PDF, as "
+            "pymupdf4llm transcribes them (standing in for a vision model that reads faithfully), against each "
+            "page's own text layer: the thresholds in rag/ingest/review.py sit above what faithful reading "
+            "gives, so a page is flagged when the model wrote words the page does not have (the tests check a "
+            "page where the test model adds one made-up line).\n\n" + text,
+            after="## Ingestion memory",
+        )
+    return 0
+
+
+def formats_main(args, tmp: Path, redis_server, fake) -> int:
+    try:
+        from accounts.models import User
+
+        user = User.objects.create_user("bench", password="bench-only", role="teacher")
+        from tests.fake_ollama import Reply
+
+        fake.responder = lambda body: Reply(content="| region | sales |\n|---|---|\n| north | 12 |")
+        rows = [("measure", "value", "target"), *formats_speed(user, tmp)]
+        marked, _ = highlight_share()
+        rows += marked
+    finally:
+        fake.stop()
+        stop_services(redis_server)
+    text = table(rows)
+    print(text)
+    if not args.no_write:
+        stamp = time.strftime("%Y-%m-%d", time.gmtime())
+        write_section(
+            "## Ingestion of other formats and cited pages (`bench/ingest.py --formats`)\n\n"
+            f"`{COMMAND} --formats` ({stamp}). The extract step through the real ingestion loop (best of 3): "
+            "a 60-slide deck (lists, tables every third slide, speaker notes), a 40-section Word handout and a "
+            "90-minute lecture transcript made by the script, and a picture read by the test VLM answering at "
+            "once (a real model takes seconds per picture). Then every passage of the shared English and German "
+            "PDFs (fast path): a passage counts as found when at least 80% of its words are marked on its "
+            "page(s), with at least one mark on the page the citation opens (rag.locate, as the cited page "
+            "shows it).\n\n" + text,
+            after="## Ingestion memory",
+        )
+    return 0
+
+
 def table(rows: list[tuple[str, str, str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in rows]
@@ -306,11 +533,23 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4, help="INGEST_VLM_CONCURRENCY for the VLM run")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
     parser.add_argument("--memory", action="store_true", help="peak memory of one file's job process instead")
+    parser.add_argument("--formats", action="store_true", help="other formats' speed and cited-page marking instead")
+    parser.add_argument("--flags", action="store_true", help="margins of the VLM page flags' thresholds instead")
     args = parser.parse_args()
+    if args.flags:
+        sys.path.insert(0, str(ROOT))
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "currechat.settings")
+        os.environ.setdefault("DEBUG", "1")  # no services needed: only rag/ code and the shared PDFs
+        import django
+
+        django.setup()
+        return flags_main(args)
     tmp = Path(tempfile.mkdtemp(prefix="currechat-bench-ingest-"))
     redis_server, fake = setup(tmp)
     if args.memory:
         return memory_main(args, tmp, redis_server, fake)
+    if args.formats:
+        return formats_main(args, tmp, redis_server, fake)
     try:
         from accounts.models import User
 

@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.models import User
 from collections_app import files, lifecycle, writes
-from collections_app.models import Collection, SourceFile
+from collections_app.models import Collection, PageCorrection, SourceFile
 from currechat.errors import CurreChatError
 from currechat.forms import WriteRulesForm
 
@@ -116,3 +116,19 @@ class SourceFileAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for source in queryset:
             files.delete_file(source)
+
+
+@admin.register(PageCorrection)
+class PageCorrectionAdmin(admin.ModelAdmin):
+    """The record of who corrected what: read only here (a correction is made on the file page or
+    through the API, which re-index the file; an edit here would not)."""
+
+    list_display = ("source", "page", "user", "created")
+    search_fields = ("source__original_name", "user__username")
+    readonly_fields = ("source", "page", "markdown", "previous", "user", "created")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -11,7 +11,7 @@ from ninja import Field, File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from accounts.permissions import get_collection_for_edit, get_file_for_edit, require_teacher
-from collections_app import files, writes
+from collections_app import files, review, writes
 from collections_app.listing import FileFilter
 from collections_app.models import Collection, SourceFile
 
@@ -110,6 +110,9 @@ class FileOut(Schema):
     chunk_count: int
     empty_pages: list[int] = Field(description="Pages that gave no text")
     repeated_pages: list[int] = Field(description="Pages whose text repeats on many other pages (a placeholder)")
+    flagged_pages: list[dict] = Field(
+        description='Pages the vision model probably read wrongly: [{"page": 3, "why": "unknown_words"}]'
+    )
     quality_warning: str = Field(description='"12 of 94 pages had no readable text" for a ready file, else ""')
     url: str
     created: datetime
@@ -192,3 +195,25 @@ def cancel_file(request, file_id: int):
 def retry_file(request, file_id: int):
     """Ingest a failed or cancelled file again. 409 for other files."""
     return files.retry_file(get_file_for_edit(request.user, file_id))
+
+
+class PageCorrectionIn(Schema):
+    markdown: str = Field(description="The page's corrected text, in Markdown.")
+
+
+class PageCorrectionOut(Schema):
+    page: int
+    markdown: str
+    user: str | None
+    created: datetime
+
+    @staticmethod
+    def resolve_user(correction) -> str | None:
+        return str(correction.user) if correction.user else None
+
+
+@router.put("/files/{file_id}/pages/{page}", response=PageCorrectionOut)
+def correct_page(request, file_id: int, page: int, data: PageCorrectionIn):
+    """Correct one page's extracted text (0 for a file without pages): the file is re-chunked and
+    re-embedded with it, and the correction stays across Retry and re-index."""
+    return review.correct_page(request.user, get_file_for_edit(request.user, file_id), page, data.markdown)

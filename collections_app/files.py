@@ -32,7 +32,9 @@ from collections_app.models import Collection, PdfMode, SourceFile
 from currechat.errors import Conflict, ServiceUnavailable
 from rag.index import IndexedChunk
 from rag.ingest import pdf, sniff
-from rag.ingest.job import IngestFailed, TooLarge
+from rag.ingest.image import NEEDS_VISION, image_png
+from rag.ingest.job import IngestFailed, TooLarge, UnsupportedContent
+from rag.providers import is_available
 
 __all__ = [
     "add_file",
@@ -72,10 +74,14 @@ def _read_upload(upload, name: str) -> bytes:
 
 def check_content(name: str, data: bytes) -> str:
     """The file type, after the checks that are cheap enough to make during the upload request."""
-    file_type = sniff.detect_type(name, data[:1024])
+    file_type = sniff.detect_upload_type(name, data)
     if file_type == "pdf":
         pdf.open_pdf(data, check_streams=False).close()  # password, damage, page limit; streams in the worker
-    else:
+    elif file_type == "image":
+        image_png(data, name)  # damaged, or too many pixels
+        if not is_available(settings.VLM_MODEL):
+            raise UnsupportedContent(NEEDS_VISION % {"name": name, "model": settings.VLM_MODEL})
+    elif file_type in ("text", "markdown", "html", "transcript"):
         sniff.decode_text(data, name)
     return file_type
 

@@ -30,7 +30,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from collections_app.models import Collection, FileStatus, SourceFile
+from collections_app.models import Collection, FileStatus, SourceFile, corrections_in_force
 from collections_app.progress import file_event, publish
 from currechat.errors import Conflict, ServiceUnavailable
 from rag.index import ChunkStore
@@ -291,12 +291,16 @@ def build_job(source: SourceFile, *, re_extract: bool) -> IngestJob:
             SourceFile.objects.filter(sha256=source.sha256, status=FileStatus.READY, extractor=expected_extractor(job))
             .exclude(markdown="")
             .exclude(pk=source.pk)
+            # A teacher's corrections belong to their own file: another file gets the extraction only.
+            .exclude(corrections__isnull=False)
             .first()
         )
     if reuse is not None:
         job.pages = chunking.decompose(reuse.markdown)
         job.extractor, job.page_count = reuse.extractor, reuse.pages
         job.notes = [n for n in reuse.notes.splitlines() if n]
+        job.flagged_pages = list(reuse.flagged_pages)
+    job.corrections = corrections_in_force(source)
     return job
 
 
@@ -337,6 +341,7 @@ class FileTracker:
             notes="\n".join(job.notes),
             empty_pages=job.empty_pages,
             repeated_pages=job.repeated_pages,
+            flagged_pages=job.flagged_pages,
             error="",
             updated=timezone.now(),
         )

@@ -72,6 +72,10 @@ class FileType(models.TextChoices):
     MARKDOWN = "markdown", _("Markdown")
     HTML = "html", _("HTML")
     PDF = "pdf", _("PDF")
+    PPTX = "pptx", _("PowerPoint")
+    DOCX = "docx", _("Word")
+    TRANSCRIPT = "transcript", _("Transcript")
+    IMAGE = "image", _("Image")
 
 
 class PdfMode(models.TextChoices):
@@ -106,6 +110,8 @@ class SourceFile(models.Model):
     # Page numbers that gave no text, or the same text as many other pages (rag.ingest.steps.page_quality).
     empty_pages = models.JSONField(default=list, blank=True)
     repeated_pages = models.JSONField(default=list, blank=True)
+    # Pages the vision model probably got wrong, [{"page": n, "why": ...}] (rag.ingest.review).
+    flagged_pages = models.JSONField(default=list, blank=True)
     # Bumped on every (re)queue: a worker whose attempt is stale stops instead of racing a newer one.
     attempt = models.PositiveIntegerField(default=0)
     progress_detail = models.CharField(max_length=200, blank=True, help_text=_("What ingestion is doing now."))
@@ -137,3 +143,30 @@ class SourceFile(models.Model):
         return ngettext(
             "%(bad)s of %(total)s page had no readable text", "%(bad)s of %(total)s pages had no readable text", total
         ) % {"bad": len(bad), "total": total}
+
+
+class PageCorrection(models.Model):
+    """A teacher's correction of one page's extracted Markdown. The latest for a page is in force:
+    every ingestion of the file puts it in place of what extraction gives (rag.ingest.steps.Correct).
+    The rows are the record of who changed what."""
+
+    source = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="corrections")
+    page = models.PositiveIntegerField(help_text=_("The page (slide) number; 0 for a file without pages."))
+    markdown = models.TextField()
+    previous = models.TextField(blank=True, help_text=_("The page's text before this correction."))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["source", "page", "-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.source} p. {self.page}"
+
+
+def corrections_in_force(source: SourceFile) -> dict[int, str]:
+    """The latest correction of each corrected page of `source`."""
+    latest: dict[int, str] = {}
+    for page, markdown in source.corrections.order_by("page", "-created", "-id").values_list("page", "markdown"):
+        latest.setdefault(page, markdown)
+    return latest

@@ -1,4 +1,5 @@
-"""The original behind a passage: a PDF page as an image, or a text file's section around it.
+"""The original behind a passage: a page as an image with the passage marked on it, or the
+passage in its section.
 Who may see which is decided by `accounts.permissions.get_file_for_source`."""
 
 from __future__ import annotations
@@ -13,26 +14,31 @@ from django.utils.translation import gettext as _
 from collections_app.models import FileType, SourceFile
 from currechat.errors import NotFound
 from rag.index import ChunkStore, IndexedChunk
+from rag.ingest import chunking
+from rag.ingest.image import image_png
 from rag.ingest.pdf import open_pdf, render_png
+from rag.locate import Located, locate_on_page, tokens
 
 PAGE_DPI = 110
-CONTEXT_CHUNKS = 2  # passages shown before and after the cited one
 
 
 def page_image(source: SourceFile, page: int) -> bytes:
     """Page `page` (1-based) of a PDF as PNG, rendered once and kept beside the media files."""
-    if source.file_type != FileType.PDF:
-        raise NotFound(_("This file has no pages."))
+    if not has_page_images(source):
+        raise NotFound(_("This file has no page images."))
     if not 1 <= page <= (source.pages or 0):
         raise NotFound(_("“%(name)s” has no page %(page)s.") % {"name": source.original_name, "page": page})
     cached = _cache_path(source, page)
     if cached.exists():
         return cached.read_bytes()
-    doc = open_pdf(Path(source.file.path), check_streams=False)
-    try:
-        png = render_png(doc[page - 1], PAGE_DPI)
-    finally:
-        doc.close()
+    if source.file_type == FileType.IMAGE:
+        png = image_png(Path(source.file.path).read_bytes(), source.original_name)
+    else:
+        doc = open_pdf(Path(source.file.path), check_streams=False)
+        try:
+            png = render_png(doc[page - 1], PAGE_DPI)
+        finally:
+            doc.close()
     cached.parent.mkdir(parents=True, exist_ok=True)
     temporary = cached.with_suffix(".tmp")
     temporary.write_bytes(png)
@@ -47,20 +53,68 @@ def _cache_path(source: SourceFile, page: int) -> Path:
     return Path(settings.MEDIA_ROOT) / "collections" / str(source.collection_id) / "pages" / f"{digest}.png"
 
 
+SECTION_WINDOW = 12_000  # characters of a long section shown around the cited passage
+
+
 @dataclass(frozen=True)
-class SectionContext:
-    cited: IndexedChunk
-    before: list[IndexedChunk]
-    after: list[IndexedChunk]
+class CitedSection:
+    """A cited passage in its section, rebuilt from the file's stored text: `markdown` is the
+    section (or, for a long one, the paragraphs around the passage) once, without the overlaps of
+    neighbouring passages; `words` are the passage's words, for the page to mark."""
+
+    heading_path: str
+    markdown: str
+    words: list[str]
+    cut_before: bool
+    cut_after: bool
 
 
-def section_context(source: SourceFile, position: int) -> SectionContext:
-    """The cited passage with its neighbours from the same section, in reading order."""
-    chunks = ChunkStore(source.collection_id).file_chunks(source.pk)
-    index = next((i for i, c in enumerate(chunks) if c.position == position), None)
-    if index is None:
+def cited_chunk(source: SourceFile, position: int) -> IndexedChunk:
+    chunk = ChunkStore(source.collection_id).file_chunk(source.pk, position)
+    if chunk is None:
         raise NotFound(_("That passage is no longer in the file (it was re-indexed); search again."))
-    cited = chunks[index]
-    same = [c for c in chunks if c.heading_path == cited.heading_path]
-    at = same.index(cited)
-    return SectionContext(cited, same[max(0, at - CONTEXT_CHUNKS) : at], same[at + 1 : at + 1 + CONTEXT_CHUNKS])
+    return chunk
+
+
+def cited_section(source: SourceFile, position: int) -> CitedSection:
+    """The section of the passage at `position`, rebuilt from the stored Markdown as the chunker
+    split it (so it starts at its heading, never inside a code fence)."""
+    cited = cited_chunk(source, position)
+    text = chunking.document_text(chunking.decompose(source.markdown))
+    sections = [s for s in chunking.split_sections(text) if s.heading_path == cited.heading_path]
+    section = next((s for s in sections if cited.text in s.text), None)
+    words = tokens(cited.text)
+    if section is None:  # the stored text changed since the passage was indexed: show the passage
+        return CitedSection(cited.heading_path, cited.text, words, False, False)
+    body = section.text
+    at = body.find(cited.text)
+    if len(body) <= SECTION_WINDOW:
+        return CitedSection(cited.heading_path, body, words, False, False)
+    # A long section (a plain-text file is one): the paragraphs around the passage, cut where a
+    # paragraph ends outside a code fence, so the part renders as it does in the whole.
+    breaks = chunking.fence_safe_breaks(body)
+    room = max(0, (SECTION_WINDOW - len(cited.text)) // 2)
+    begin = max((b for b in breaks if b <= max(0, at - room)), default=0)
+    end = min((b for b in breaks if b >= min(len(body), at + len(cited.text) + room)), default=len(body))
+    return CitedSection(cited.heading_path, body[begin:end], words, begin > 0, end < len(body))
+
+
+def page_markdown(source: SourceFile, page: int) -> str:
+    """The stored Markdown of one page (a slide, or a page whose image cannot be shown)."""
+    return next((p.markdown for p in chunking.decompose(source.markdown) if p.number == page), "")
+
+
+def has_page_images(source: SourceFile) -> bool:
+    return source.file_type in (FileType.PDF, FileType.IMAGE)
+
+
+def passage_on_page(source: SourceFile, page: int, position: int) -> Located | None:
+    """Where the passage at `position` is on page `page` of a PDF (None for other files)."""
+    if source.file_type != FileType.PDF:
+        return None
+    chunk = cited_chunk(source, position)
+    doc = open_pdf(Path(source.file.path), check_streams=False)
+    try:
+        return locate_on_page(doc[page - 1], chunk.text)
+    finally:
+        doc.close()

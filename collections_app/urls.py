@@ -13,6 +13,7 @@ urlpatterns = [
     path("files/<int:pk>/pages/<int:page>/", views.source_page, name="source_page"),
     path("files/<int:pk>/pages/<int:page>.png", views.source_page_image, name="source_page_image"),
     path("files/<int:pk>/passages/<int:position>/", views.source_context, name="source_context"),
+    path("files/<int:pk>/pages/<int:page>/correct/", views.file_page_correct, name="file_page_correct"),
     path("files/<int:pk>/cancel/", views.file_action, {"action": "cancel"}, name="file_cancel"),
     path("files/<int:pk>/retry/", views.file_action, {"action": "retry"}, name="file_retry"),
     path("files/<int:pk>/delete/", views.file_action, {"action": "delete"}, name="file_delete"),

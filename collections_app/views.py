@@ -10,19 +10,27 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.permissions import get_collection_for_edit, get_file_for_edit, get_file_for_source, require_teacher
-from collections_app import files, originals, writes
+from accounts.permissions import (
+    get_collection_for_edit,
+    get_file_for_edit,
+    get_file_for_source,
+    pages_shown_to,
+    require_teacher,
+)
+from collections_app import files, originals, review, writes
 from collections_app.forms import CollectionForm
 from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, FileFilter
-from collections_app.models import FileStatus, PdfMode
+from collections_app.models import FileStatus, FileType, PdfMode
 from collections_app.search import language_warning
 from currechat.errors import CurreChatError, InvalidInput, NotFound
 from currechat.rendering import render_markdown
-from rag.ingest.chunking import decompose
+from rag.ingest.transcript import is_time_heading
+from rag.locate import tokens
 
 
 @login_required
@@ -52,6 +60,7 @@ def collection_detail(request, pk: int):
         messages.error(request, str(exc))
         wanted = FileFilter()
     matching = wanted.apply(collection.files.all())
+    flagged_files = list(collection.files.exclude(flagged_pages=[]).only("pk", "original_name", "flagged_pages"))
     page = Paginator(matching, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "collection": collection,
@@ -60,6 +69,8 @@ def collection_detail(request, pk: int):
         "filter": wanted,
         "total_files": collection.files.count(),
         "attention": _attention_count(collection),
+        "flagged": review.flagged_count(flagged_files),
+        "flagged_files": flagged_files[:20],
         "status_choices": STATUS_CHOICES,
         "sort_choices": SORT_LABELS.items(),
         "pdf_modes": PdfMode.choices,
@@ -149,19 +160,37 @@ def collection_upload(request, pk: int):
 @login_required
 @require_GET
 def file_detail(request, pk: int):
+    """A file for its teachers: each page's text beside its image, to check and correct, and the
+    passages search returns."""
     source = get_file_for_edit(request.user, pk)
-    pages = [(page.number, render_markdown(page.markdown)) for page in decompose(source.markdown)]
     chunks = files.file_chunks(source) if source.status == FileStatus.READY else []
     context = {
         "file": source,
         "collection": source.collection,
-        "pages": pages,
+        "pages": review.review_pages(source, render_markdown),
+        "page_images": originals.has_page_images(source),
         # Passages render as answers do (Markdown, tables, math), sanitised the same way.
         "chunks": [(c, render_markdown(c.text)) for c in chunks],
         "empty_pages": source.empty_pages,
         "repeated_pages": source.repeated_pages,
     }
     return render(request, "collections/file.html", context)
+
+
+@login_required
+@require_POST
+def file_page_correct(request, pk: int, page: int):
+    """Save a teacher's correction of one page (the API's PUT .../pages/{page} does the same)."""
+    source = get_file_for_edit(request.user, pk)
+    try:
+        review.correct_page(request.user, source, page, request.POST.get("markdown", ""))
+    except CurreChatError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, _("Page %(page)s corrected; the file is being re-indexed with your text.") % {"page": page or 1}
+        )
+    return redirect(f"{reverse('file_detail', args=[source.pk])}#page-{page}")
 
 
 _ACTIONS = {"cancel": files.cancel_file, "retry": files.retry_file}
@@ -197,13 +226,50 @@ def file_download(request, pk: int):
     return FileResponse(stored, as_attachment=True, filename=source.original_name)
 
 
+def _position(request) -> int | None:
+    value = request.GET.get("passage", "")
+    return int(value) if value.isdigit() else None
+
+
+def _original(request, template: str, context: dict):
+    """An original page or section: the whole page, or (`?pane=1`) the part the chat shows in its
+    side pane, so both read the same."""
+    context["pane"] = request.GET.get("pane") == "1"
+    return render(request, "collections/_original.html" if context["pane"] else template, context)
+
+
 @login_required
 @require_GET
 def source_page(request, pk: int, page: int):
-    """A cited PDF page as the reader saw it, with the passage's file, page and section."""
+    """A cited page as the reader saw it, with the cited passage (`?passage=<position>`) marked on
+    it, and previous/next among the pages the reader may open."""
     source = get_file_for_source(request.user, pk, page=page)
-    context = {"file": source, "page": page, "can_edit": source.collection.is_editable_by(request.user)}
-    return render(request, "collections/source_page.html", context)
+    position, located, words = _position(request), None, []
+    if position is not None:
+        try:
+            chunk = originals.cited_chunk(source, position)
+        except NotFound:
+            chunk = None
+        # Only a passage of this page is marked: its words are what the reader may see here anyway.
+        if chunk is not None and (chunk.page_start or 0) <= page <= (chunk.page_end or chunk.page_start or 0):
+            located = originals.passage_on_page(source, page, position)
+            words = tokens(chunk.text)
+    shown = pages_shown_to(request.user, source)
+    images = originals.has_page_images(source)
+    context = {
+        "file": source,
+        "page": page,
+        "passage": position,
+        "can_edit": source.collection.is_editable_by(request.user),
+        "image": images,
+        "located": located,
+        "marks": [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in located.boxes] if located else [],
+        "page_html": "" if source.file_type == FileType.PDF else render_markdown(originals.page_markdown(source, page)),
+        "words": words,
+        "previous": max((n for n in shown if n < page), default=None),
+        "next": min((n for n in shown if n > page), default=None),
+    }
+    return _original(request, "collections/source_page.html", context)
 
 
 @login_required
@@ -218,9 +284,19 @@ def source_page_image(request, pk: int, page: int):
 @login_required
 @require_GET
 def source_context(request, pk: int, position: int):
-    """A cited passage of a text file in its section, with the passages around it."""
+    """A cited passage in its section, rebuilt from the stored text and rendered as the file page
+    renders it, with the whole passage marked (the page scrolls to it)."""
     source = get_file_for_source(request.user, pk, position=position)
-    found = originals.section_context(source, position)
-    rows = [(c, render_markdown(c.text), c is found.cited) for c in [*found.before, found.cited, *found.after]]
-    context = {"file": source, "section": found.cited.heading_path, "rows": rows}
-    return render(request, "collections/source_context.html", context)
+    found = originals.cited_section(source, position)
+    last = found.heading_path.rsplit(" > ", 1)[-1]
+    context = {
+        "file": source,
+        "section": found.heading_path,
+        "time": last if source.file_type == FileType.TRANSCRIPT and is_time_heading(last) else "",
+        "section_html": render_markdown(found.markdown),
+        "words": found.words,
+        "cut_before": found.cut_before,
+        "cut_after": found.cut_after,
+        "can_edit": source.collection.is_editable_by(request.user),
+    }
+    return _original(request, "collections/source_context.html", context)

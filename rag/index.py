@@ -168,6 +168,10 @@ class ChunkStore:
         keys = sorted(self.client.smembers(self.file_set(file_id)), key=_position)
         return [chunk for chunk in read_chunks(self.client, keys) if chunk is not None]
 
+    def file_chunk(self, file_id: int, position: int) -> IndexedChunk | None:
+        """One stored chunk of the file; None when it is not (or no longer) there."""
+        return read_chunks(self.client, [self.key(file_id, position)])[0]
+
     def file_chunk_count(self, file_id: int) -> int:
         return self.client.scard(self.file_set(file_id))
 

@@ -3,10 +3,14 @@ page or a text passage in its section only once a search in their own chat retur
 
 from __future__ import annotations
 
+import re
+
 import pymupdf
 import pytest
 
 from chat.models import ChatSession, Enrollment, EnrollmentStatus, Prompt
+from collections_app.files import file_chunks
+from rag.locate import tokens
 from tests.fake_ollama import Reply
 from tests.fixtures_ingest import scanned
 
@@ -93,6 +97,107 @@ def test_a_text_passage_opens_in_its_section(client_for, owner, student, course,
     page = client_for(student).get(f"/collections/files/{md.pk}/passages/{position}/")
     body = page.content.decode()
     assert page.status_code == 200 and "Coding &gt; Huffman" in body and "shorter words to frequent symbols" in body
-    assert 'class="context-passage cited"' in body
+    assert "huffman codes give shorter words to frequent symbols" in body, "the whole passage is marked"
     assert client_for(student).get(f"/collections/files/{md.pk}/passages/99/").status_code == 404
     assert client_for(owner).get(f"/collections/files/{md.pk}/passages/{position}/").status_code == 200
+
+
+def marks(body: str) -> list[tuple[float, float, float, float]]:
+    return [
+        tuple(map(float, m))
+        for m in re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)"', body)
+    ]
+
+
+def test_a_cited_pdf_passage_is_marked_where_it_is_on_its_page(client_for, student, owner, course, ollama, settings):
+    settings.CHAT_SEARCH_LIMIT = settings.CHAT_SEARCH_CANDIDATES = 1
+    settings.CHAT_PASSAGE_TOKENS = 50
+    prompt, pdf, _ = course
+    [cited] = ask(client_for, student, prompt, ollama, "mutual information shared")
+    position = cited["chunk_id"].rsplit(":", 1)[-1]
+    body = client_for(student).get(f"/collections/files/{pdf.pk}/pages/2/?passage={position}").content.decode()
+    boxes = marks(body)
+    assert boxes, "the passage's lines are marked on the page image"
+    assert all(x >= 72 and 72 <= y <= 770 for x, y, _, _ in boxes), "inside the text box the passage was written in"
+    assert 'data-testid="source-page-image"' in body
+    # Previous/next only among the pages this student was shown: page 1 was never returned.
+    assert 'rel="prev"' not in body and 'rel="next"' not in body
+    teacher = client_for(owner).get(f"/collections/files/{pdf.pk}/pages/2/?passage={position}").content.decode()
+    assert f'href="/collections/files/{pdf.pk}/pages/1/"' in teacher and 'rel="prev"' in teacher
+    # A passage of another page marks nothing here (its words stay unseen).
+    other = client_for(owner).get(f"/collections/files/{pdf.pk}/pages/1/?passage={position}").content.decode()
+    assert not marks(other) and 'data-words=""' in other
+
+
+def test_the_chat_pane_gets_the_original_without_the_site_around_it(client_for, student, course, ollama, settings):
+    settings.CHAT_SEARCH_LIMIT = settings.CHAT_SEARCH_CANDIDATES = 1
+    settings.CHAT_PASSAGE_TOKENS = 50
+    prompt, pdf, _ = course
+    [cited] = ask(client_for, student, prompt, ollama, "mutual information shared")
+    position = cited["chunk_id"].rsplit(":", 1)[-1]
+    pane = client_for(student).get(f"/collections/files/{pdf.pk}/pages/2/?passage={position}&pane=1").content.decode()
+    assert pane.lstrip().startswith("<article") and "<html" not in pane and marks(pane)
+    assert client_for(student).get(f"/collections/files/{pdf.pk}/pages/1/?pane=1").status_code == 404
+
+
+FENCED = """# Loops
+
+## While loops
+
+A while loop repeats its body as long as its condition holds.
+
+```python
+# count down from three
+n = 3
+while n > 0:
+    print("still counting down", n)
+    n -= 1
+# count down from three again, this time slower
+n = 3
+while n > 0:
+    print("counting slowly", n)
+    n -= 1
+```
+
+The loop above prints three lines and stops when n reaches zero, because the condition is false then.
+Each pass through the body is called an iteration, and the variable n is the loop counter here.
+"""
+
+
+def test_a_section_starting_inside_a_code_fence_is_shown_whole_once_with_the_passage_marked(
+    client_for, owner, fast_collection, ingest_upload, settings
+):
+    settings.INGEST_CHUNK_SIZE, settings.INGEST_CHUNK_OVERLAP = 160, 60
+    source = ingest_upload(fast_collection, FENCED.encode(), "loops.md")
+    chunks = file_chunks(source)
+    # The chunker split the code: this passage starts inside the fence, with a code comment.
+    inside = next(c for c in chunks if c.text.startswith("# count down from three again"))
+    body = client_for(owner).get(f"/collections/files/{source.pk}/passages/{inside.position}/").content.decode()
+    section = body.split('data-testid="source-context">', 1)[1]
+    assert "<pre>" in section and "```" not in section, "the fence renders as code, not as text"
+    assert "<h1>count down" not in section and "count down from three again" in section, "a comment is no heading"
+    assert section.count("count down from three again") == 1, "neighbouring passages' overlap is not printed twice"
+    words = re.search(r'data-words="([^"]*)"', body).group(1).split()
+    assert words == tokens(inside.text), "the whole quoted passage is marked, not part of it"
+
+
+def test_a_transcript_passage_shows_its_time(client_for, owner, fast_collection, ingest_upload):
+    cues = "WEBVTT\n\n00:12:34.000 --> 00:12:40.000\nThe Carnot cycle bounds the efficiency of engines.\n"
+    source = ingest_upload(fast_collection, cues.encode(), "lecture-7.vtt")
+    [chunk] = file_chunks(source)
+    body = client_for(owner).get(f"/collections/files/{source.pk}/passages/{chunk.position}/").content.decode()
+    assert "At 12:34 in the recording" in body and "Carnot cycle" in body
+
+
+def test_a_slide_and_a_picture_open_on_their_page(client_for, owner, fast_collection, ingest_upload, ollama):
+    from tests.test_ingest_formats import PICTURE, lecture_slides
+
+    deck = ingest_upload(fast_collection, lecture_slides(pictures=False), "week2.pptx")
+    light = next(c for c in file_chunks(deck) if "thylakoid" in c.text)
+    body = client_for(owner).get(f"/collections/files/{deck.pk}/pages/1/?passage={light.position}").content.decode()
+    assert 'data-testid="page-text"' in body and "thylakoid" in re.search(r'data-words="([^"]*)"', body).group(1)
+    assert 'rel="next"' in body and "source-page-image" not in body, "slides show their text: no renderer here"
+    ollama.responder = lambda request: Reply(content="A table of light intensity against the rate.")
+    picture = ingest_upload(fast_collection, PICTURE, "board.png")
+    image = client_for(owner).get(f"/collections/files/{picture.pk}/pages/1.png")
+    assert image.status_code == 200 and image.content.startswith(PNG)

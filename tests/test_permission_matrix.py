@@ -142,6 +142,10 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("POST", "collection_upload"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/upload/"),
     ("GET", "file_detail"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/"),
     ("POST", "file_cancel"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/cancel/"),
+    # Correcting a page: the collection's teachers only (the file here is failed: 409 once let in).
+    ("POST", "file_page_correct"): Row(
+        COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/pages/0/correct/", lambda w: {"markdown": "x"}
+    ),
     ("POST", "file_retry"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/retry/"),
     ("POST", "file_delete"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/delete/"),
     ("GET", "collection_search"): Row(COLLECTION_SEARCH, lambda w, r: f"/collections/{_c(w, r)}/search/?q=mean"),
@@ -206,6 +210,9 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "/files/{file_id}/chunks"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/chunks"),
     ("POST", "/files/{file_id}/cancel"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/cancel"),
     ("POST", "/files/{file_id}/retry"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/retry"),
+    ("PUT", "/files/{file_id}/pages/{page}"): Row(
+        COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/pages/0", lambda w: {"markdown": "x"}
+    ),
     ("GET", "/prompts"): Row(TEACHERS, lambda w, r: "/prompts"),
     ("POST", "/prompts"): Row(TEACHERS, lambda w, r: "/prompts", lambda w: {"name": "New prompt"}),
     ("GET", "/prompts/{prompt_id}"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}"),

@@ -67,6 +67,25 @@ def _join_pages(pages: Sequence[PageText]) -> tuple[str, list[int], list[int | N
     return "\n\n".join(text_parts), starts, numbers
 
 
+def document_text(pages: Sequence[PageText]) -> str:
+    """The text the chunker splits (pages joined, no page markers): chunks are substrings of it."""
+    return _join_pages(pages)[0]
+
+
+def fence_safe_breaks(text: str) -> list[int]:
+    """Offsets of the paragraph breaks in `text` that are outside code fences: where a part of the
+    text may start or end and still render as the whole would."""
+    breaks, in_fence, offset = [0], False, 0
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        offset += len(line)
+        if not in_fence and not line.strip():
+            breaks.append(offset)
+    breaks.append(len(text))
+    return breaks
+
+
 def split_sections(text: str) -> list[Section]:
     """Sections at ATX headings outside code fences; a heading with no body joins the next section.
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from currechat.errors import CurreChatError
 
@@ -68,6 +68,10 @@ class IngestJob:
     # watermark): counted so the teacher is told, rather than shown a "Ready" that hides them.
     empty_pages: list[int] = field(default_factory=list)
     repeated_pages: list[int] = field(default_factory=list)
+    # Pages the vision model probably got wrong (rag.ingest.review.Flag), and the teacher's
+    # corrections by page (0: a file without pages), which replace what extraction gives.
+    flagged_pages: list[Any] = field(default_factory=list)
+    corrections: dict[int, str] = field(default_factory=dict)
     markdown: str = ""
     chunks: list[Chunk] = field(default_factory=list)
     vectors: list[list[float]] = field(default_factory=list)

@@ -21,6 +21,7 @@ _SIGNATURES = [
     (b"\xd0\xcf\x11\xe0", gettext_lazy("an old Microsoft Office document (.doc, .ppt, .xls)")),
     (b"\x89PNG", gettext_lazy("a PNG image")),
     (b"\xff\xd8\xff", gettext_lazy("a JPEG image")),
+    (b"RIFF", gettext_lazy("a WebP image or a sound file")),
     (b"GIF8", gettext_lazy("a GIF image")),
     (b"\x1f\x8b", gettext_lazy("a gzip archive")),
     (b"\x7fELF", gettext_lazy("a program")),
@@ -66,6 +67,26 @@ def detect_type(name: str, head: bytes) -> str:
     if re.match(rb"\s*(<!doctype html|<html)", head[:512], re.IGNORECASE):
         return "html"
     return "text"
+
+
+def detect_upload_type(name: str, data: bytes) -> str:
+    """The type of a file uploaded to a collection: besides what `detect_type` knows, PowerPoint
+    ("pptx") and Word ("docx") documents, pictures ("image") and caption files ("transcript"),
+    each recognised by its content. Refuses, with a sentence, what none of the readers can read."""
+    from rag.ingest.image import is_image
+    from rag.ingest.office import office_kind
+    from rag.ingest.transcript import transcript_format
+
+    head = data[:1024]
+    if not is_pdf(head):
+        if head.startswith(b"PK\x03\x04"):
+            return office_kind(data, name)
+        if is_image(head):
+            return "image"
+    file_type = detect_type(name, head)
+    if file_type == "text" and transcript_format(decode_text(data, name)):
+        return "transcript"
+    return file_type
 
 
 def _declared_charset(data: bytes) -> str | None:

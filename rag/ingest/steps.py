@@ -14,13 +14,16 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from currechat.errors import ProviderError
 from rag.index import CollectionIndex, IndexedChunk
-from rag.ingest import chunking, pdf
+from rag.ingest import chunking, office, pdf, review
 from rag.ingest.embedding import embed_texts
 from rag.ingest.html import html_to_markdown
+from rag.ingest.image import NEEDS_VISION, image_png
 from rag.ingest.job import IngestFailed, IngestJob, PageText, TooLarge
 from rag.ingest.normalize import normalize_text
 from rag.ingest.sniff import decode_text
+from rag.ingest.transcript import transcript_markdown
 from rag.providers import is_available
 
 
@@ -41,6 +44,10 @@ class Step(Protocol):
 
 def expected_extractor(job: IngestJob) -> str:
     """Which extractor this run will use: also the key under which extracted Markdown is reused."""
+    if job.file_type == "image":
+        return f"image-vlm:{settings.VLM_MODEL}"
+    if job.file_type == "pptx":
+        return f"pptx+vlm:{settings.VLM_MODEL}" if is_available(settings.VLM_MODEL, fresh=True) else "pptx"
     if job.file_type != "pdf":
         return job.file_type
     if job.pdf_mode == "fast" or not is_available(settings.VLM_MODEL, fresh=True):
@@ -57,15 +64,61 @@ class Extract:
         data = job.path.read_bytes()
         if job.file_type == "pdf":
             self._pdf(job, data, ctx)
+        elif job.file_type == "pptx":
+            self._pptx(job, data, ctx)
+        elif job.file_type == "image":
+            self._image(job, data, ctx)
+        elif job.file_type == "docx":
+            job.pages = [PageText(None, office.docx_markdown(data))]
+            job.extractor = job.file_type
         else:
             text = decode_text(data, job.file_name)
             if job.file_type == "html":
                 text = html_to_markdown(text)
+            elif job.file_type == "transcript":
+                text = transcript_markdown(text, job.file_name)
             elif job.file_type == "text":
                 text = re.sub(r"^(\s*)#", r"\1\\#", text, flags=re.MULTILINE)  # plain text has no headings
             job.pages = [PageText(None, text)]
             job.extractor = job.file_type
         ctx.progress(1.0, _("Text extracted"))
+
+    def _image(self, job: IngestJob, data: bytes, ctx: Context) -> None:
+        png = image_png(data, job.file_name)
+        if not is_available(settings.VLM_MODEL, fresh=True):
+            raise IngestFailed(str(NEEDS_VISION % {"name": job.file_name, "model": settings.VLM_MODEL}))
+        job.extractor, job.page_count = expected_extractor(job), 1
+        job.pages = [PageText(1, pdf.read_image(settings.VLM_MODEL, png, ctx.cancelled))]
+        job.flagged_pages = list(review.flag_pages(job.pages, {1: None}))
+
+    def _pptx(self, job: IngestJob, data: bytes, ctx: Context) -> None:
+        job.extractor = expected_extractor(job)
+        missed: list[int] = []
+
+        def describe(blob: bytes, slide: int) -> str:
+            try:
+                png = image_png(blob, job.file_name)
+            except IngestFailed:  # a drawing format the model cannot take (EMF, WMF): its alt text stays
+                return ""
+            try:
+                request = pdf.PICTURE_REQUEST.format(slide=slide)
+                return pdf.read_image(settings.VLM_MODEL, png, ctx.cancelled, request)
+            except ProviderError:
+                missed.append(slide)
+                return ""
+
+        vision = job.extractor != "pptx"
+        job.pages = office.pptx_pages(data, describe if vision else None, ctx.cancelled)
+        job.page_count = len(job.pages)
+        if missed:
+            job.extractor += " (partial)"  # never reused: a retry should try the model again
+            job.notes.append(
+                _(
+                    "The vision model could not describe the pictures on slides %(pages)s; their alt text was used "
+                    "instead. Retry the file to try them again."
+                )
+                % {"pages": _ranges(sorted(set(missed)))}
+            )
 
     def _pdf(self, job: IngestJob, data: bytes, ctx: Context) -> None:
         doc = pdf.open_pdf(data)
@@ -95,6 +148,8 @@ class Extract:
                 job.pages = pdf.fast_pages(doc, pages_done, ctx.cancelled)
                 return
             job.pages, fallbacks = pdf.vlm_pages(doc, settings.VLM_MODEL, pages_done, ctx.cancelled)
+            layers: dict[int, str | None] = {i + 1: doc[i].get_text() for i in range(total)}
+            job.flagged_pages = list(review.flag_pages(job.pages, layers, frozenset(fallbacks)))
             if fallbacks:
                 job.extractor += " (partial)"  # never reused: a retry should try the model again
                 job.notes.append(
@@ -134,6 +189,20 @@ def page_quality(pages: list[PageText]) -> tuple[list[int], list[int]]:
     limit = max(3, len(keys) // 10)
     repeated = [n for n, key in keys.items() if key and counts[key] >= limit]
     return empty, repeated
+
+
+class Correct:
+    """The teacher's corrections replace what extraction gave for their pages (also when the pages
+    were reused rather than extracted), so a correction survives Retry and re-index; a corrected
+    page is no longer flagged: the teacher has checked it."""
+
+    name, share = "correct", (60, 60)
+
+    def run(self, job: IngestJob, ctx: Context) -> None:
+        if not job.corrections:
+            return
+        job.pages = review.apply_corrections(job.pages, job.corrections)
+        job.flagged_pages = [f for f in job.flagged_pages if f["page"] not in job.corrections]
 
 
 class Normalize:
@@ -229,4 +298,4 @@ class Index:
         )
 
 
-STEPS: list[Step] = [Extract(), Normalize(), Chunk(), Embed(), Index()]
+STEPS: list[Step] = [Extract(), Correct(), Normalize(), Chunk(), Embed(), Index()]

@@ -53,12 +53,77 @@
     return parts.join(", ");
   }
 
-  // The original behind a passage: its PDF page, or for text files the passage in its section.
+  // A lecture transcript's passage has its start time as its section ("12:34").
+  function transcriptTime(p) {
+    const last = String(p.section || "").split(" > ").pop();
+    return /\.(vtt|srt)$/i.test(p.file_name || "") && /^\d+:\d{2}(:\d{2})?$/.test(last) ? last : "";
+  }
+
+  // The original behind a passage: its page with the passage marked, or the passage in its
+  // section (a transcript: at its time). Opens in the side pane; a new tab with Ctrl/Cmd or the
+  // pane's own link.
   function originalLink(p) {
     const position = String(p.chunk_id || "").split(":").pop();
-    const href = p.page ? `/collections/files/${p.file_id}/pages/${p.page}/` : `/collections/files/${p.file_id}/passages/${position}/`;
-    const text = p.page ? interpolate(gettext("Open page %(page)s of the original"), { page: p.page }, true) : gettext("Show it in its section");
-    return el("a", { class: "passage-link", href, target: "_blank", rel: "noopener", text });
+    const href = p.page ? `/collections/files/${p.file_id}/pages/${p.page}/?passage=${position}` : `/collections/files/${p.file_id}/passages/${position}/`;
+    const time = transcriptTime(p);
+    let text = gettext("Show it in its section");
+    if (p.page) text = interpolate(gettext("Open page %(page)s of the original"), { page: p.page }, true);
+    else if (time) text = interpolate(gettext("Open the transcript at %(time)s"), { time }, true);
+    const link = el("a", { class: "passage-link", href, target: "_blank", rel: "noopener", text, "data-testid": "open-original" });
+    link.addEventListener("click", (event) => {
+      if (!sourcePane || event.ctrlKey || event.metaKey || event.shiftKey) return;
+      event.preventDefault();
+      openOriginal(href);
+    });
+    return link;
+  }
+
+  // The side pane beside the chat (full screen on a phone) showing a cited original. Its HTML is
+  // rendered by our own template (escaped, the Markdown sanitised as answers are).
+  const sourcePane = document.getElementById("source-pane");
+  let paneOpener = null;
+  async function openOriginal(href) {
+    const body = sourcePane.querySelector(".source-pane-body");
+    const newTab = sourcePane.querySelector(".source-pane-open");
+    paneOpener = paneOpener || document.activeElement;
+    newTab.href = href;
+    body.replaceChildren(el("p", { class: "muted", text: gettext("Opening…") }));
+    sourcePane.hidden = false;
+    layout?.classList.add("pane-open");
+    try {
+      const response = await fetch(href + (href.includes("?") ? "&" : "?") + "pane=1", { credentials: "same-origin" });
+      if (!response.ok) {
+        const page = new DOMParser().parseFromString(await response.text(), "text/html");
+        const sentence = page.querySelector("main p, .form-error, p")?.textContent || gettext("The original could not be opened.");
+        body.replaceChildren(el("p", { class: "form-error", role: "alert", text: sentence }));
+        return;
+      }
+      body.innerHTML = await response.text(); // our template's HTML (see above)
+      body.scrollTop = 0;
+      window.CurreChatOriginal?.enhance(body.querySelector(".original"));
+      sourcePane.querySelector(".source-pane-close").focus({ preventScroll: true });
+    } catch {
+      body.replaceChildren(el("p", { class: "form-error", role: "alert", text: gettext("The original could not be opened. Check your connection and try again.") }));
+    }
+  }
+  if (sourcePane) {
+    sourcePane.addEventListener("click", (event) => {
+      const link = event.target.closest("a[data-original-link]");
+      if (link && !event.ctrlKey && !event.metaKey) {
+        event.preventDefault();
+        openOriginal(link.getAttribute("href"));
+      }
+    });
+    const closePane = () => {
+      sourcePane.hidden = true;
+      layout?.classList.remove("pane-open");
+      paneOpener?.focus?.();
+      paneOpener = null;
+    };
+    sourcePane.querySelector(".source-pane-close").addEventListener("click", closePane);
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && !sourcePane.hidden) closePane();
+    });
   }
 
   // A passage's first words, to tell apart passages of the same page and section.

@@ -141,13 +141,14 @@ def test_student_chats_in_finnish_and_teacher_pages_are_finnish(live_app, new_pa
     expect(source).to_contain_text("keskiluvut.md, Keskiluvut")
     pages.check(student, "chat-answer")
 
-    # Its original: the passage in its section, on a page of its own.
-    with student.context.expect_page() as opened:
-        source.get_by_role("link", name="Näytä se osiossaan").click()
-    original = opened.value
+    # Its original: the passage in its section, marked, in the pane beside the chat.
+    source.get_by_role("link", name="Näytä se osiossaan").click()
+    original = student.get_by_test_id("source-pane")
     expect(original.get_by_test_id("source-context")).to_contain_text("jakamalla havaintojen summa")
-    expect(original.get_by_text("Kohta, jota avustaja lainasi")).to_be_visible()
-    pages.check(original, "cited-passage")
+    expect(original.locator("mark.cited").first).to_be_visible()
+    expect(original.get_by_text("Avustajan lainaama kohta on merkitty keltaisella.")).to_be_visible()
+    pages.check(student, "cited-passage")
+    original.get_by_role("button", name="Sulje").click()
 
     # Back home, the chat is listed among the recent ones.
     student.goto(live_app.url + "/")

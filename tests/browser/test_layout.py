@@ -309,15 +309,14 @@ def test_student_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
     expect(source).not_to_contain_text("$$W=")
     journey.look(student, "chat-citation")
 
-    # 3. The cited page of the original, one click away (in a new tab).
-    with student.context.expect_page() as opened:
-        source.get_by_role("link", name="Open page 1 of the original").click()
-    original = opened.value
+    # 3. The cited page of the original, one click away (in the pane beside the chat; a phone's whole screen).
+    source.get_by_role("link", name="Open page 1 of the original").click()
+    original = student.get_by_test_id("source-pane")
     image = original.get_by_test_id("source-page-image")
     expect(image).to_be_visible()
-    image_shown(original)
-    journey.look(original, "original-page")
-    original.close()
+    image_shown(student)
+    journey.look(student, "original-page")
+    original.get_by_test_id("close-pane").click()
 
     # 5. Copy the answer; regenerate it (the earlier answer stays).
     answer.get_by_role("button", name="Copy answer").click()

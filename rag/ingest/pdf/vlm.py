@@ -73,12 +73,16 @@ def _save_checkpoint(key: str, text: str) -> None:
         log.info("Could not checkpoint a VLM page", exc_info=True)
 
 
-def _read_page(model, png: bytes, number: int, total: int, retries: int, stop: threading.Event) -> str:
+def _read_page(
+    model, png: bytes, number: int, total: int, retries: int, stop: threading.Event, request: str = ""
+) -> str:
     """One page through the VLM, retried on failures that may pass; raises the last error, or
     IngestCancelled soon after `stop` is set (at the next streamed token or retry)."""
     messages = [
         ChatMessage(role="system", content=VLM_SYSTEM_PROMPT),
-        ChatMessage(role="user", content=f"Page {number} of {total}. Transcribe it as Markdown.", images=(png,)),
+        ChatMessage(
+            role="user", content=request or f"Page {number} of {total}. Transcribe it as Markdown.", images=(png,)
+        ),
     ]
     error: ProviderError = ProviderError("The vision model returned an empty page.")
     for attempt in range(retries + 1):
@@ -185,3 +189,24 @@ def vlm_pages(
                 next_index = total
             progress(len(results))
     return [PageText(i + 1, results[i]) for i in range(total)], sorted(fallbacks)
+
+
+PICTURE_REQUEST = (
+    "A picture on slide {slide} of a presentation. If it shows text, a table or a formula, transcribe it as "
+    "Markdown; otherwise describe it in one sentence in square brackets, like [Figure: ...]."
+)
+
+
+def read_image(model_name: str, png: bytes, cancelled: CancelledFn, request: str = "") -> str:
+    """One picture (an uploaded image, a picture on a slide) read by the VLM as Markdown; raises
+    ProviderError when the model fails even after retries, IngestCancelled when the file is cancelled.
+    Kept under the same checkpoints as PDF pages, so a retry does not read it again."""
+    key = _checkpoint_key(model_name, png + request.encode())
+    if (saved := _read_checkpoint(key)) is not None:
+        return saved
+    stop = threading.Event()
+    if cancelled():
+        raise IngestCancelled
+    text = _read_page(get_chat_model(model_name), png, 1, 1, settings.INGEST_VLM_RETRIES, stop, request)
+    _save_checkpoint(key, text)
+    return text

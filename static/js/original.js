@@ -1,0 +1,113 @@
+// A cited page or section (collections/_original.html), on its own page or in the chat's side pane:
+// marks the quoted passage's words in the rendered text and scrolls to it, scrolls to the marks
+// drawn on a page image, and zooms the image. The chat page calls CurreChatOriginal.enhance on
+// each page it loads into its pane.
+(() => {
+  "use strict";
+  const WORD = /[\p{L}\p{N}]+/gu;
+
+  function norm(word) {
+    return word.normalize("NFKC").toLowerCase();
+  }
+
+  // The text nodes' words in reading order, each with its node and offsets (math is left out,
+  // as the server leaves LaTeX out of the passage's words).
+  function wordsIn(container) {
+    const walker = document.createTreeWalker(container, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => (node.parentElement.closest("math, annotation") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
+    const found = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(WORD)) found.push({ w: norm(match[0]), node, start: match.index, end: match.index + match[0].length });
+    }
+    return found;
+  }
+
+  function findRun(seq, run, from) {
+    outer: for (let i = from; i + run.length <= seq.length; i++) {
+      for (let k = 0; k < run.length; k++) if (seq[i + k] !== run[k]) continue outer;
+      return i;
+    }
+    return -1;
+  }
+
+  // The first and last of the page's words that belong to the passage: a few words from its
+  // start and from its end, moving inwards past words the page renders differently (a formula).
+  function span(seq, words) {
+    const size = Math.min(4, words.length);
+    let first = -1;
+    for (let skip = 0; first < 0 && skip + size <= words.length && skip < 40; skip++) {
+      const at = findRun(seq, words.slice(skip, skip + size), 0);
+      if (at >= 0) first = at;
+    }
+    if (first < 0) return null;
+    let last = -1;
+    for (let skip = 0; last < 0 && skip + size <= words.length && skip < 40; skip++) {
+      const run = words.slice(words.length - skip - size, words.length - skip);
+      // The end is the last occurrence within the passage's reach, not a later repeat of it.
+      for (let at = findRun(seq, run, first); at >= 0 && at <= first + words.length * 2; at = findRun(seq, run, at + 1)) last = at + size - 1;
+    }
+    return last >= first ? [first, last] : [first, Math.min(seq.length - 1, first + words.length - 1)];
+  }
+
+  function markText(root) {
+    const container = root.querySelector(".original-text");
+    const words = (root.dataset.words || "").split(" ").filter(Boolean);
+    if (!container || !words.length) return null;
+    const found = wordsIn(container);
+    const range = span(found.map((t) => t.w), words);
+    if (!range) return null;
+    const [first, last] = range;
+    // One <mark> per text node in the passage (marks cannot cross element boundaries), last first
+    // so the offsets of the nodes not yet wrapped stay right.
+    const pieces = new Map();
+    for (let i = first; i <= last; i++) {
+      const t = found[i];
+      const piece = pieces.get(t.node) || { start: t.start, end: t.end };
+      piece.end = t.end;
+      pieces.set(t.node, piece);
+    }
+    const marks = [];
+    for (const [node, piece] of [...pieces.entries()].reverse()) {
+      const range = document.createRange();
+      range.setStart(node, piece.start);
+      range.setEnd(node, piece.end);
+      const mark = document.createElement("mark");
+      mark.className = "cited";
+      range.surroundContents(mark);
+      marks.unshift(mark);
+    }
+    return marks[0] || null;
+  }
+
+  function scrollTo(target) {
+    if (target) target.scrollIntoView({ block: "center" });
+  }
+
+  function enhance(root) {
+    if (!root || root.dataset.enhanced) return;
+    root.dataset.enhanced = "1";
+    const firstMark = markText(root);
+    const image = root.querySelector(".page-figure img");
+    const box = root.querySelector(".page-marks rect");
+    if (box && image) {
+      // The marks are drawn over the image: scroll once it has its size.
+      if (image.complete) scrollTo(box);
+      else image.addEventListener("load", () => scrollTo(box), { once: true });
+    } else {
+      scrollTo(firstMark);
+    }
+    const zoom = root.querySelector("button.zoom");
+    const frame = root.querySelector(".page-frame");
+    if (zoom && frame) {
+      zoom.addEventListener("click", () => {
+        const on = frame.classList.toggle("zoomed");
+        zoom.setAttribute("aria-pressed", String(on));
+        scrollTo(box);
+      });
+    }
+  }
+
+  window.CurreChatOriginal = { enhance };
+  document.querySelectorAll(".original").forEach(enhance);
+})();
