@@ -246,48 +246,155 @@ def big_pdf(tmp: Path, copies: int) -> Path:
     return path
 
 
-def memory(user, tmp: Path, page_seconds: float) -> list[tuple[str, str, str]]:
+def nested_html(tmp: Path) -> Path:
+    """10 MB of HTML nested a million levels deep (refused)."""
+    path = tmp / "nested.html"
+    path.write_text("<html><body>" + "<div>" * 1_000_000 + "deep" + "</div>" * 1_000_000 + "</body></html>")
+    return path
+
+
+def one_line_markdown(tmp: Path, size: int = 5_000_000) -> Path:
+    """Real course text (OpenStax's Python book) with its line breaks removed: 5 MB on one line."""
+    book = DATA / "openstax" / "introduction-python-programming" / "chapters_md"
+    text = " ".join(" ".join(f.read_text().split()) for f in sorted(book.glob("*.md")))
+    while len(text) < size:
+        text = f"{text} {text}"
+    path = tmp / "one-line.md"
+    path.write_text(text[:size])
+    return path
+
+
+def tiny_pages_pdf(tmp: Path, pages: int = 1500) -> Path:
+    """A PDF of many small pages with a line of text each (slides, flash cards)."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    for n in range(1, pages + 1):
+        doc.new_page(width=320, height=180).insert_text((20, 90), f"Card {n}: the key idea number {n}.")
+    path = tmp / f"tiny-x{pages}.pdf"
+    doc.save(path, garbage=3, deflate=True)
+    return path
+
+
+MEMORY_CASES = ["baseline", "notes-local", "notes-vlm", "big-fast", "big-vlm", "nested", "one-line", "tiny-vlm"]
+
+
+def memory(user, tmp: Path, page_seconds: float, only: list[str]) -> list[tuple[str, str, str]]:
     """Peak memory of one file's ingestion, per kind of file."""
     from django.conf import settings
 
     from collections_app.models import Collection, SourceFile
 
     parent, child = multiprocessing.Pipe()
-    thousand = big_pdf(tmp, 9)
+    thousand = big_pdf(tmp, 9) if {"big-fast", "big-vlm"} & set(only) else NOTES_EN
     server = multiprocessing.Process(target=_vlm_server, args=(child, page_seconds, str(thousand)), daemon=True)
     server.start()
-    nested = tmp / "nested.html"
-    nested.write_text("<html><body>" + "<div>" * 1_000_000 + "deep" + "</div>" * 1_000_000 + "</body></html>")
     small = tmp / "notes.md"
     small.write_text("# Notes\n\nOne short paragraph of course notes.\n")
-    cases = [
-        ("baseline: a 3-line Markdown file", small, "fast", FAKE_EMBEDDER),
-        (f"{NOTES_EN.name} (119 pages), fast, local embedder", NOTES_EN, "fast", "local:all-MiniLM-L6-v2"),
-        (f"{NOTES_EN.name} (119 pages), VLM", NOTES_EN, "vlm", FAKE_EMBEDDER),
-        ("1,071-page PDF, fast", thousand, "fast", FAKE_EMBEDDER),
-        ("1,071-page PDF, VLM", thousand, "vlm", FAKE_EMBEDDER),
-        ("nested HTML (1,000,000 levels, 11 MB), refused", nested, "fast", FAKE_EMBEDDER),
-    ]
+    target = "≤ 1024 MiB"
+    cases = {
+        "baseline": ("baseline: a 3-line Markdown file", lambda: small, "fast", FAKE_EMBEDDER, ""),
+        "notes-local": (
+            f"{NOTES_EN.name} (119 pages), fast, local embedder",
+            lambda: NOTES_EN,
+            "fast",
+            "local:all-MiniLM-L6-v2",
+            "",
+        ),
+        "notes-vlm": (f"{NOTES_EN.name} (119 pages), VLM", lambda: NOTES_EN, "vlm", FAKE_EMBEDDER, ""),
+        "big-fast": ("1,071-page PDF, fast", lambda: thousand, "fast", FAKE_EMBEDDER, target),
+        "big-vlm": ("1,071-page PDF, VLM", lambda: thousand, "vlm", FAKE_EMBEDDER, target),
+        "nested": (
+            "nested HTML (1,000,000 levels, 11 MB), refused",
+            lambda: nested_html(tmp),
+            "fast",
+            FAKE_EMBEDDER,
+            target,
+        ),
+        "one-line": (
+            "one-line Markdown (5 MB, no line break)",
+            lambda: one_line_markdown(tmp),
+            "fast",
+            FAKE_EMBEDDER,
+            target,
+        ),
+        "tiny-vlm": (
+            "1,500 tiny pages (one line each), VLM",
+            lambda: tiny_pages_pdf(tmp),
+            "vlm",
+            FAKE_EMBEDDER,
+            target,
+        ),
+    }
     rows = [("file (one job process each)", "peak RSS / PSS", "target")]
     try:
         settings.OLLAMA_HOST = parent.recv()
-        for name, path, mode, embedder in cases:
+        for key in only:
+            name, make, mode, embedder, goal = cases[key]
+            path = make()
             collection = Collection.objects.create(name=name[:100], owner=user, embedding_model=embedder)
             source = upload(collection, path, user, mode)
             SourceFile.objects.filter(pk=source.pk).update(status="queued")
             figures = ingest_in_child(source.pk, source.attempt)
             source.refresh_from_db()
-            target = "≤ 1024 MiB" if "1,071" in name else ""
             rows.append(
                 (
                     f"{name} [{source.status}, {figures['seconds']:.0f} s]",
                     f"{figures['rss']:.0f} / {figures['pss']:.0f} MiB",
-                    target,
+                    goal,
                 )
             )
             print(rows[-1], flush=True)
     finally:
         server.terminate()
+    return rows
+
+
+def _memory_of(pid: int) -> dict[str, float]:
+    """RSS, PSS and USS (private pages: what ending the process frees) of one process, in MiB."""
+    fields: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Rss", "Pss", "Private_Clean", "Private_Dirty"):
+            fields[name] = int(rest.split()[0]) / 1024
+    return {"rss": fields["Rss"], "pss": fields["Pss"], "uss": fields["Private_Clean"] + fields["Private_Dirty"]}
+
+
+def worker_tree(tmp: Path) -> list[tuple[str, str, str]]:
+    """The idle worker as `make run` starts it (`manage.py rqworker --with-scheduler`, the local
+    embedder as the default): its main process and the scheduler process it forks."""
+    import subprocess
+
+    from django.conf import settings
+
+    from currechat.redis_client import get_redis
+
+    env = {**os.environ, "EMBEDDING_MODEL": "local:all-MiniLM-L6-v2", "LOG_LEVEL": "WARNING"}
+    command = [sys.executable, "manage.py", "rqworker", "--job-class", "django_tasks_rq.Job", "--with-scheduler"]
+    log = (tmp / "worker.log").open("w")
+    worker = subprocess.Popen([*command, *settings.TASK_QUEUES], cwd=ROOT, env=env, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 180
+        while not get_redis().get("rq:scheduler-lock:default"):
+            assert time.monotonic() < deadline and worker.poll() is None, (tmp / "worker.log").read_text()[-2000:]
+            time.sleep(0.5)
+        time.sleep(10)  # settled: the first heartbeat and sweep are done, nothing is running
+        children = Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()
+        parent_mem = _memory_of(worker.pid)
+        scheduler_mem = [_memory_of(int(pid)) for pid in children]
+    finally:
+        worker.terminate()
+        worker.wait(30)
+
+    def cell(m: dict[str, float]) -> str:
+        return f"{m['rss']:.0f} / {m['pss']:.0f} / {m['uss']:.0f} MiB"
+
+    total = {k: parent_mem[k] + sum(m[k] for m in scheduler_mem) for k in ("rss", "pss", "uss")}
+    rows = [("process of the idle worker", "RSS / PSS / USS", "")]
+    rows.append(("worker main process (embedding libraries imported)", cell(parent_mem), ""))
+    for m in scheduler_mem:
+        rows.append(("scheduler process (forked from it)", cell(m), ""))
+    rows.append(("the tree: RSS summed / PSS summed (what it really takes)", cell(total), ""))
     return rows
 
 
@@ -306,6 +413,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4, help="INGEST_VLM_CONCURRENCY for the VLM run")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
     parser.add_argument("--memory", action="store_true", help="peak memory of one file's job process instead")
+    parser.add_argument("--cases", nargs="*", choices=MEMORY_CASES, help="with --memory: only these files")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="currechat-bench-ingest-"))
     redis_server, fake = setup(tmp)
@@ -343,7 +451,14 @@ def memory_main(args, tmp: Path, redis_server, fake) -> int:
         from accounts.models import User
 
         user = User.objects.create_user("bench", password="bench-only", role="teacher")
-        text = table(memory(user, tmp, page_seconds=0.01))
+        # The job process forks from a worker that has imported what the jobs need (torch with the
+        # default local embedder): this process does the same before forking, as the worker does.
+        from currechat.worker import preload_modules
+
+        preload_modules()
+        text = table(memory(user, tmp, page_seconds=0.01, only=args.cases or MEMORY_CASES))
+        if not args.cases:
+            text += "\n\nThe idle worker as `make run` starts it:\n\n" + table(worker_tree(tmp))
     finally:
         fake.stop()
         stop_services(redis_server)

@@ -16,12 +16,14 @@ The week starts at USAGE_WEEK_RESET_HOUR on USAGE_WEEK_RESET_WEEKDAY in TIME_ZON
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -30,10 +32,13 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
+from chat.limits import defer_until_redis, quick_redis
 from chat.models import BudgetOverride, Prompt, TokenUsage
 from currechat import metrics
 from currechat.errors import CurreChatError, InvalidInput
 from currechat.redis_client import get_redis
+
+log = logging.getLogger(__name__)
 
 WARNING_SHARE = 0.9  # from this share of a budget on, the chat warns
 
@@ -237,7 +242,17 @@ class UsageMeter:
             self.calls += 1
         if not spent:
             return
-        pipe = get_redis().pipeline(transaction=False)
+        try:
+            self._count(spent)
+        except redis.RedisError:
+            # The answer goes on (a Redis blink must not end it); the count reaches Redis as soon as
+            # it answers again, and `flush` stores it in the database meanwhile.
+            log.warning("Token counts of user %s wait for Redis", self.user_id)
+            defer_until_redis(lambda: self._count(spent))
+
+    def _count(self, spent: int) -> None:
+        # One MULTI/EXEC: a count is added to both keys or to neither, so a retry never counts twice.
+        pipe = quick_redis().pipeline(transaction=True)
         for key in (_key(self.week, self.user_id, self.prompt_id), _key(self.week, self.user_id)):
             pipe.incrby(key, spent)
             pipe.expire(key, _expiry(self.week))
