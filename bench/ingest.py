@@ -193,13 +193,22 @@ def vlm_concurrency(user, page_seconds: float, concurrency: int) -> dict[str, fl
     return {"pages": source.pages, "ideal": ideal, "extract": report.seconds["extract"], "total": total}
 
 
+# A job past this is stopped (the machine is shared): its row then says so instead of a figure.
+RSS_GUARD_KIB = 3 * 1024 * 1024
+
+
 def _peak_memory(pid: int, peak: dict[str, int], stop) -> None:
     """Sample the child's PSS (what it costs beyond pages shared with its parent) until `stop`."""
+    import signal
+
     while not stop.is_set():
         try:
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
                     peak["pss"] = max(peak.get("pss", 0), int(line.split()[1]))
+                if line.startswith("Rss:") and int(line.split()[1]) > RSS_GUARD_KIB:
+                    peak["guard"] = 1
+                    os.kill(pid, signal.SIGKILL)
         except OSError:
             return
         stop.wait(0.05)
@@ -229,8 +238,13 @@ def ingest_in_child(source_id: int, attempt: int) -> dict[str, float]:
     _, status, usage = os.wait4(pid, 0)
     stop.set()
     sampler.join()
-    assert status == 0, f"ingestion process exited with {status}"
-    return {"rss": usage.ru_maxrss / 1024, "pss": peak.get("pss", 0) / 1024, "seconds": time.perf_counter() - started}
+    assert status == 0 or peak.get("guard"), f"ingestion process exited with {status}"
+    return {
+        "rss": usage.ru_maxrss / 1024,
+        "pss": peak.get("pss", 0) / 1024,
+        "seconds": time.perf_counter() - started,
+        "stopped": bool(peak.get("guard")),
+    }
 
 
 def big_pdf(tmp: Path, copies: int) -> Path:
@@ -337,9 +351,10 @@ def memory(user, tmp: Path, page_seconds: float, only: list[str]) -> list[tuple[
             SourceFile.objects.filter(pk=source.pk).update(status="queued")
             figures = ingest_in_child(source.pk, source.attempt)
             source.refresh_from_db()
+            status = "stopped past 3 GiB" if figures["stopped"] else source.status
             rows.append(
                 (
-                    f"{name} [{source.status}, {figures['seconds']:.0f} s]",
+                    f"{name} [{status}, {figures['seconds']:.0f} s]",
                     f"{figures['rss']:.0f} / {figures['pss']:.0f} MiB",
                     goal,
                 )

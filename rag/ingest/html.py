@@ -6,6 +6,7 @@ import re
 from html.parser import HTMLParser
 
 from bs4 import BeautifulSoup
+from bs4.builder import HTMLParserTreeBuilder
 from django.utils.translation import gettext_lazy
 from markdownify import MarkdownConverter
 
@@ -20,11 +21,8 @@ NESTED_TOO_DEEP = gettext_lazy(
 # 330 levels; real pages stay far below (tens). Checked before the tree is built: a tree of a
 # million nested elements took about 600 MiB before the walk failed on it.
 MAX_DEPTH = 256
-# Elements that never hold others (BeautifulSoup's html.parser builder does not open them either).
-_VOID = frozenset(
-    "area base br col embed hr img input keygen link menuitem meta param source spacer track wbr basefont bgsound "
-    "command frame image isindex nextid".split()
-)
+# Elements that never hold others: the html.parser builder's own list, so the count matches its tree.
+_VOID = frozenset(HTMLParserTreeBuilder().empty_element_tags or ())
 
 # Page chrome and active content carry no course material (and scripts must never reach the model).
 _DROP = [

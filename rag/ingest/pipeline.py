@@ -99,6 +99,7 @@ def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
     to INGEST_STEP_RETRIES times, Redis after each outage up to INGEST_REDIS_OUTAGE_SECONDS."""
     attempts = settings.INGEST_STEP_RETRIES + 1
     attempt = 1
+    redis_deadline: float | None = None  # set at the step's first Redis failure
     while True:
         started = time.monotonic()
         try:
@@ -108,8 +109,11 @@ def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             # Not counted as an attempt: Redis restarting (a deploy, a failover) takes seconds to
             # a minute, and what the step did before is kept (embedding cache, page checkpoints).
+            # Bounded per step, so a call that fails while Redis answers pings cannot loop forever.
+            if redis_deadline is None:
+                redis_deadline = time.monotonic() + settings.INGEST_REDIS_OUTAGE_SECONDS
             log.warning("file %s: %s lost Redis (%s); waiting for it", job.file_id, step.name, exc)
-            _ride_out_redis(ctx, exc)
+            _ride_out_redis(ctx, exc, redis_deadline)
         except ProviderError as exc:
             if not exc.retryable or attempt == attempts:
                 raise
@@ -124,18 +128,19 @@ def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
 REDIS_POLL_SECONDS = (0.5, 5.0)  # first and longest pause between pings while Redis is away
 
 
-def _ride_out_redis(ctx: RunContext, exc: Exception) -> None:
-    """Return once Redis answers again; re-raise `exc` when it stays away longer than
-    INGEST_REDIS_OUTAGE_SECONDS (the file then fails with its sentence and a Retry). Cancel is
-    checked meanwhile (it lives in the database), and the file keeps beating (its Heartbeat)."""
+def _ride_out_redis(ctx: RunContext, exc: Exception, deadline: float) -> None:
+    """Return once Redis answers again; re-raise `exc` when it is still away at `deadline` (the
+    file then fails with its sentence and a Retry). Cancel is checked meanwhile (it lives in the
+    database), and the file keeps beating (its Heartbeat)."""
     from currechat.redis_client import get_redis
 
     ctx.progress(0.0, _("Waiting for the search index (Redis) to come back"), force=True)
-    deadline = time.monotonic() + settings.INGEST_REDIS_OUTAGE_SECONDS
     pause, longest = REDIS_POLL_SECONDS
     while True:
         if ctx.cancelled():
             raise IngestCancelled from exc
+        if time.monotonic() >= deadline:
+            raise exc
         try:
             get_redis().ping()
             return
