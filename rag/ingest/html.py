@@ -6,7 +6,7 @@ import re
 from html.parser import HTMLParser
 
 from bs4 import BeautifulSoup
-from bs4.builder import HTMLParserTreeBuilder
+from bs4.builder import HTMLTreeBuilder
 from django.utils.translation import gettext_lazy
 from markdownify import MarkdownConverter
 
@@ -22,7 +22,7 @@ NESTED_TOO_DEEP = gettext_lazy(
 # million nested elements took about 600 MiB before the walk failed on it.
 MAX_DEPTH = 256
 # Elements that never hold others: the html.parser builder's own list, so the count matches its tree.
-_VOID = frozenset(HTMLParserTreeBuilder().empty_element_tags or ())
+_VOID = frozenset(HTMLTreeBuilder.DEFAULT_EMPTY_ELEMENT_TAGS or ())
 
 # Page chrome and active content carry no course material (and scripts must never reach the model).
 _DROP = [
