@@ -1,7 +1,7 @@
 """Ingestion benchmark: fast-path speed, pipeline overhead, re-upload cost, VLM concurrency.
 
     .venv/bin/python bench/ingest.py [--page-seconds 0.25] [--concurrency 4] [--no-write]
-    .venv/bin/python bench/ingest.py --memory [--no-write]
+    .venv/bin/python bench/ingest.py --memory [--cases baseline nested ...] [--no-write]
     .venv/bin/python bench/ingest.py --formats [--no-write]
     .venv/bin/python bench/ingest.py --flags [--no-write]
 
@@ -172,7 +172,9 @@ def _vlm_server(conn, page_seconds: float, pdf_path: str) -> None:
     def read_page(body: dict) -> Reply:
         number = int(re.search(r"Page (\d+) of", body["messages"][-1]["content"]).group(1))
         time.sleep(page_seconds)
-        return Reply(chunks=[f"## Page {number}\n\n", texts[number - 1]])
+        # Another PDF than the one given (the tiny pages): a page's worth of text all the same.
+        text = texts[number - 1] if number <= len(texts) else f"Card {number}: the key idea number {number}."
+        return Reply(chunks=[f"## Page {number}\n\n", text])
 
     fake = FakeOllama()
     fake.responder = read_page
@@ -206,13 +208,22 @@ def vlm_concurrency(user, page_seconds: float, concurrency: int) -> dict[str, fl
     return {"pages": source.pages, "ideal": ideal, "extract": report.seconds["extract"], "total": total}
 
 
+# A job past this is stopped (the machine is shared): its row then says so instead of a figure.
+RSS_GUARD_KIB = 3 * 1024 * 1024
+
+
 def _peak_memory(pid: int, peak: dict[str, int], stop) -> None:
     """Sample the child's PSS (what it costs beyond pages shared with its parent) until `stop`."""
+    import signal
+
     while not stop.is_set():
         try:
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
                     peak["pss"] = max(peak.get("pss", 0), int(line.split()[1]))
+                if line.startswith("Rss:") and int(line.split()[1]) > RSS_GUARD_KIB:
+                    peak["guard"] = 1
+                    os.kill(pid, signal.SIGKILL)
         except OSError:
             return
         stop.wait(0.05)
@@ -242,8 +253,13 @@ def ingest_in_child(source_id: int, attempt: int) -> dict[str, float]:
     _, status, usage = os.wait4(pid, 0)
     stop.set()
     sampler.join()
-    assert status == 0, f"ingestion process exited with {status}"
-    return {"rss": usage.ru_maxrss / 1024, "pss": peak.get("pss", 0) / 1024, "seconds": time.perf_counter() - started}
+    assert status == 0 or peak.get("guard"), f"ingestion process exited with {status}"
+    return {
+        "rss": usage.ru_maxrss / 1024,
+        "pss": peak.get("pss", 0) / 1024,
+        "seconds": time.perf_counter() - started,
+        "stopped": bool(peak.get("guard")),
+    }
 
 
 def big_pdf(tmp: Path, copies: int) -> Path:
@@ -259,43 +275,105 @@ def big_pdf(tmp: Path, copies: int) -> Path:
     return path
 
 
-def memory(user, tmp: Path, page_seconds: float) -> list[tuple[str, str, str]]:
+def nested_html(tmp: Path) -> Path:
+    """10 MB of HTML nested a million levels deep (refused)."""
+    path = tmp / "nested.html"
+    path.write_text("<html><body>" + "<div>" * 1_000_000 + "deep" + "</div>" * 1_000_000 + "</body></html>")
+    return path
+
+
+def one_line_markdown(tmp: Path, size: int = 5_000_000) -> Path:
+    """Real course text (OpenStax's Python book) with its line breaks removed: 5 MB on one line."""
+    book = DATA / "openstax" / "introduction-python-programming" / "chapters_md"
+    text = " ".join(" ".join(f.read_text().split()) for f in sorted(book.glob("*.md")))
+    while len(text) < size:
+        text = f"{text} {text}"
+    path = tmp / "one-line.md"
+    path.write_text(text[:size])
+    return path
+
+
+def tiny_pages_pdf(tmp: Path, pages: int = 1500) -> Path:
+    """A PDF of many small pages with a line of text each (slides, flash cards)."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    for n in range(1, pages + 1):
+        doc.new_page(width=320, height=180).insert_text((20, 90), f"Card {n}: the key idea number {n}.")
+    path = tmp / f"tiny-x{pages}.pdf"
+    doc.save(path, garbage=3, deflate=True)
+    return path
+
+
+MEMORY_CASES = ["baseline", "notes-local", "notes-vlm", "big-fast", "big-vlm", "nested", "one-line", "tiny-vlm"]
+# The files that once took a job past 1 GiB (issue 31), a few minutes; the PDF rows take ~10 more.
+MEMORY_DEFAULT = ["baseline", "nested", "one-line", "tiny-vlm"]
+
+
+def memory(user, tmp: Path, page_seconds: float, only: list[str]) -> list[tuple[str, str, str]]:
     """Peak memory of one file's ingestion, per kind of file."""
     from django.conf import settings
 
     from collections_app.models import Collection, SourceFile
 
     parent, child = multiprocessing.Pipe()
-    thousand = big_pdf(tmp, 9)
+    thousand = big_pdf(tmp, 9) if {"big-fast", "big-vlm"} & set(only) else NOTES_EN
     server = multiprocessing.Process(target=_vlm_server, args=(child, page_seconds, str(thousand)), daemon=True)
     server.start()
-    nested = tmp / "nested.html"
-    nested.write_text("<html><body>" + "<div>" * 1_000_000 + "deep" + "</div>" * 1_000_000 + "</body></html>")
     small = tmp / "notes.md"
     small.write_text("# Notes\n\nOne short paragraph of course notes.\n")
-    cases = [
-        ("baseline: a 3-line Markdown file", small, "fast", FAKE_EMBEDDER),
-        (f"{NOTES_EN.name} (119 pages), fast, local embedder", NOTES_EN, "fast", "local:all-MiniLM-L6-v2"),
-        (f"{NOTES_EN.name} (119 pages), VLM", NOTES_EN, "vlm", FAKE_EMBEDDER),
-        ("1,071-page PDF, fast", thousand, "fast", FAKE_EMBEDDER),
-        ("1,071-page PDF, VLM", thousand, "vlm", FAKE_EMBEDDER),
-        ("nested HTML (1,000,000 levels, 11 MB), refused", nested, "fast", FAKE_EMBEDDER),
-    ]
+    target = "≤ 1024 MiB"
+    cases = {
+        "baseline": ("baseline: a 3-line Markdown file", lambda: small, "fast", FAKE_EMBEDDER, ""),
+        "notes-local": (
+            f"{NOTES_EN.name} (119 pages), fast, local embedder",
+            lambda: NOTES_EN,
+            "fast",
+            "local:all-MiniLM-L6-v2",
+            "",
+        ),
+        "notes-vlm": (f"{NOTES_EN.name} (119 pages), VLM", lambda: NOTES_EN, "vlm", FAKE_EMBEDDER, ""),
+        "big-fast": ("1,071-page PDF, fast", lambda: thousand, "fast", FAKE_EMBEDDER, target),
+        "big-vlm": ("1,071-page PDF, VLM", lambda: thousand, "vlm", FAKE_EMBEDDER, target),
+        "nested": (
+            "nested HTML (1,000,000 levels, 11 MB), refused",
+            lambda: nested_html(tmp),
+            "fast",
+            FAKE_EMBEDDER,
+            target,
+        ),
+        "one-line": (
+            "one-line Markdown (5 MB, no line break)",
+            lambda: one_line_markdown(tmp),
+            "fast",
+            FAKE_EMBEDDER,
+            target,
+        ),
+        "tiny-vlm": (
+            "1,500 tiny pages (one line each), VLM",
+            lambda: tiny_pages_pdf(tmp),
+            "vlm",
+            FAKE_EMBEDDER,
+            target,
+        ),
+    }
     rows = [("file (one job process each)", "peak RSS / PSS", "target")]
     try:
         settings.OLLAMA_HOST = parent.recv()
-        for name, path, mode, embedder in cases:
+        for key in only:
+            name, make, mode, embedder, goal = cases[key]
+            path = make()
             collection = Collection.objects.create(name=name[:100], owner=user, embedding_model=embedder)
             source = upload(collection, path, user, mode)
             SourceFile.objects.filter(pk=source.pk).update(status="queued")
             figures = ingest_in_child(source.pk, source.attempt)
             source.refresh_from_db()
-            target = "≤ 1024 MiB" if "1,071" in name else ""
+            status = "stopped past 3 GiB" if figures["stopped"] else source.status
             rows.append(
                 (
-                    f"{name} [{source.status}, {figures['seconds']:.0f} s]",
+                    f"{name} [{status}, {figures['seconds']:.0f} s]",
                     f"{figures['rss']:.0f} / {figures['pss']:.0f} MiB",
-                    target,
+                    goal,
                 )
             )
             print(rows[-1], flush=True)
@@ -518,6 +596,56 @@ def formats_main(args, tmp: Path, redis_server, fake) -> int:
     return 0
 
 
+def _memory_of(pid: int) -> dict[str, float]:
+    """RSS, PSS and USS (private pages: what ending the process frees) of one process, in MiB."""
+    fields: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Rss", "Pss", "Private_Clean", "Private_Dirty"):
+            fields[name] = int(rest.split()[0]) / 1024
+    return {"rss": fields["Rss"], "pss": fields["Pss"], "uss": fields["Private_Clean"] + fields["Private_Dirty"]}
+
+
+def worker_tree(tmp: Path) -> list[tuple[str, str, str]]:
+    """The idle worker as `make run` starts it (`manage.py rqworker --with-scheduler`, the local
+    embedder as the default): its main process and the scheduler process it forks."""
+    import subprocess
+
+    from django.conf import settings
+
+    from currechat.redis_client import get_redis
+
+    env = {**os.environ, "EMBEDDING_MODEL": "local:all-MiniLM-L6-v2", "LOG_LEVEL": "WARNING"}
+    command = [sys.executable, "manage.py", "rqworker", "--job-class", "django_tasks_rq.Job", "--with-scheduler"]
+    log = (tmp / "worker.log").open("w")
+    worker = subprocess.Popen([*command, *settings.TASK_QUEUES], cwd=ROOT, env=env, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 180
+        while not get_redis().get("rq:scheduler-lock:default"):
+            assert time.monotonic() < deadline and worker.poll() is None, (tmp / "worker.log").read_text()[-2000:]
+            time.sleep(0.5)
+        time.sleep(10)  # settled: the first heartbeat and sweep are done, nothing is running
+        children = Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()
+        parent_mem = _memory_of(worker.pid)
+        scheduler_mem = [_memory_of(int(pid)) for pid in children]
+    finally:
+        worker.terminate()
+        worker.wait(30)
+
+    def cell(m: dict[str, float]) -> str:
+        return f"{m['rss']:.0f} / {m['pss']:.0f} / {m['uss']:.0f} MiB"
+
+    total = {k: parent_mem[k] + sum(m[k] for m in scheduler_mem) for k in ("rss", "pss", "uss")}
+    rows = [("process of the idle worker", "RSS / PSS / USS", "")]
+    rows.append(("worker main process (embedding libraries imported)", cell(parent_mem), ""))
+    for m in scheduler_mem:
+        rows.append(("scheduler process (forked from it)", cell(m), ""))
+    rows.append(("the tree, summed (RSS counts the pages they share twice)", cell(total), ""))
+    own = parent_mem["rss"] + sum(m["uss"] for m in scheduler_mem)
+    rows.append(("the tree's memory: main process RSS + scheduler's own (USS)", f"{own:.0f} MiB", ""))
+    return rows
+
+
 def table(rows: list[tuple[str, str, str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in rows]
@@ -535,6 +663,9 @@ def main() -> int:
     parser.add_argument("--memory", action="store_true", help="peak memory of one file's job process instead")
     parser.add_argument("--formats", action="store_true", help="other formats' speed and cited-page marking instead")
     parser.add_argument("--flags", action="store_true", help="margins of the VLM page flags' thresholds instead")
+    parser.add_argument(
+        "--cases", nargs="*", choices=MEMORY_CASES, default=MEMORY_DEFAULT, help="with --memory: these files"
+    )
     args = parser.parse_args()
     if args.flags:
         sys.path.insert(0, str(ROOT))
@@ -582,17 +713,25 @@ def memory_main(args, tmp: Path, redis_server, fake) -> int:
         from accounts.models import User
 
         user = User.objects.create_user("bench", password="bench-only", role="teacher")
-        text = table(memory(user, tmp, page_seconds=0.01))
+        # The job process forks from a worker that has imported what the jobs need (torch with the
+        # default local embedder): this process does the same before forking, as the worker does.
+        from currechat.worker import preload_modules
+
+        preload_modules()
+        text = table(memory(user, tmp, page_seconds=0.01, only=args.cases))
+        text += "\n\nThe idle worker as `make run` starts it:\n\n" + table(worker_tree(tmp))
     finally:
         fake.stop()
         stop_services(redis_server)
     print(text)
     if not args.no_write:
         stamp = time.strftime("%Y-%m-%d", time.gmtime())
+        cases = "" if args.cases == MEMORY_DEFAULT else " --cases " + " ".join(args.cases)
         write_section(
             "## Ingestion memory (`bench/ingest.py --memory`)\n\n"
-            f"`{COMMAND} --memory` ({stamp}). Each file is ingested by a process forked from one that "
-            "has imported everything, as the worker's job process is; peak RSS from the kernel "
+            f"`{COMMAND} --memory{cases}` ({stamp}). Each file is ingested by a process forked from one "
+            "that has imported everything, as the worker's job process is (the embedding libraries too, as "
+            "the worker imports them with the default local embedder); peak RSS from the kernel "
             "(`wait4`), peak PSS sampled every 50 ms (PSS counts pages shared with the parent "
             "proportionally, so it is what each job really adds). Embeddings from the test server "
             "except where the local embedder is named; the VLM is the test server at 10 ms per page. "

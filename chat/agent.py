@@ -84,6 +84,7 @@ class Turn:
 
     def __post_init__(self) -> None:
         self.stop = StopSignal(self.session.id)
+        self.stop.watch_here()
 
     def check_stop(self) -> None:
         if self.stop.requested():
@@ -125,7 +126,12 @@ def stop_turn(user, session_id: int) -> None:
             raise Conflict(_("Nothing is being answered in this chat."))
         StopSignal(session.id).request()
     except redis.RedisError as exc:
-        raise ServiceUnavailable(_("Stop could not reach the chat service (Redis); try again in a moment.")) from exc
+        # Redis away: the turn still stops if it runs in this process (the one serving the
+        # student's socket); only a turn running elsewhere cannot be reached now.
+        if not StopSignal(session.id).request_here():
+            raise ServiceUnavailable(
+                _("Stop could not reach the chat service (Redis); try again in a moment.")
+            ) from exc
 
 
 def start_turn(

@@ -7,9 +7,14 @@ import os
 import threading
 import time
 import uuid
+import weakref
+from collections.abc import Callable
 
+import redis
 from django.conf import settings
 from django.utils.translation import gettext as _
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from currechat.errors import Conflict
 from currechat.ratelimit import RateLimited, SlidingWindow
@@ -17,7 +22,7 @@ from currechat.redis_client import get_redis
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ChatBusy", "RateLimited", "StopSignal", "TurnLock", "check_rate"]
+__all__ = ["ChatBusy", "RateLimited", "StopSignal", "TurnLock", "check_rate", "defer_until_redis", "quick_redis"]
 
 # A turn that crashed without releasing its lock frees the chat after this long, at the latest:
 # a lock whose process is gone is broken at once (`TurnLock.holder_alive`).
@@ -126,12 +131,16 @@ class TurnLock:
 
     def release(self) -> None:
         """Only the holder releases (compare-and-delete), in case the lock expired and was retaken.
-        Never raises: with Redis away the lock stays, and the next turn breaks it once it sees the
-        reply finished (`chat.agent.fail_orphaned_replies`)."""
+        Never raises: with Redis away the release is done as soon as Redis answers again
+        (`defer_until_redis`), so the chat takes the next question then, not after a timeout."""
         try:
-            get_redis().eval(_COMPARE_AND_DELETE, 1, self.key, self.token)
+            self._release()
         except Exception:  # noqa: BLE001 — see above
-            log.warning("Could not release the turn lock %s", self.key, exc_info=True)
+            log.warning("Could not release the turn lock %s; releasing it when Redis is back", self.key)
+            defer_until_redis(self._release)
+
+    def _release(self) -> None:
+        quick_redis().eval(_COMPARE_AND_DELETE, 1, self.key, self.token)
 
 
 _COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
@@ -155,28 +164,153 @@ def token_age(token: str) -> float:
 
 
 STOP_CHECK_SECONDS = 0.2
+# After Redis failed to answer a Stop check, it is not asked again for this long: each failed
+# attempt may take up to the quick client's timeouts, and tokens must keep flowing meanwhile.
+STOP_REDIS_PAUSE_SECONDS = 2.0
+
+# The Stop of each turn running in this process, by chat: a Stop that reaches this process (the
+# websocket or API call of the student whose turn runs here) stops the turn without Redis.
+_local_stops: weakref.WeakValueDictionary[int, threading.Event] = weakref.WeakValueDictionary()
+_local_lock = threading.Lock()
 
 
 class StopSignal:
     """A student's Stop for the turn running in a chat, through Redis so that the process serving
-    the student's websocket or API call reaches the turn in whichever process runs it."""
+    the student's websocket or API call reaches the turn in whichever process runs it, and through
+    this process's memory when both are here (so Stop works while Redis is away)."""
 
     def __init__(self, session_id: int):
+        self.session_id = session_id
         self.key = _key("stop", session_id)
         self._checked = 0.0
         self._stopped = False
+        self._local: threading.Event | None = None
 
     def clear(self) -> None:
         """At the start of a turn: a Stop sent before it began does not stop it."""
         get_redis().delete(self.key)
 
+    def watch_here(self) -> None:
+        """Make this the signal of the chat's turn running in this process, so a Stop reaching
+        this process finds it (`request_here`); forgotten when the turn is."""
+        self._local = threading.Event()
+        with _local_lock:
+            _local_stops[self.session_id] = self._local
+
     def request(self) -> None:
-        get_redis().set(self.key, "1", ex=TURN_LOCK_SECONDS)
+        """Stop the chat's running turn: in this process at once, elsewhere through Redis. Raises
+        a Redis error only when Redis is away and no turn of this chat runs in this process."""
+        here = self.request_here()
+        try:
+            get_redis().set(self.key, "1", ex=TURN_LOCK_SECONDS)
+        except redis.RedisError:
+            if not here:
+                raise
+            log.warning("Stop for chat %s reached its turn in this process; Redis was away", self.session_id)
+
+    def request_here(self) -> bool:
+        """Stop the chat's turn if it runs in this process; whether one does."""
+        with _local_lock:
+            event = _local_stops.get(self.session_id)
+        if event is None:
+            return False
+        event.set()
+        return True
 
     def requested(self) -> bool:
-        """Checked between streamed tokens: asks Redis at most every STOP_CHECK_SECONDS."""
+        """Checked between streamed tokens: this process's signal every time, Redis at most every
+        STOP_CHECK_SECONDS. Redis away is not a reason to end the answer: the check then relies on
+        this process's signal and asks Redis again after STOP_REDIS_PAUSE_SECONDS."""
+        if self._stopped or (self._local is not None and self._local.is_set()):
+            self._stopped = True
+            return True
         now = time.monotonic()
-        if not self._stopped and now - self._checked >= STOP_CHECK_SECONDS:
+        if now - self._checked >= STOP_CHECK_SECONDS:
             self._checked = now
-            self._stopped = bool(get_redis().exists(self.key))
+            try:
+                self._stopped = bool(quick_redis().exists(self.key))
+            except redis.RedisError:
+                log.info("Stop check could not reach Redis; relying on this process's signal")
+                self._checked = now + STOP_REDIS_PAUSE_SECONDS
         return self._stopped
+
+
+# Redis calls on a chat's streaming path ------------------------------------------------------------
+
+_quick_clients: dict[str, redis.Redis] = {}
+
+
+def quick_redis() -> redis.Redis:
+    """A client for the calls made while an answer streams (Stop checks, token counts, the lock's
+    release): it fails at once when Redis is away instead of retrying for seconds as the shared
+    client does (`currechat.redis_client`), so a Redis outage never stalls the tokens."""
+    url = settings.REDIS_URL
+    if url not in _quick_clients:
+        _quick_clients[url] = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=0.5,
+            socket_timeout=2,
+            retry=Retry(NoBackoff(), 0),
+            max_connections=settings.CHAT_WORKER_THREADS + 16,
+        )
+    return _quick_clients[url]
+
+
+SETTLE_PAUSE_SECONDS = (0.5, 5.0)  # first and longest pause between tries while Redis is away
+
+
+class _Settler:
+    """Writes that must reach Redis but found it away (a turn's token counts, its lock's
+    release), done by one thread of the process as soon as Redis answers again, in order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[Callable[[], None]] = []
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def add(self, write: Callable[[], None]) -> None:
+        with self._lock:
+            self._pending.append(write)
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="redis-settler", daemon=True)
+                self._thread.start()
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def _run(self) -> None:
+        pause, longest = SETTLE_PAUSE_SECONDS
+        while True:
+            with self._lock:
+                if not self._pending:
+                    self._thread = None
+                    return
+                write = self._pending[0]
+            try:
+                write()
+            except redis.RedisError:
+                time.sleep(pause)
+                pause = min(pause * 2, longest)
+                continue
+            except Exception:  # noqa: BLE001 — a write that cannot succeed must not block the others
+                log.exception("A deferred Redis write failed")
+            with self._lock:
+                self._pending.pop(0)
+            pause = SETTLE_PAUSE_SECONDS[0]
+
+
+_settler = _Settler()
+
+
+def defer_until_redis(write: Callable[[], None]) -> None:
+    """Run `write` (a Redis write) in the background as soon as Redis answers again. Kept in this
+    process's memory: what it settles is also stored in the database (token counts in `TokenUsage`)."""
+    _settler.add(write)
+
+
+def deferred_writes() -> int:
+    """How many deferred writes wait for Redis (for tests and health)."""
+    return _settler.pending()

@@ -27,6 +27,7 @@ from datetime import datetime, time, timedelta
 from time import time as now_seconds
 from zoneinfo import ZoneInfo
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -35,6 +36,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
+from chat.limits import defer_until_redis, quick_redis
 from chat.models import BudgetOverride, Prompt, TokenUsage
 from currechat import metrics
 from currechat.errors import CurreChatError, InvalidInput
@@ -362,27 +364,46 @@ class UsageMeter:
             return
         keys = [key for pair in zip(self._keys(), self._keys(_held_key), strict=True) for key in pair]
         deadline = int(now_seconds() * 1000) + RESERVATION_LEASE_SECONDS * 1000
-        get_redis().eval(_CONSUME, len(keys), *keys, self.id, spent, still_held, deadline, _expiry(self.week))
+        args = (self.id, spent, still_held, deadline, _expiry(self.week))
+        try:
+            self._consume(keys, args)
+        except redis.RedisError:
+            # The answer goes on (a Redis blink must not end it); the count reaches Redis as soon as
+            # it answers again, and `flush` stores it in the database meanwhile.
+            log.warning("Token counts of user %s wait for Redis", self.user_id)
+            defer_until_redis(lambda: self._consume(keys, args))
+
+    @staticmethod
+    def _consume(keys: list[str], args: tuple) -> None:
+        # One script: the spent count and what the work still holds change together or not at all.
+        quick_redis().eval(_CONSUME, len(keys), *keys, *args)
 
     def settle(self) -> None:
         """The work ended: what it held and did not use goes back to the budgets, and its real cost
-        raises the next estimates if it was the costliest this week. Never raises (an entry left
-        behind lapses after RESERVATION_LEASE_SECONDS)."""
+        raises the next estimates if it was the costliest this week. Never raises: while Redis is
+        away the release waits for it (chat/limits.defer_until_redis); an entry left behind by a
+        process that died lapses after RESERVATION_LEASE_SECONDS."""
         with self._lock:
             if self._settled:
                 return
             self._settled = True
         try:
-            if self.reserved:
-                pipe = get_redis().pipeline(transaction=False)
-                for key in self._keys(_held_key):
-                    pipe.hdel(key, self.id)
-                pipe.execute()
-            if self.tokens > settings.USAGE_RESERVE_TOKENS:
-                largest = _largest_key(self.week, self.user_id, self.prompt_id)
-                get_redis().eval(_RAISE_LARGEST, 1, largest, self.tokens, _expiry(self.week))
+            self._release()
+        except redis.RedisError:
+            log.warning("Tokens set aside for user %s go back when Redis answers", self.user_id)
+            defer_until_redis(self._release)
         except Exception:  # noqa: BLE001  (the budget stays right; only the estimate lapses later)
             log.warning("Could not settle the tokens set aside for user %s", self.user_id, exc_info=True)
+
+    def _release(self) -> None:
+        if self.reserved:
+            pipe = quick_redis().pipeline(transaction=False)
+            for key in self._keys(_held_key):
+                pipe.hdel(key, self.id)
+            pipe.execute()
+        if self.tokens > settings.USAGE_RESERVE_TOKENS:
+            largest = _largest_key(self.week, self.user_id, self.prompt_id)
+            quick_redis().eval(_RAISE_LARGEST, 1, largest, self.tokens, _expiry(self.week))
 
     def flush(self) -> None:
         """Add what was counted since the last flush to this week's TokenUsage row (a prompt's

@@ -158,6 +158,9 @@ INGEST_MAX_TEXT_CHARS = env_int("INGEST_MAX_TEXT_CHARS", 20_000_000, minimum=100
 # A step that fails in a way that may pass (model server or Redis briefly down) is tried again.
 INGEST_STEP_RETRIES = env_int("INGEST_STEP_RETRIES", 2, minimum=0)
 INGEST_RETRY_DELAY = env_float("INGEST_RETRY_DELAY", 2.0, minimum=0)
+# A Redis outage this long (seconds) is ridden out by a running ingestion: it waits and goes on
+# where it stopped; only a longer one fails the file (docs/RELIABILITY.md).
+INGEST_REDIS_OUTAGE_SECONDS = env_float("INGEST_REDIS_OUTAGE_SECONDS", 60.0, minimum=0)
 # A running file's job proves it is alive every INGEST_HEARTBEAT_SECONDS; a file still "processing"
 # without a sign of life for INGEST_STALE_SECONDS lost its worker and is failed (Retry offered).
 INGEST_HEARTBEAT_SECONDS = env_float("INGEST_HEARTBEAT_SECONDS", 5.0, minimum=0.1)

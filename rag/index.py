@@ -227,6 +227,24 @@ def _indexed_dims(info: dict) -> int | None:
     return None
 
 
+# RediSearch indexes a chunk as it is written: one transaction of thousands of chunks (a 5 MB file
+# holds ~6,000) took 6 s on a busy 2-core machine, near the shared client's 10 s read timeout, and a
+# timeout there made the write start over. Big writes wait this long per chunk, at least the default.
+WRITE_SECONDS_PER_CHUNK = 0.01
+
+
+def _patient(client: redis.Redis, chunks: int) -> redis.Redis:
+    """`client`, or for a write of many chunks a client on the same server that waits long enough."""
+    kwargs = client.connection_pool.connection_kwargs
+    needed = chunks * WRITE_SECONDS_PER_CHUNK
+    if needed <= (kwargs.get("socket_timeout") or float("inf")):
+        return client
+    pool = redis.ConnectionPool(
+        connection_class=client.connection_pool.connection_class, **{**kwargs, "socket_timeout": needed}
+    )
+    return redis.Redis(connection_pool=pool)
+
+
 class CollectionIndex(ChunkStore):
     """The index of one collection, for writing: its language and vector size fixed at creation."""
 
@@ -310,15 +328,20 @@ class CollectionIndex(ChunkStore):
             if len(chunk.embedding) != self.dims:
                 raise ValueError(f"Embedding has {len(chunk.embedding)} dimensions; the index expects {self.dims}.")
         old_keys = self.client.smembers(self.file_set(file_id))
-        pipe = self.client.pipeline(transaction=True)
-        if old_keys:
-            pipe.delete(*old_keys)
-        pipe.delete(self.file_set(file_id))
-        new_keys = []
-        for chunk in chunks:
-            key = self.key(file_id, chunk.position)
-            new_keys.append(key)
-            pipe.hset(key, mapping=_encode(chunk, self.language))
-        if new_keys:
-            pipe.sadd(self.file_set(file_id), *new_keys)
-        pipe.execute()
+        client = _patient(self.client, len(chunks))
+        try:
+            pipe = client.pipeline(transaction=True)
+            if old_keys:
+                pipe.delete(*old_keys)
+            pipe.delete(self.file_set(file_id))
+            new_keys = []
+            for chunk in chunks:
+                key = self.key(file_id, chunk.position)
+                new_keys.append(key)
+                pipe.hset(key, mapping=_encode(chunk, self.language))
+            if new_keys:
+                pipe.sadd(self.file_set(file_id), *new_keys)
+            pipe.execute()
+        finally:
+            if client is not self.client:
+                client.connection_pool.disconnect()

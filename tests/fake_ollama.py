@@ -38,6 +38,10 @@ class Reply:
     fail_after: int | None = None  # stream this many chunks, then an error line
     cut_after: int | None = None  # stream this many chunks, then drop the connection (no done)
     garbage_after: int | None = None  # stream this many chunks, then a line that is not JSON, then the rest
+    # Stream this many chunks, then wait (up to a minute) for `hold` to be set before the rest:
+    # lets a test act (stop Redis) while an answer is known to be mid-stream.
+    hold_at: int | None = None
+    hold: threading.Event | None = None
     prompt_tokens: int = 11
     completion_tokens: int | None = None
 
@@ -274,6 +278,8 @@ class FakeOllama:
                             return
                         if reply.garbage_after is not None and i == reply.garbage_after:
                             self._raw(b'{"model": "qwen3:8b", "message": {"content": "cut\n')
+                        if reply.hold is not None and i == reply.hold_at:
+                            reply.hold.wait(60)
                         if reply.delay:
                             time.sleep(reply.delay)
                         self._line({**base, "message": {"role": "assistant", "content": piece}, "done": False})

@@ -19,8 +19,19 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from rag.ingest.job import Chunk, PageText
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_HEADING_PATTERN = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+# A heading is a line, not a document: a "heading" longer than this is text that starts with "#"
+# (a file whose line breaks were lost begins "# Title ## Part …" and goes on for megabytes, and as a
+# heading it became every passage's heading path, copied into each passage's embedding input).
+MAX_HEADING_CHARS = 300
 _FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _heading(line: str) -> re.Match[str] | None:
+    """The ATX heading on `line` (without its line break), or None."""
+    return _HEADING_PATTERN.match(line) if len(line) <= MAX_HEADING_CHARS else None
+
+
 _PAGE_MARKER = re.compile(r"^<!-- page (\d+) -->$", re.MULTILINE)
 # Paragraphs, then lines, then sentence ends, then clauses and words: never mid-word unless forced.
 SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
@@ -99,7 +110,7 @@ def split_sections(text: str) -> list[Section]:
     for line in text.splitlines(keepends=True):
         if _FENCE.match(line):
             in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line.rstrip("\n"))
+        match = None if in_fence else _heading(line.rstrip("\n"))
         if match:
             if has_body:
                 sections.append(Section(start, text[start:offset], current_path))
@@ -107,7 +118,7 @@ def split_sections(text: str) -> list[Section]:
             level = len(match.group(1))
             path = [(lvl, title) for lvl, title in path if lvl < level] + [(level, _clean_heading(match.group(2)))]
             current_path = " > ".join(title for _, title in path)
-        elif line.strip() and not _HEADING.match(line.rstrip("\n")):
+        elif line.strip() and not _heading(line.rstrip("\n")):
             has_body = True
         offset += len(line)
     if text[start:].strip():
@@ -116,7 +127,7 @@ def split_sections(text: str) -> list[Section]:
 
 
 def _only_headings(body: str) -> bool:
-    return all(_HEADING.match(line) for line in body.strip().splitlines() if line.strip())
+    return all(_heading(line) for line in body.strip().splitlines() if line.strip())
 
 
 def _clean_heading(title: str) -> str:

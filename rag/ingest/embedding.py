@@ -7,6 +7,7 @@ re-indexing after a chunking change only embeds the chunks whose text actually c
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Sequence
 
@@ -16,6 +17,8 @@ from django.conf import settings
 
 from currechat.redis_client import get_redis
 from rag.providers import get_embedding_model
+
+log = logging.getLogger(__name__)
 
 # A batch is one request to the model server (or one call into the local model) and cannot be
 # interrupted, so its length bounds how long a Cancel waits: batches start small and grow only while
@@ -40,16 +43,26 @@ class EmbeddingCache:
         self.ttl = settings.INGEST_EMBED_CACHE_DAYS * 86400
 
     def get_many(self, texts: Sequence[str]) -> list[list[float] | None]:
+        """The cached vectors (None where there is none). Redis away counts as all missing: the
+        cache only saves work, and the embedding goes on while Redis is restarted."""
         pipe = self.client.pipeline(transaction=False)
         for text in texts:
             pipe.getex(_key(self.model_name, text), ex=self.ttl)  # used again: keep it longer
-        return [None if raw is None else np.frombuffer(raw, dtype=np.float32).tolist() for raw in pipe.execute()]
+        try:
+            raws = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError):
+            log.warning("Embedding cache unreachable; embedding %s texts without it", len(texts))
+            return [None] * len(texts)
+        return [None if raw is None else np.frombuffer(raw, dtype=np.float32).tolist() for raw in raws]
 
     def put_many(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         pipe = self.client.pipeline(transaction=False)
         for text, vector in zip(texts, vectors, strict=True):
             pipe.set(_key(self.model_name, text), np.asarray(vector, dtype=np.float32).tobytes(), ex=self.ttl)
-        pipe.execute()
+        try:
+            pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError):  # not cached this time; nothing else lost
+            log.warning("Embedding cache unreachable; %s vectors not cached", len(texts))
 
 
 def cache_name(model_name: str, version: str) -> str:

@@ -95,23 +95,62 @@ def run(job: IngestJob, tracker: IngestTracker, steps: Sequence[Step] = STEPS) -
 
 
 def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
-    """Run one step, retrying it when a service failed in a way that may pass."""
+    """Run one step, retrying it when a service failed in a way that may pass: a model server up
+    to INGEST_STEP_RETRIES times, Redis after each outage up to INGEST_REDIS_OUTAGE_SECONDS."""
     attempts = settings.INGEST_STEP_RETRIES + 1
-    for attempt in range(1, attempts + 1):
+    attempt = 1
+    redis_deadline: float | None = None  # set at the step's first Redis failure
+    while True:
         started = time.monotonic()
         try:
             step.run(job, ctx)
             log.info("file %s: %s done in %.2fs", job.file_id, step.name, time.monotonic() - started)
             return
-        except (ProviderError, redis.ConnectionError, redis.TimeoutError) as exc:
-            retryable = getattr(exc, "retryable", True)
-            if not retryable or attempt == attempts:
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            # Not counted as an attempt: Redis restarting (a deploy, a failover) takes seconds to
+            # a minute, and what the step did before is kept (embedding cache, page checkpoints).
+            # Bounded per step, so a call that fails while Redis answers pings cannot loop forever.
+            if redis_deadline is None:
+                redis_deadline = time.monotonic() + settings.INGEST_REDIS_OUTAGE_SECONDS
+            log.warning("file %s: %s lost Redis (%s); waiting for it", job.file_id, step.name, exc)
+            _ride_out_redis(ctx, exc, redis_deadline)
+        except ProviderError as exc:
+            if not exc.retryable or attempt == attempts:
                 raise
             log.warning("file %s: %s failed (%s); attempt %s of %s", job.file_id, step.name, exc, attempt, attempts)
             ctx.progress(0.0, _("Waiting to retry: %(error)s") % {"error": exc}, force=True)
             time.sleep(settings.INGEST_RETRY_DELAY * attempt)
+            attempt += 1
             if ctx.cancelled():
                 raise IngestCancelled from exc
+
+
+REDIS_POLL_SECONDS = (0.5, 5.0)  # first and longest pause between pings while Redis is away
+
+
+def _ride_out_redis(ctx: RunContext, exc: Exception, deadline: float) -> None:
+    """Return once Redis answers again; re-raise `exc` when it is still away at `deadline` (the
+    file then fails with its sentence and a Retry). Cancel is checked meanwhile (it lives in the
+    database), and the file keeps beating (its Heartbeat)."""
+    from currechat.redis_client import get_redis
+
+    ctx.progress(0.0, _("Waiting for the search index (Redis) to come back"), force=True)
+    pause, longest = REDIS_POLL_SECONDS
+    while True:
+        if ctx.cancelled():
+            raise IngestCancelled from exc
+        if time.monotonic() >= deadline:
+            raise exc
+        try:
+            get_redis().ping()
+            return
+        except (redis.ConnectionError, redis.TimeoutError):
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise exc
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, longest)
 
 
 def _finish(job: IngestJob, tracker: IngestTracker) -> Outcome:
