@@ -25,6 +25,7 @@ from chat.agent import Turn, run_turn, start_turn
 from chat.attachments import Attachment
 from chat.events import CallbackSink, ChatEventOut, ErrorEvent
 from chat.models import Message
+from currechat import draining
 from currechat.errors import CurreChatError, ServiceUnavailable
 
 _executor: ThreadPoolExecutor | None = None
@@ -162,6 +163,10 @@ def start_turn_for(
     `model` is the student's choice of the prompt's models (chat/model_choice.py)."""
     from accounts.permissions import current, get_session_for_write
 
+    if draining.draining():
+        # Shutting down: the server closes this socket meanwhile, and the page reconnects through
+        # the proxy to a process that takes the message (nothing of it was stored here).
+        raise ServiceUnavailable(_("This server is restarting; your message was not sent. Send it again in a moment."))
     # The user as they are now: a websocket keeps the user of its handshake, who may have been
     # deactivated or demoted since.
     session = get_session_for_write(current(user), session_id)
