@@ -38,6 +38,15 @@ class Reply:
     fail_after: int | None = None  # stream this many chunks, then an error line
     cut_after: int | None = None  # stream this many chunks, then drop the connection (no done)
     garbage_after: int | None = None  # stream this many chunks, then a line that is not JSON, then the rest
+    # Stream `gate_after` chunks, then wait until the test sets `gate` (at most a minute): a point in
+    # the middle of an answer that a test chooses by an event, not by the clock.
+    gate: threading.Event | None = None
+    gate_after: int | None = None
+
+    def wait_at(self, index: int) -> None:
+        if self.gate is not None and index == self.gate_after:
+            self.gate.wait(60)
+
     prompt_tokens: int = 11
     completion_tokens: int | None = None
 
@@ -265,6 +274,7 @@ class FakeOllama:
                 self.end_headers()
                 try:
                     for i, piece in enumerate(pieces):
+                        reply.wait_at(i)
                         if reply.fail_after is not None and i == reply.fail_after:
                             self._line({"error": reply.error})
                             self.wfile.write(b"0\r\n\r\n")
