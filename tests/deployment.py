@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 
-def web_command(port: int, server: str = "uvicorn") -> list[str]:
+def web_command(port: int, server: str = "uvicorn", lifespan: str = "on") -> list[str]:
     """A web process as deploy/systemd/currechat-web@.service starts it."""
     if server == "daphne":
         return [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"]
     return [
         *(PY, "-m", "uvicorn", "currechat.asgi:application", "--host", "127.0.0.1", "--port", str(port)),
-        *("--lifespan", "on", "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio"),
+        *("--lifespan", lifespan, "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio"),
         *("--no-access-log", "--no-server-header"),
     ]
 
@@ -106,10 +106,10 @@ class Process:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
 
-def ready(port: int) -> bool:
-    """The web process on `port` answers /readyz with 200."""
+def ready(port: int, path: str = "/readyz") -> bool:
+    """The web process on `port` answers `path` with 200."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
             return response.status == 200
     except OSError:
         return False
@@ -125,6 +125,9 @@ class Stack:
     openai_url: str = ""
     source: Path = ROOT  # the code the web processes run (bench/chat_load.py --before: another checkout)
     extra_env: dict[str, str] = field(default_factory=dict)
+    # For older code (bench/chat_load.py --before) that has no /readyz and no ASGI lifespan.
+    probe_path: str = "/readyz"
+    lifespan: str = "on"
     redis: RedisStackServer | None = None
     postgres: PostgresServer | None = None
     web: list[Process] = field(default_factory=list)
@@ -194,7 +197,12 @@ class Stack:
 
     def add_web(self, port: int) -> Process:
         process = Process(
-            f"web {port}", web_command(port, self.server), self.env, self.tmp / f"web-{port}.log", self.source, port
+            f"web {port}",
+            web_command(port, self.server, self.lifespan),
+            self.env,
+            self.tmp / f"web-{port}.log",
+            self.source,
+            port,
         )
         process.start()
         self.web.append(process)
@@ -208,7 +216,7 @@ class Stack:
     def wait_ready(self, web: Process, timeout: float = 120.0) -> None:
         assert web.port is not None
         deadline = time.monotonic() + timeout
-        while not ready(web.port):
+        while not ready(web.port, self.probe_path):
             if not web.running():
                 raise RuntimeError(f"{web.name} exited:\n{web.tail()}")
             if time.monotonic() > deadline:
