@@ -19,6 +19,6 @@ class ExactTimes(DjangoJSONEncoder):
 
 
 class Serializer(DjangoSerializer):
-    def _init_options(self):  # type: ignore[misc]  (not in django-stubs)
-        super()._init_options()
+    def _init_options(self):
+        super()._init_options()  # type: ignore[misc]  # django-stubs does not list it
         self.json_kwargs["cls"] = ExactTimes
