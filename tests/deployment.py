@@ -148,7 +148,8 @@ class Stack:
         self.redis.start()
         # A directory of its own under /tmp, as the suite's: as root the cluster runs as `postgres`,
         # which cannot enter pytest's private temporary directories.
-        self.postgres = PostgresServer(Path(tempfile.mkdtemp(prefix="currechat-deploy-pg-")))
+        # Every running answer holds a connection (its thread's): room for a benchmark's hundreds.
+        self.postgres = PostgresServer(Path(tempfile.mkdtemp(prefix="currechat-deploy-pg-")), max_connections=1000)
         database_url = self.postgres.start()
         self.https_port = free_port()
         self.env = {
