@@ -76,11 +76,17 @@ def _check_queue() -> bool:
     """Every task queue's Redis answers (they may live on another server than the index)."""
     import django_rq
 
-    try:
-        return all(django_rq.get_connection(name).ping() for name in settings.TASK_QUEUES)
-    except Exception:  # noqa: BLE001
-        log.warning("Readiness: the task queue does not answer", exc_info=True)
-        return False
+    for name in settings.TASK_QUEUES:
+        # django_rq makes a new client (and connection pool) per call: closed here, not left to GC.
+        connection = django_rq.get_connection(name)
+        try:
+            connection.ping()
+        except Exception:  # noqa: BLE001
+            log.warning("Readiness: the task queue %s does not answer", name, exc_info=True)
+            return False
+        finally:
+            connection.close()
+    return True
 
 
 CHECKS = {"database": _check_database, "redis": _check_redis, "queue": _check_queue}
