@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml gettext messages makemessages clean
+.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml nginx gettext messages makemessages clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,6 +40,13 @@ xmlsec:
 # make run needs xmlsec1 only when SAML sign-in is configured.
 xmlsec-if-saml:
 	@if [ -n "$$SAML_IDP_METADATA" ] || grep -qs '^SAML_IDP_METADATA=.' .env; then $(MAKE) --no-print-directory xmlsec; fi
+
+# Debian's nginx for the deployment test (tests/test_deployment.py runs deploy/nginx/currechat.conf
+# in front of real web processes; it starts its own nginx on free ports, never the system's).
+nginx:
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nginx >/dev/null; \
+	  else echo "The deployment test needs Debian's nginx: sudo apt-get install nginx"; exit 1; fi; }
 
 # Debian's gettext for compiling the translation catalogues (locale/*/LC_MESSAGES/*.po).
 gettext:
@@ -82,14 +89,15 @@ format: $(STAMP)
 PYTEST_WORKERS ?= 2
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
-test: $(STAMP) redis-libssl browser postgres xmlsec gettext messages node_modules/axe-core/axe.min.js lint
+test: $(STAMP) redis-libssl browser postgres xmlsec nginx gettext messages node_modules/axe-core/axe.min.js lint
 	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-postgres
 
 # The suite again on PostgreSQL (every model, migration and write path; the browser tests, which
-# exercise pages rather than the database, run on SQLite only).
+# exercise pages rather than the database, run on SQLite only; the deployment test runs on its own
+# PostgreSQL in both runs, so once is enough).
 test-postgres: $(STAMP) redis-libssl postgres xmlsec messages node_modules/axe-core/axe.min.js
-	TEST_DATABASE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not browser" $(PYTEST_ARGS)
+	TEST_DATABASE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not browser and not deployment" $(PYTEST_ARGS)
 
 # Quick feedback while working: no browser tests, no tests marked slow, no type check.
 test-fast: $(STAMP) redis-libssl xmlsec messages node_modules/axe-core/axe.min.js

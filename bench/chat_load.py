@@ -13,6 +13,9 @@ never reached), so the two settings are compared in the same window, under the s
 whatever else the machine runs. The clients (this process, `websockets`) start chats evenly over
 `--ramp` seconds; answers last longer than the ramp, so all N chats stream at the same time.
 
+With --nginx 1,2 or --before REV the chats go through the production layout instead (nginx, uvicorn,
+PostgreSQL), two deployments compared in the same run: bench/chat_deploy.py.
+
 Reported:
 - lost / reordered / duplicated tokens per chat, against the exact sequence the model sent;
 - the server's own time to first token, excluding the model: (first token at the client - message
@@ -320,14 +323,21 @@ def mixed_round(port: int, daphne_pid: int, off: list, on: list, args, first_ind
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chats", type=int, default=200)
+    parser.add_argument("--chats", default="200", help="chats per round (with --nginx/--before: loads, e.g. 100,200)")
     parser.add_argument("--tokens", type=int, default=150, help="tokens per answer")
     # 10 tokens/s: a plausible per-stream rate when one model server serves 200 streams at once.
     parser.add_argument("--rate", type=float, default=10.0, help="tokens per second per answer")
     parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which the chats start")
     parser.add_argument("--stop-share", type=float, default=0.1, help="share of chats that press Stop mid-answer")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per protocol, each with budgets off and on mixed")
+    parser.add_argument("--nginx", default="", help="behind nginx: web processes of each deployment, e.g. 1,2")
+    parser.add_argument("--before", default="", help="behind nginx: the code of this git revision against the tree")
     args = parser.parse_args()
+    if args.nginx or args.before:
+        from bench import chat_deploy
+
+        return chat_deploy.main(args)
+    args.chats = int(args.chats)
     args.first_delay = 1.0 / args.rate  # the fakes sleep this long before every chunk, the first too
 
     tmp = Path(tempfile.mkdtemp(prefix="currechat-chat-load-"))

@@ -38,7 +38,7 @@ from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRol
 from chat.serializers import message_dict
 from chat.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
 from chat.usage import UsageMeter, reserve
-from currechat import metrics
+from currechat import draining, metrics
 from currechat.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
 from currechat.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
@@ -68,6 +68,11 @@ class TurnStopped(Exception):  # noqa: N818 — a control-flow signal, not an er
     """The student pressed Stop: the turn ends here, keeping what it has written."""
 
 
+class TurnAbandoned(Exception):  # noqa: N818 — a control-flow signal, not an error
+    """The web process is shutting down and waited long enough (currechat/draining.py): the turn
+    ends here as a crash would have ended it, keeping what it has written."""
+
+
 @dataclass
 class Turn:
     session: ChatSession
@@ -87,6 +92,8 @@ class Turn:
         self.stop.watch_here()
 
     def check_stop(self) -> None:
+        if draining.abandoned():
+            raise TurnAbandoned
         if self.stop.requested():
             raise TurnStopped
 
@@ -246,7 +253,7 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
 
     The last event (`message_done` or `error`) goes out only after everything of the turn is
     stored and its lock released: a client that hears it may at once read the chat or ask again."""
-    with translation.override(turn.language):
+    with translation.override(turn.language), draining.running_turn():
         return _run_turn(turn, sink)
 
 
@@ -269,6 +276,8 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
         _finish(reply, progress, MessageStatus.STOPPED)
         log.info("Chat turn %s stopped by the student", reply.id)
         final = {"type": "message_done", "message": message_dict(reply)}
+    except TurnAbandoned:
+        final = _fail(reply, progress, TurnFailed(str(ORPHANED)))
     except ProviderError as exc:
         # The provider's sentence names the server and repeats its words (and, for a model gone
         # after the availability check, its "ollama pull" advice): for the logs. The student is

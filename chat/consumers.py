@@ -140,6 +140,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(error_event(exc))
 
     async def _forward(self, turn):
-        with contextlib.suppress(asyncio.CancelledError):
+        # OSError: the socket closed under a send (uvicorn's ClientDisconnected: the browser went, or
+        # the server is restarting). The turn goes on in its thread and is stored either way.
+        with contextlib.suppress(asyncio.CancelledError, OSError):
             async for event in stream_turn(turn):
                 await self.send_json(event)

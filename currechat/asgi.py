@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through channels (session auth)."""
+"""ASGI entry point: HTTP through Django, websockets through channels (session auth); liveness,
+readiness and the graceful shutdown in front of both (currechat/probes.py)."""
 
 import os
 
@@ -11,14 +12,17 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from currechat.probes import Probes  # noqa: E402
 from currechat.routing import websocket_urlpatterns  # noqa: E402
 from currechat.warmup import start_warm_up  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+application = Probes(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
 )
 
 start_warm_up()

@@ -38,10 +38,15 @@ class Reply:
     fail_after: int | None = None  # stream this many chunks, then an error line
     cut_after: int | None = None  # stream this many chunks, then drop the connection (no done)
     garbage_after: int | None = None  # stream this many chunks, then a line that is not JSON, then the rest
-    # Stream this many chunks, then wait (up to a minute) for `hold` to be set before the rest:
-    # lets a test act (stop Redis) while an answer is known to be mid-stream.
-    hold_at: int | None = None
-    hold: threading.Event | None = None
+    # Stream `gate_after` chunks, then wait until the test sets `gate` (at most a minute): a point in
+    # the middle of an answer that a test chooses by an event, not by the clock.
+    gate: threading.Event | None = None
+    gate_after: int | None = None
+
+    def wait_at(self, index: int) -> None:
+        if self.gate is not None and index == self.gate_after:
+            self.gate.wait(60)
+
     prompt_tokens: int = 11
     completion_tokens: int | None = None
 
@@ -269,6 +274,7 @@ class FakeOllama:
                 self.end_headers()
                 try:
                     for i, piece in enumerate(pieces):
+                        reply.wait_at(i)
                         if reply.fail_after is not None and i == reply.fail_after:
                             self._line({"error": reply.error})
                             self.wfile.write(b"0\r\n\r\n")
@@ -278,8 +284,6 @@ class FakeOllama:
                             return
                         if reply.garbage_after is not None and i == reply.garbage_after:
                             self._raw(b'{"model": "qwen3:8b", "message": {"content": "cut\n')
-                        if reply.hold is not None and i == reply.hold_at:
-                            reply.hold.wait(60)
                         if reply.delay:
                             time.sleep(reply.delay)
                         self._line({**base, "message": {"role": "assistant", "content": piece}, "done": False})

@@ -202,6 +202,7 @@ class FakeOpenAI:
                 model = body["model"]
                 self._event(self._chunk(model, {"role": "assistant", "content": ""}))
                 for i, piece in enumerate(pieces):
+                    reply.wait_at(i)
                     if reply.fail_after is not None and i == reply.fail_after:
                         self._event({"error": {"message": reply.error, "type": "server_error"}})
                         self.wfile.write(b"0\r\n\r\n")

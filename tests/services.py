@@ -121,8 +121,9 @@ class PostgresServer:
 
     USER = "currechat"
 
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, max_connections: int = 200):
         self.base = base
+        self.max_connections = max_connections
         self.data = base / "pg"
         self.port = free_port()
         bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
@@ -142,7 +143,7 @@ class PostgresServer:
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", self.USER, "--no-sync")
         # Durability off: a test cluster is thrown away, and fsync is most of a test's write time.
         options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off"
-        options += " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        options += f" -c synchronous_commit=off -c full_page_writes=off -c max_connections={self.max_connections}"
         self._run(
             str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.base / "log"), "-w", "start"
         )

@@ -163,3 +163,22 @@ async def test_a_websocket_stays_open_while_idle(student, session, ollama):
     events = await receive_turn(ws)
     await ws.disconnect()
     assert events[-1]["type"] == "message_done"
+
+
+async def test_fast_tokens_travel_together_and_slow_ones_as_they_come(student, session, ollama):
+    """Frames of ~25 ms (chat/runner.FRAME_SECONDS): a fast model's tokens share frames, a slow
+    model's each go out at once; the text is the same either way."""
+    fast = [f"f{i} " for i in range(200)]
+    slow = [f"s{i} " for i in range(5)]
+    ollama.script(Reply(chunks=fast), Reply(chunks=slow, delay=0.15))
+    ws, _, _ = await connect_ws(student, session.id)
+    await ws.send_json_to({"type": "user_message", "content": "Fast"})
+    fast_events = await receive_turn(ws)
+    await ws.send_json_to({"type": "user_message", "content": "Slow"})
+    slow_events = await receive_turn(ws)
+    await ws.disconnect()
+
+    fast_frames = [e["text"] for e in fast_events if e["type"] == "token"]
+    slow_frames = [e["text"] for e in slow_events if e["type"] == "token"]
+    assert "".join(fast_frames) == "".join(fast) and len(fast_frames) <= len(fast) // 2
+    assert "".join(slow_frames) == "".join(slow) and len(slow_frames) >= 3

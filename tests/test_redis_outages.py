@@ -217,7 +217,7 @@ def test_an_answer_completes_through_a_10_second_redis_outage(session, student, 
     down = threading.Event()
     words = [f"w{i} " for i in range(60)]
     # Ten words, then Redis goes; the other fifty stream (and the turn ends) while it is away.
-    ollama.script(Reply(chunks=words, delay=0.02, hold_at=10, hold=down))
+    ollama.script(Reply(chunks=words, delay=0.02, gate_after=10, gate=down))
     turn = start_turn(session, "Talk a while")
     answering = TurnInThread(turn)
     answering.start()
@@ -248,7 +248,7 @@ def test_stop_reaches_the_answer_in_this_process_while_redis_is_away(
     client_for, session, student, ollama, redis_outage
 ):
     down = threading.Event()
-    ollama.script(Reply(chunks=[f"w{i} " for i in range(600)], delay=0.05, hold_at=5, hold=down))
+    ollama.script(Reply(chunks=[f"w{i} " for i in range(600)], delay=0.05, gate_after=5, gate=down))
     turn = start_turn(session, "Talk for a long time")
     answering = TurnInThread(turn)
     answering.start()

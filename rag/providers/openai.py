@@ -6,6 +6,10 @@ name first, the JSON arguments in pieces, keyed by `index`) and are assembled he
 in a final usage chunk (`stream_options.include_usage`); structured output is `response_format`
 json_schema; images are data URLs in the user message's content parts; a tool result names its
 call by id, which is taken from the assistant message it answers.
+
+Chat streams are read here, event by event (`_sse_data`, `_stream_events`), while the SDK still makes
+the request (connection, key, timeouts, status errors): its own stream built a pydantic object per
+event, most of the server's CPU per streamed token, and could not go on after an unreadable event.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self, cast
@@ -37,7 +41,7 @@ from rag.providers.base import (
     ToolSpec,
     UnknownModel,
 )
-from rag.providers.ollama import LIST_TIMEOUT, _tls_context
+from rag.providers.ollama import LIST_TIMEOUT, MAX_UNREADABLE_LINES, _tls_context
 
 log = logging.getLogger(__name__)
 NO_KEY = "none"  # local servers need no key, but the client insists on one
@@ -74,12 +78,10 @@ def _translate_errors(base_url: str, model: str):
     except openai.APIError as exc:  # an error event mid-stream (vLLM sends one when generation fails)
         raise ProviderError(f"The model server failed: {exc.message}.") from exc
     except json.JSONDecodeError as exc:
-        # A server-sent event whose data is not JSON. Unlike Ollama's stream (read line by line
-        # here, where such a line is skipped), the SDK's stream cannot go on after it: the
-        # answer ends with a sentence that says trying again may help.
-        log.warning("Unreadable event from the model server at %s: %s", base_url, exc)
+        # A non-streamed reply (the model list, embeddings) whose body is not JSON.
+        log.warning("Unreadable reply from the model server at %s: %s", base_url, exc)
         raise ProviderError(
-            f"The model server at {base_url} sent part of the answer in a form that could not be read "
+            f"The model server at {base_url} sent a reply that could not be read "
             f"(the model '{model}' or a proxy in between may have garbled it). Try again.",
             reason="unreadable",
         ) from exc
@@ -145,6 +147,94 @@ class _PendingCall:
         return ToolCall.from_wire(self.id or f"call_{index}", self.name, "".join(self.arguments))
 
 
+def _sse_data(lines: Iterable[str]) -> Iterator[str]:
+    """The data of each server-sent event (its `data:` lines joined), until `[DONE]`. Comments,
+    event names and ids are not used by chat-completion streams."""
+    data: list[str] = []
+    for line in lines:
+        if line:
+            if line.startswith("data:"):
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
+            continue
+        if not data:
+            continue
+        joined, data = "\n".join(data), []
+        if joined == "[DONE]":
+            return
+        yield joined
+    if data and (joined := "\n".join(data)) != "[DONE]":
+        yield joined
+
+
+def _stream_events(events: Iterable[str], host: str) -> Iterator[ChatEvent]:
+    """Our events from the data of one chat-completion stream; raises ProviderError when the server
+    reports an error or the stream ends without a finish reason.
+
+    An event that is not a chat chunk is skipped and logged, as a bad line of Ollama's stream is:
+    each event stands alone, so one bad event costs a token, while ending the answer would throw
+    away what the student is reading. More than MAX_UNREADABLE_LINES of them mean the other end is
+    not an OpenAI-compatible stream at all (a proxy's page): a sentence naming OPENAI_BASE_URL."""
+    pending: dict[int, _PendingCall] = {}
+    finished, usage, unreadable = False, None, 0
+    for data in events:
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError:
+            chunk = None
+        if isinstance(chunk, dict) and chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ProviderError(f"The model server failed: {message}.")
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        if not isinstance(choices, list):
+            unreadable += 1
+            log.warning("Skipped an unreadable event from the model server at %s: %.200r", host, data)
+            if unreadable > MAX_UNREADABLE_LINES:
+                raise ProviderError(
+                    f"The model server at {host} sent replies that could not be read; it may not be an "
+                    "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
+                    "administrator to check OPENAI_BASE_URL.",
+                    reason="unreadable",
+                )
+            continue
+        usage = chunk.get("usage") or usage
+        for choice in choices:
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if text and isinstance(text, str):
+                yield TextDelta(text)
+            for piece in delta.get("tool_calls") or ():
+                _add_call_piece(pending, piece)
+            finished = finished or choice.get("finish_reason") is not None
+    if not finished:
+        # A stream that ends without a finish reason was cut off: never a complete answer.
+        raise ProviderError("The model server closed the answer before it was finished.", reason="cut")
+    calls = tuple(pending[i].call(i) for i in sorted(pending))
+    for made in calls:
+        yield ToolCallEvent(made)
+    counts = usage if isinstance(usage, dict) else {}
+    prompt_tokens, completion_tokens = (counts.get(key) for key in ("prompt_tokens", "completion_tokens"))
+    yield Done(
+        prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
+        completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0,
+        tool_calls=calls,
+    )
+
+
+def _add_call_piece(pending: dict[int, _PendingCall], piece: Any) -> None:
+    """One tool-call delta: an id and a name first, then the JSON arguments in pieces, by `index`."""
+    if not isinstance(piece, dict):
+        return
+    index = piece.get("index")
+    call = pending.setdefault(index if isinstance(index, int) else len(pending), _PendingCall())
+    call.id = piece.get("id") or call.id
+    function = piece.get("function")
+    if isinstance(function, dict):
+        call.name = function.get("name") or call.name
+        arguments = function.get("arguments")
+        call.arguments.append(arguments if isinstance(arguments, str) else "")
+
+
 class _OpenAIModel:
     """Built the same way for chat and embeddings: the model name plus the OPENAI_* settings."""
 
@@ -175,50 +265,34 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
         format: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
     ) -> Iterator[ChatEvent]:
-        with _translate_errors(self.host, self.name):
-            chunks = self._client.chat.completions.create(
-                model=self.name,
-                messages=cast(Any, _messages_payload(messages)),
-                tools=cast(Any, [t.as_ollama() for t in tools]) or openai.omit,
-                stream=True,
-                stream_options={"include_usage": True},
-                # Of Ollama's options only these have an OpenAI twin; num_ctx has none (the
-                # server's context is fixed when it starts).
-                temperature=(options or {}).get("temperature", openai.omit),
-                max_tokens=(options or {}).get("num_predict", openai.omit),
-                response_format=_response_format(format),
-            )
-            try:
-                yield from self._events(chunks)
-            finally:
-                chunks.close()  # Stop: the server sees the connection go and stops generating
-
-    def _events(self, chunks) -> Iterator[ChatEvent]:
-        pending: dict[int, _PendingCall] = {}
-        finished, usage = False, None
-        for chunk in chunks:
-            usage = chunk.usage or usage
-            for choice in chunk.choices:
-                if choice.delta.content:
-                    yield TextDelta(choice.delta.content)
-                for delta in choice.delta.tool_calls or ():
-                    call = pending.setdefault(delta.index, _PendingCall())
-                    call.id = delta.id or call.id
-                    if delta.function is not None:
-                        call.name = delta.function.name or call.name
-                        call.arguments.append(delta.function.arguments or "")
-                finished = finished or choice.finish_reason is not None
-        if not finished:
-            # A stream that ends without a finish reason was cut off: never a complete answer.
-            raise ProviderError("The model server closed the answer before it was finished.", reason="cut")
-        calls = tuple(pending[i].call(i) for i in sorted(pending))
-        for made in calls:
-            yield ToolCallEvent(made)
-        yield Done(
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            tool_calls=calls,
-        )
+        started = False
+        try:
+            with _translate_errors(self.host, self.name):
+                request = self._client.chat.completions.with_streaming_response.create(
+                    model=self.name,
+                    messages=cast(Any, _messages_payload(messages)),
+                    tools=cast(Any, [t.as_ollama() for t in tools]) or openai.omit,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    # Of Ollama's options only these have an OpenAI twin; num_ctx has none (the
+                    # server's context is fixed when it starts).
+                    temperature=(options or {}).get("temperature", openai.omit),
+                    max_tokens=(options or {}).get("num_predict", openai.omit),
+                    response_format=_response_format(format),
+                )
+                # Leaving the `with` (Stop, or any failure) closes the response now: the server
+                # sees the connection go and stops generating.
+                with request as response:
+                    started = True
+                    yield from _stream_events(_sse_data(response.iter_lines()), self.host)
+        except httpx2.TimeoutException as exc:
+            raise ProviderError(f"The model server at {self.host} did not answer in time.", reason="timeout") from exc
+        except httpx2.TransportError as exc:
+            if not started:
+                raise ProviderError(
+                    f"The model server at {self.host} cannot be reached.", reason="unreachable"
+                ) from exc
+            raise ProviderError("The model server closed the answer before it was finished.", reason="cut") from exc
 
     def info(self) -> ModelInfo:
         """The context window where the server's model list says it (vLLM: `max_model_len`,

@@ -1,0 +1,245 @@
+"""Chat load behind nginx, comparing two deployments in the same run (`bench/chat_load.py --nginx` and
+`--before`): each is the production layout of tests/deployment.py (nginx with TLS → uvicorn web
+processes → PostgreSQL, Redis with a password), and rounds alternate between them, so whatever else
+the shared machine does hits both alike.
+
+    .venv/bin/python bench/chat_load.py --nginx 1,2 --chats 100,200 --tokens 100 --rate 20 --rounds 2
+    .venv/bin/python bench/chat_load.py --before d3b0a4b --chats 200 --tokens 100 --rate 20 --rounds 2
+
+--nginx 1,2    one web process against two (CPU per streamed token must not grow from 1 to 2: nothing
+               shared serialises them);
+--before REV   the code of REV (`git archive`) against the working tree, one web process each: the
+               server's CPU per streamed token before and after a change, on both protocols.
+
+Reported per deployment, protocol and load: tokens per second delivered, the server's own time to
+first token (first token at the client − message sent − the model's delay before its first chunk)
+p50 / p95, the web processes' CPU per streamed token (all of them together, and each one's share),
+lost tokens (against the exact sequence the model sent) and the machine's load average.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.chat_load import MODELS, PROTOCOLS, cpu_seconds, pct, start_model_servers  # noqa: E402
+from tests.deployment import Stack  # noqa: E402
+
+PREPARE = """
+import json
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+from accounts.models import Role, User
+from chat.models import ChatSession, Enrollment, Prompt
+
+out = {}
+teacher = User.objects.create(username="bench-teacher", role=Role.TEACHER, password="!")
+for protocol, model in MODELS.items():
+    prompt = Prompt.objects.create(owner=teacher, name=protocol, system_prompt="Be brief.", chat_model=model)
+    students = User.objects.bulk_create(
+        [User(username=f"bench-{protocol}-{i}", role=Role.STUDENT, password="!") for i in range(COUNT)]
+    )
+    Enrollment.objects.bulk_create([Enrollment(student=s, prompt=prompt, number=n) for n, s in enumerate(students, 1)])
+    chats = []
+    for student in students:
+        chat = ChatSession.objects.create(prompt=prompt, user=student)
+        store = SessionStore()
+        store[SESSION_KEY] = str(student.pk)
+        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[HASH_SESSION_KEY] = student.get_session_auth_hash()
+        store.create()
+        chats.append((chat.id, store.session_key))
+    out[protocol] = chats
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class Run:
+    index: int
+    sent: float = 0.0
+    first: float | None = None
+    tokens: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+async def one_chat(stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[int, str], start_at: float) -> Run:
+    import websockets
+
+    run = Run(index)
+    chat_id, cookie = chat
+    try:
+        async with websockets.connect(
+            f"wss://localhost:{stack.https_port}/ws/chats/{chat_id}/",
+            ssl=tls,
+            additional_headers={"Cookie": f"sessionid={cookie}", "Origin": stack.url},
+            max_size=None,
+            open_timeout=60,
+        ) as ws:
+            await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+            run.sent = time.monotonic()
+            await ws.send(json.dumps({"type": "user_message", "content": f"chat {index}: count for me"}))
+            async for raw in ws:
+                event = json.loads(raw)
+                if event["type"] == "token":
+                    run.first = run.first or time.monotonic()
+                    run.tokens.append(event["text"])
+                elif event["type"] == "message_done":
+                    break
+                elif event["type"] == "error":
+                    run.error = event["detail"]
+                    break
+    except Exception as exc:  # a failed chat is a result to report
+        run.error = f"{type(exc).__name__}: {exc}"
+    return run
+
+
+async def run_round(stack: Stack, tls: ssl.SSLContext, chats: list, ramp: float, first: int) -> list[Run]:
+    begin = time.monotonic() + 3.0  # every socket open first
+    spacing = ramp / max(1, len(chats))
+    return await asyncio.gather(
+        *(one_chat(stack, tls, first + i, chat, begin + i * spacing) for i, chat in enumerate(chats))
+    )
+
+
+def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
+    pids = [web.pid for web in stack.web]
+    cpu_before = [cpu_seconds(pid) for pid in pids]
+    wall = time.monotonic()
+    runs = asyncio.run(run_round(stack, tls, chats, args.ramp, first))
+    wall = time.monotonic() - wall
+    cpu = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
+    expected = [f"t{i}" for i in range(args.tokens)]
+    streamed = sum(len("".join(r.tokens).split()) for r in runs)
+    lost = sum(len(set(expected) - set("".join(r.tokens).split())) for r in runs if not r.error)
+    own = [((r.first - r.sent) - 1.0 / args.rate) * 1000 for r in runs if r.first is not None and not r.error]
+    return {
+        "tokens_per_s": streamed / max(wall - 3.0, 1e-9),
+        "p50": pct(own, 0.5),
+        "p95": pct(own, 0.95),
+        "cpu_us": sum(cpu) / max(1, streamed) * 1e6,
+        "cpu_share": [c / max(sum(cpu), 1e-9) for c in cpu],
+        "lost": lost,
+        "failed": sum(1 for r in runs if r.error),
+        "errors": sorted({r.error for r in runs if r.error})[:3],
+        "load": os.getloadavg()[0],
+    }
+
+
+def source_of(rev: str, tmp: Path) -> Path:
+    """The code of `rev`, unpacked from git (the web process of the "before" deployment runs it)."""
+    target = tmp / f"src-{rev}"
+    target.mkdir()
+    archive = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    for compiled in ROOT.glob("locale/*/LC_MESSAGES/*.mo"):
+        destination = target / compiled.relative_to(ROOT)
+        if destination.parent.exists():
+            shutil.copy(compiled, destination)
+    return target
+
+
+def main(args) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="currechat-chat-deploy-"))
+    ctx = multiprocessing.get_context("spawn")
+    loads = [int(n) for n in str(args.chats).split(",")]
+    expected = [f"t{i} " for i in range(args.tokens)]
+    servers = start_model_servers(ctx, expected, 1.0 / args.rate)
+    model = {"ollama": servers["ollama"][2], "openai": servers["openai"][2]}
+    stacks: dict[str, Stack] = {}
+    common = {"CHAT_RATE_LIMIT": "0", "CHAT_WORKER_THREADS": "512"}
+    try:
+        if args.before:
+            old = source_of(args.before, tmp)
+            stacks[f"before ({args.before})"] = Stack(
+                tmp / "before", model["ollama"], webs=1, workers=0, openai_url=model["openai"], source=old,
+                extra_env=common, probe_path="/api/v1/health", lifespan="auto",
+            )  # fmt: skip
+            stacks["after (working tree)"] = Stack(
+                tmp / "after", model["ollama"], webs=1, workers=0, openai_url=model["openai"], extra_env=common
+            )
+        else:
+            for n in (int(x) for x in args.nginx.split(",")):
+                stacks[f"{n} web"] = Stack(
+                    tmp / f"web{n}", model["ollama"], webs=n, workers=0, openai_url=model["openai"], extra_env=common
+                )
+        chats: dict[str, dict] = {}
+        for label, stack in stacks.items():
+            stack.start()
+            prepare = PREPARE.replace("MODELS", repr(MODELS)).replace("COUNT", str(max(loads) * (args.rounds + 1)))
+            chats[label] = json.loads(stack.manage("shell", "-c", prepare).strip().splitlines()[-1])
+        tls = {
+            label: ssl.create_default_context(cafile=str(s.tmp / "nginx" / "cert.pem")) for label, s in stacks.items()
+        }
+        used = {label: {p: 0 for p in PROTOCOLS} for label in stacks}
+
+        def take(label: str, protocol: str, n: int) -> list:
+            start = used[label][protocol]
+            used[label][protocol] += n
+            return chats[label][protocol][start : start + n]
+
+        # Warm-up (not counted): every deployment's first burst of connections, threads and caches.
+        for label, stack in stacks.items():
+            for protocol in PROTOCOLS:
+                measure(stack, tls[label], take(label, protocol, min(loads)), args, 10**6)
+        results: list[tuple[int, str, int, str, dict]] = []
+        order = list(stacks)
+        for r in range(args.rounds):
+            for load in loads:
+                for protocol in PROTOCOLS:
+                    for label in order if r % 2 == 0 else order[::-1]:
+                        result = measure(stacks[label], tls[label], take(label, protocol, load), args, (r + 1) * 10**5)
+                        results.append((r, protocol, load, label, result))
+                        print(f"round {r + 1} {protocol} {load} chats {label}: {result}", flush=True)
+        print(report(results, args))
+        return 0
+    finally:
+        for stack in stacks.values():
+            stack.stop()
+        for process, _, _ in servers.values():
+            if process.is_alive():
+                process.terminate()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def report(results: list, args) -> str:
+    rows = [
+        f"\n{args.tokens} tokens at {args.rate:g} tokens/s per answer, ramp {args.ramp:g} s; {args.rounds} rounds\n",
+        "| deployment | protocol | chats | tokens/s | own TTFT p50 / p95 (ms) | CPU per streamed token | "
+        "CPU share per process | lost | failed | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for _r, protocol, load, label, m in results:
+        shares = " / ".join(f"{s:.0%}" for s in m["cpu_share"])
+        rows.append(
+            f"| {label} | {protocol} | {load} | {m['tokens_per_s']:.0f} | {m['p50']:.1f} / {m['p95']:.1f} | "
+            f"{m['cpu_us']:.0f} µs | {shares} | {m['lost']} | {m['failed']} | {m['load']:.1f} |"
+        )
+    rows.append("\nMedian CPU per streamed token over rounds:\n")
+    rows.append("| protocol | chats | " + " | ".join(sorted({r[3] for r in results})) + " |")
+    labels = sorted({r[3] for r in results})
+    rows.append("|---|---|" + "---|" * len(labels))
+    for protocol in PROTOCOLS:
+        for load in sorted({r[2] for r in results}):
+            cells = []
+            for label in labels:
+                values = sorted(m["cpu_us"] for _r, p, n, lab, m in results if (p, n, lab) == (protocol, load, label))
+                cells.append(f"{values[len(values) // 2]:.0f} µs" if values else "")
+            rows.append(f"| {protocol} | {load} | " + " | ".join(cells) + " |")
+    errors = sorted({e for *_, m in results for e in m["errors"]})
+    if errors:
+        rows.append("errors: " + "; ".join(errors[:5]))
+    return "\n".join(rows)

@@ -1,0 +1,65 @@
+"""Liveness and readiness for load balancers: cheap, unauthenticated, telling nothing internal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from channels.testing import HttpCommunicator
+
+from currechat import draining
+from currechat.asgi import application
+from scripts.redis_stack import free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def probe(path: str, host: bytes = b"10.0.0.7:8001") -> tuple[int, dict]:
+    # Asked by address, over plain http: probes pass no host check and no HTTPS redirect.
+    communicator = HttpCommunicator(application, "GET", path, headers=[(b"host", host)])
+    response = await communicator.get_response()
+    return response["status"], json.loads(response["body"])
+
+
+@pytest.fixture
+def serving():
+    draining.reset_for_tests()
+    yield
+    draining.reset_for_tests()
+
+
+async def test_liveness_answers_anyone_with_nothing_internal(serving):
+    status, body = await probe("/healthz")
+    assert (status, body) == (200, {"status": "alive"})
+
+
+async def test_readiness_says_ready_when_database_redis_and_queue_answer(serving):
+    status, body = await probe("/readyz")
+    assert (status, body) == (200, {"status": "ready"})
+
+
+async def test_readiness_names_redis_and_the_queue_when_they_are_away_without_addresses(serving, settings):
+    nowhere = f"redis://:secret@127.0.0.1:{free_port()}/0"
+    settings.REDIS_URL = nowhere
+    settings.RQ_QUEUES = {name: {"URL": nowhere} for name in settings.TASK_QUEUES}
+    status, body = await probe("/readyz")
+    assert status == 503
+    assert body == {"status": "unavailable", "failing": ["redis", "queue"]}
+    assert "secret" not in json.dumps(body) and "127.0.0.1" not in json.dumps(body)
+
+
+async def test_a_draining_process_is_not_ready_but_still_alive(serving):
+    draining.begin()
+    assert await probe("/readyz") == (503, {"status": "draining"})
+    assert await probe("/healthz") == (200, {"status": "alive"})
+
+
+async def test_a_draining_process_refuses_new_turns_with_a_sentence_to_send_again(serving, student, session):
+    from chat.models import Message
+    from chat.runner import start_turn_async
+    from currechat.errors import ServiceUnavailable
+
+    draining.begin()
+    with pytest.raises(ServiceUnavailable, match="restarting; your message was not sent"):
+        await start_turn_async(student, session.id, "Hello?")
+    assert not await Message.objects.filter(session_id=session.id).aexists()
