@@ -210,6 +210,21 @@ def check_budget(user_id: int, prompt: Prompt) -> None:
         )
 
 
+def check_user_budget(user_id: int) -> None:
+    """Raise BudgetExhausted when the user's budget across all prompts (USER_WEEKLY_TOKEN_BUDGET)
+    is spent: for model calls made outside any prompt (curated test-question runs)."""
+    if settings.USER_WEEKLY_TOKEN_BUDGET is None:
+        return
+    week = current_week()
+    used = int(get_redis().get(_key(week, user_id)) or 0)
+    if used >= settings.USER_WEEKLY_TOKEN_BUDGET:
+        spent = f"{settings.USER_WEEKLY_TOKEN_BUDGET:,}"
+        used_sentence = _("You have used your %(spent)s tokens for this week across all assistants.")
+        again = _("Your budget starts again on %(when)s.") % {"when": describe_reset(week)}
+        metrics.BUDGET_REFUSALS.inc()
+        raise BudgetExhausted(f"{used_sentence % {'spent': spent}} {again}", retry_after=week.seconds_left())
+
+
 class UsageMeter:
     """Counts the tokens of one turn's model calls for its user, as each call ends.
 
@@ -217,7 +232,7 @@ class UsageMeter:
     pool); the counters in Redis grow at once, the database mirror when `flush()` runs at the
     end of the turn."""
 
-    def __init__(self, user_id: int, prompt_id: int, *, week: Week | None = None):
+    def __init__(self, user_id: int, prompt_id: int | None, *, week: Week | None = None):
         self.user_id, self.prompt_id = user_id, prompt_id
         self.week = week or current_week()
         self.prompt_tokens = self.completion_tokens = self.calls = 0
@@ -238,13 +253,16 @@ class UsageMeter:
         if not spent:
             return
         pipe = get_redis().pipeline(transaction=False)
-        for key in (_key(self.week, self.user_id, self.prompt_id), _key(self.week, self.user_id)):
+        # Without a prompt (a teacher's curated test-question run) only the user's total counts.
+        for key in dict.fromkeys((_key(self.week, self.user_id, self.prompt_id), _key(self.week, self.user_id))):
             pipe.incrby(key, spent)
             pipe.expire(key, _expiry(self.week))
         pipe.execute()
 
     def flush(self) -> None:
         """Add what was counted since the last flush to this week's TokenUsage row."""
+        if self.prompt_id is None:  # TokenUsage is per prompt; the Redis counter holds the rest
+            return
         with self._lock:
             now = (self.prompt_tokens, self.completion_tokens, self.calls)
             delta = [a - b for a, b in zip(now, self._flushed, strict=True)]
