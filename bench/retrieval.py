@@ -175,6 +175,28 @@ def run_token_limit(name: str, collection_id: int, queries: int | None) -> dict:
     return row
 
 
+def truncation_shares(names: list[str]) -> None:
+    """Per set: today's passages (characters only) whose embedding input MiniLM would cut, and how
+    many passages the token-aware chunker makes instead. Chunking and counting only, no embedding."""
+    from bench.datasets import load
+    from rag.providers.limits import limit_for
+
+    limit = limit_for(MODEL)
+    print("| set | language | passages today | over 256 tokens | share | passages fitted | tokens today, median / max |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for name in names:
+        today = load(name)
+        counts = sorted(limit.count(c.embed_text) for c in today.chunks)
+        over = sum(1 for n in counts if n > limit.tokens)
+        fitted = load(name, fits=limit.fits)
+        assert all(limit.fits(c.embed_text) for c in fitted.chunks), name
+        print(
+            f"| {name} | {today.language} | {len(counts)} | {over} | {over / max(len(counts), 1):.1%} | "
+            f"{len(fitted.chunks)} | {counts[len(counts) // 2]} / {counts[-1]} |",
+            flush=True,
+        )
+
+
 def print_token_limit_table(results: dict[str, dict]) -> None:
     print("| set | language | queries | passages today / fitted | today's over 256 tokens | "
           "vector before / after | CurreChat before / after |")  # fmt: skip
@@ -224,9 +246,16 @@ def main() -> int:
         action="store_true",
         help="passages cut by characters (today) vs. cut to fit MiniLM's token limit, same run",
     )
+    parser.add_argument("--truncation", action="store_true", help="only the share of passages over MiniLM's limit")
     parser.add_argument("--queries", type=int, default=None, help="with --token-limit: at most this many queries a set")
     args = parser.parse_args()
     server = start_services("benchq")
+    if args.truncation:
+        try:
+            truncation_shares(args.sets.split(","))
+        finally:
+            stop_services(server)
+        return 0
     try:
         if args.tune:
             from bench.tune import tune
