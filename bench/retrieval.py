@@ -182,7 +182,8 @@ def truncation_shares(names: list[str]) -> None:
     from rag.providers.limits import limit_for
 
     limit = limit_for(MODEL)
-    print("| set | language | passages today | over 256 tokens | share | passages fitted | tokens today, median / max |")
+    print("| set | language | passages today | over 256 tokens | share | passages fitted | "
+          "tokens today, median / max |")  # fmt: skip
     print("|---|---|---:|---:|---:|---:|---|")
     for name in names:
         today = load(name)
