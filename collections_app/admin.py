@@ -5,7 +5,7 @@ from django.http import HttpRequest
 
 from accounts.models import User
 from collections_app import files, writes
-from collections_app.models import Collection, SourceFile
+from collections_app.models import CheckResult, CheckRun, Collection, SearchCheck, SourceFile
 from currechat.forms import WriteRulesForm
 
 
@@ -86,3 +86,40 @@ class SourceFileAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for source in queryset:
             files.delete_file(source)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Test questions are written on the collection's page or through the API (one write path,
+    collections_app/checks.py); the admin shows them and their runs, and may delete them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SearchCheck)
+class SearchCheckAdmin(ReadOnlyAdmin):
+    list_display = ("question", "collection", "expect_file", "expect_page", "expect_section", "expect_phrase")
+    search_fields = ("question", "collection__name")
+
+
+class CheckResultInline(admin.TabularInline):
+    model = CheckResult
+    fields = ("check_item", "rank", "passed", "changed")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+@admin.register(CheckRun)
+class CheckRunAdmin(ReadOnlyAdmin):
+    list_display = ("collection", "trigger", "pending", "passed", "total", "ran_at")
+    list_filter = ("trigger", "pending")
+    inlines = [CheckResultInline]
+
+
+@admin.register(CheckResult)
+class CheckResultAdmin(ReadOnlyAdmin):
+    list_display = ("run", "check_item", "rank", "passed", "changed")
