@@ -198,10 +198,11 @@ def truncation_shares(names: list[str]) -> None:
         )
 
 
-def print_token_limit_table(results: dict[str, dict]) -> None:
-    print("| set | language | queries | passages today / fitted | today's over 256 tokens | "
-          "vector before / after | CurreChat before / after |")  # fmt: skip
-    print("|---|---|---:|---|---:|---|---|")
+def print_token_limit_table(results: dict[str, dict], header: bool = True) -> None:
+    if header:
+        print("| set | language | queries | passages today / fitted | today's over 256 tokens | "
+              "vector before / after | CurreChat before / after |")  # fmt: skip
+        print("|---|---|---:|---|---:|---|---|")
     for name, row in results.items():
         b, a = row["before"], row["after"]
 
@@ -210,7 +211,8 @@ def print_token_limit_table(results: dict[str, dict]) -> None:
 
         print(
             f"| {name} | {row['language']} | {b['queries']} | {b['chunks']} / {a['chunks']} | "
-            f"{b['over'] / max(b['chunks'], 1):.1%} | {pair('vector')} | {pair('CurreChat')} |"
+            f"{b['over'] / max(b['chunks'], 1):.1%} | {pair('vector')} | {pair('CurreChat')} |",
+            flush=True,
         )
 
 
@@ -270,8 +272,10 @@ def main() -> int:
             tune_foreign([Corpus(name, i, split="train") for i, name in enumerate(FOREIGN_TO_MINILM, start=1)])
             return 0
         if args.token_limit:
-            rows = {name: run_token_limit(name, i, args.queries) for i, name in enumerate(args.sets.split(","), 1)}
-            print_token_limit_table(rows)
+            rows = {}
+            for i, name in enumerate(args.sets.split(","), 1):
+                rows[name] = run_token_limit(name, i, args.queries)
+                print_token_limit_table({name: rows[name]}, header=i == 1)  # each set as it ends
             return 0
         results = {}
         for i, name in enumerate(args.sets.split(","), start=1):
