@@ -18,7 +18,7 @@ from tests.fixtures_ingest import DATA
 LOCAL = "local:all-MiniLM-L6-v2"
 
 
-def finnish_course_text(articles: int = 10) -> str:
+def finnish_course_text(articles: int = 6) -> str:
     """TyDi QA's Finnish passages (Apache-2.0) as one long Markdown file, a section per article."""
     rows = [json.loads(line) for line in (DATA / "beir" / "tydiqa-goldp-dev-fi" / "corpus.jsonl").open()]
     by_title: dict[str, list[str]] = {}
