@@ -18,7 +18,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside the checkout, or beside a folder that holds the checkout (a git worktree).
+DATA = next(
+    (p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT.parent / "shared" / "data"
+)
 CACHE = ROOT / "var" / "bench-cache"
 
 # name -> (folder, language, max test queries or None for all)
@@ -72,21 +75,22 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def _splitter():
-    """The ingestion pipeline's normaliser, chunker and embedding input, as for a Markdown upload."""
+def _splitter(fits=None):
+    """The ingestion pipeline's normaliser, chunker and embedding input, as for a Markdown upload;
+    `fits` is an embedding model's token limit test (rag/providers/limits.py), None for characters only."""
     from rag.ingest.chunking import chunk_pages
     from rag.ingest.job import PageText
     from rag.ingest.normalize import normalize_text
     from rag.ingest.steps import embedding_input
 
     def split(text: str) -> list[tuple[str, str, str]]:
-        chunks = chunk_pages([PageText(None, normalize_text(text))], chunk_size=1000, overlap=200)
+        chunks = chunk_pages([PageText(None, normalize_text(text))], chunk_size=1000, overlap=200, fits=fits)
         return [(c.text, c.heading_path, embedding_input(c)) for c in chunks]
 
     return split
 
 
-def load(name: str, split: str = "test") -> Dataset:
+def load(name: str, split: str = "test", fits=None) -> Dataset:
     folder, language, max_queries = DATASETS[name]
     docs = {d["_id"]: d for d in _read_jsonl(folder / "corpus.jsonl")}
     all_queries = {q["_id"]: q["text"] for q in _read_jsonl(folder / "queries.jsonl")}
@@ -99,7 +103,7 @@ def load(name: str, split: str = "test") -> Dataset:
             rest = sorted(set(qrels) - set(keep))
             keep = sorted(random.Random(8).sample(rest, min(max_queries, len(rest))))
         qrels = {q: qrels[q] for q in keep}
-    split_text = _splitter()
+    split_text = _splitter(fits)
     chunks = []
     for doc_id, doc in docs.items():
         title = (doc.get("title") or "").strip()

@@ -48,7 +48,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import start_services, stop_services, write_section  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" if (ROOT.parent / "shared" / "data").exists() else Path("/work/shared/data")
+# ../shared/data beside the checkout, or beside a folder that holds the checkout (a git worktree).
+DATA = next(
+    (p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT.parent / "shared" / "data"
+)
 NOTES_EN = DATA / "pdfs" / "en" / "ingold-tools4scicomp.pdf"
 NOTES_DE = DATA / "pdfs" / "de" / "ingold-eidprog-einfuehrung-programmieren.pdf"
 COMMAND = ".venv/bin/python bench/ingest.py"

@@ -5,6 +5,7 @@
     .venv/bin/python bench/retrieval.py --tune          # tune RRF k and weights on training queries
     .venv/bin/python bench/retrieval.py --keywords      # short keyword queries (as a chat model writes)
     .venv/bin/python bench/retrieval.py --tune-foreign  # the foreign-language vector weight, training queries
+    .venv/bin/python bench/retrieval.py --token-limit   # passages cut by characters vs. to MiniLM's 256 tokens
 
 Each document is ingested as a Markdown upload would be (bench/datasets.py: the pipeline's
 normaliser, chunker at 1000/200 and embedding input), embedded with the local all-MiniLM-L6-v2
@@ -39,14 +40,14 @@ RESULT_CHUNKS = 60  # chunks asked from each method; their documents, deduplicat
 class Corpus:
     """One data set indexed in Redis, plus what the in-memory baselines need."""
 
-    def __init__(self, name: str, collection_id: int, split: str = "test", keywords: bool = False):
+    def __init__(self, name: str, collection_id: int, split: str = "test", keywords: bool = False, fits=None):
         import numpy as np
 
         from bench.datasets import EmbeddingCache, keyword_queries, load, minilm_embed_batch
         from collections_app.models import Collection
         from rag.index import CollectionIndex, IndexedChunk
 
-        self.ds = load(name, split)
+        self.ds = load(name, split, fits=fits)
         if keywords:
             self.ds.queries = keyword_queries(self.ds)
         cache = EmbeddingCache(name)
@@ -140,6 +141,81 @@ def run_set(name: str, collection_id: int, keywords: bool = False) -> dict[str, 
 METHODS = ("vector", "BM25", "open-webui", "no rule", "CurreChat")
 
 
+def run_token_limit(name: str, collection_id: int, queries: int | None) -> dict:
+    """Today's passages (characters only) against passages cut to fit MiniLM's token limit, in
+    one run: the share of today's passages longer than the model reads, and retrieval on both."""
+    from rag.providers.limits import limit_for
+    from rag.retrievers import VECTOR
+    from rag.search import search_collections
+
+    started = time.monotonic()
+    limit = limit_for(MODEL)
+    row: dict = {}
+    for label, fits, cid in (("before", None, collection_id), ("after", limit.fits, collection_id + 100)):
+        corpus = Corpus(name, cid, fits=fits)
+        qrels = corpus.ds.qrels
+        if queries and len(qrels) > queries:  # a bounded run: the first queries by id
+            qrels = {q: qrels[q] for q in sorted(qrels)[:queries]}
+        over = sum(1 for c in corpus.ds.chunks if not limit.fits(c.embed_text))
+        runs: dict[str, dict[str, list[str]]] = {"vector": {}, "CurreChat": {}}
+        for qid in qrels:
+            query = corpus.ds.queries[qid]
+            outcome = search_collections([corpus.collection], query, limit=RESULT_CHUNKS, curate=False)
+            runs["CurreChat"][qid] = corpus.docs(p.chunk_id for p in outcome.results)
+            runs["vector"][qid] = corpus.docs(corpus.lists(query, qid, (VECTOR,)).get(VECTOR, []))
+        row[label] = {
+            "chunks": len(corpus.ds.chunks),
+            "over": over,
+            "queries": len(qrels),
+            **{m: evaluate(run, qrels) for m, run in runs.items()},
+        }
+        corpus.index.drop()
+    row["language"] = corpus.ds.language
+    print(f"  {name}: {time.monotonic() - started:.0f}s", file=sys.stderr)
+    return row
+
+
+def truncation_shares(names: list[str]) -> None:
+    """Per set: today's passages (characters only) whose embedding input MiniLM would cut, and how
+    many passages the token-aware chunker makes instead. Chunking and counting only, no embedding."""
+    from bench.datasets import load
+    from rag.providers.limits import limit_for
+
+    limit = limit_for(MODEL)
+    print("| set | language | passages today | over 256 tokens | share | passages fitted | "
+          "tokens today, median / max |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---|")
+    for name in names:
+        today = load(name)
+        counts = sorted(limit.count(c.embed_text) for c in today.chunks)
+        over = sum(1 for n in counts if n > limit.tokens)
+        fitted = load(name, fits=limit.fits)
+        assert all(limit.fits(c.embed_text) for c in fitted.chunks), name
+        print(
+            f"| {name} | {today.language} | {len(counts)} | {over} | {over / max(len(counts), 1):.1%} | "
+            f"{len(fitted.chunks)} | {counts[len(counts) // 2]} / {counts[-1]} |",
+            flush=True,
+        )
+
+
+def print_token_limit_table(results: dict[str, dict], header: bool = True) -> None:
+    if header:
+        print("| set | language | queries | passages today / fitted | today's over 256 tokens | "
+              "vector before / after | CurreChat before / after |")  # fmt: skip
+        print("|---|---|---:|---|---:|---|---|")
+    for name, row in results.items():
+        b, a = row["before"], row["after"]
+
+        def pair(method: str, b=b, a=a) -> str:
+            return " → ".join(f"{r[method]['nDCG@10']:.3f} / {r[method]['R@15']:.3f}" for r in (b, a))
+
+        print(
+            f"| {name} | {row['language']} | {b['queries']} | {b['chunks']} / {a['chunks']} | "
+            f"{b['over'] / max(b['chunks'], 1):.1%} | {pair('vector')} | {pair('CurreChat')} |",
+            flush=True,
+        )
+
+
 def print_table(results: dict[str, dict[str, dict[str, float]]]) -> None:
     methods = list(METHODS)
     header = "| set | " + " | ".join(f"{m} nDCG@10 / R@15 / MRR@10" for m in methods) + " |"
@@ -168,8 +244,21 @@ def main() -> int:
         action="store_true",
         help="tune SEARCH_FOREIGN_VECTOR_WEIGHT on the training queries of the sets MiniLM does not know",
     )
+    parser.add_argument(
+        "--token-limit",
+        action="store_true",
+        help="passages cut by characters (today) vs. cut to fit MiniLM's token limit, same run",
+    )
+    parser.add_argument("--truncation", action="store_true", help="only the share of passages over MiniLM's limit")
+    parser.add_argument("--queries", type=int, default=None, help="with --token-limit: at most this many queries a set")
     args = parser.parse_args()
     server = start_services("benchq")
+    if args.truncation:
+        try:
+            truncation_shares(args.sets.split(","))
+        finally:
+            stop_services(server)
+        return 0
     try:
         if args.tune:
             from bench.tune import tune
@@ -181,6 +270,12 @@ def main() -> int:
             from bench.tune import tune_foreign
 
             tune_foreign([Corpus(name, i, split="train") for i, name in enumerate(FOREIGN_TO_MINILM, start=1)])
+            return 0
+        if args.token_limit:
+            rows = {}
+            for i, name in enumerate(args.sets.split(","), 1):
+                rows[name] = run_token_limit(name, i, args.queries)
+                print_token_limit_table({name: rows[name]}, header=i == 1)  # each set as it ends
             return 0
         results = {}
         for i, name in enumerate(args.sets.split(","), start=1):

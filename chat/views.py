@@ -368,8 +368,18 @@ def prompt_insight(request, pk: int):
         "open_gaps": sum(1 for gap, _ in gap_rows if not gap.handled),
         "feedback": feedback.feedback_rows(prompt, limit=50),
         "visibility": ChatVisibility(prompt.chat_visibility),
+        # Students' questions (gaps, rated answers) can become a collection's test questions.
+        "checks_page": _checks_page(request.user, prompt),
     }
     return render(request, "prompts/insight.html", context)
+
+
+def _checks_page(user, prompt) -> str | None:
+    """The test-questions page of the first of the prompt's collections `user` may edit, if any."""
+    from collections_app.models import Collection
+
+    collection = prompt.collections.filter(pk__in=Collection.objects.editable_by(user).values("pk")).first()
+    return reverse("collection_checks", args=[collection.pk]) if collection else None
 
 
 @login_required

@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.models import User
 from collections_app import files, lifecycle, writes
-from collections_app.models import Collection, PageCorrection, SourceFile
+from collections_app.models import CheckResult, CheckRun, Collection, PageCorrection, SearchCheck, SourceFile
 from currechat.errors import CurreChatError
 from currechat.forms import WriteRulesForm
 
@@ -132,3 +132,40 @@ class PageCorrectionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Test questions are written on the collection's page or through the API (one write path,
+    collections_app/checks.py); the admin shows them and their runs, and may delete them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SearchCheck)
+class SearchCheckAdmin(ReadOnlyAdmin):
+    list_display = ("question", "collection", "expect_file", "expect_page", "expect_section", "expect_phrase")
+    search_fields = ("question", "collection__name")
+
+
+class CheckResultInline(admin.TabularInline):
+    model = CheckResult
+    fields = ("check_item", "rank", "passed", "changed")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+@admin.register(CheckRun)
+class CheckRunAdmin(ReadOnlyAdmin):
+    list_display = ("collection", "trigger", "pending", "passed", "total", "ran_at")
+    list_filter = ("trigger", "pending")
+    inlines = [CheckResultInline]
+
+
+@admin.register(CheckResult)
+class CheckResultAdmin(ReadOnlyAdmin):
+    list_display = ("run", "check_item", "rank", "passed", "changed")

@@ -213,16 +213,35 @@ def retry_file(source: SourceFile) -> SourceFile:
 
 
 def reindex_collection(
-    collection: Collection, *, re_extract: bool = False, enqueue: bool = True, new_model: bool = False
+    collection: Collection,
+    *,
+    re_extract: bool = False,
+    enqueue: bool = True,
+    new_model: bool = False,
+    reason: str = "reindex",
 ) -> list[SourceFile]:
     """Rebuild a collection's index from its files: after a change of language or embedding model
     (`new_model`), or after Redis lost its data. The chunks already indexed stay searchable until
     their file's new chunks replace them (ChunkStore.rebuild). Stored Markdown is re-chunked
     unless `re_extract`; the files are queued for the workers unless `enqueue` is False (the
-    caller runs them)."""
+    caller runs them). The collection's test questions run by themselves once the last file is
+    done (`reason` says why: a re-index, a language or an embedding-model change)."""
+    from collections_app import checks
+
     stored_index(collection.pk).rebuild(collection.language, keep_vectors=not new_model)
+    checks.schedule_after_reindex(collection, reason)
     sources = collection.files.exclude(status=FileStatus.CANCELLED).order_by("pk")
-    return [requeue(source, re_extract=re_extract, enqueue=enqueue) for source in sources]
+    requeued = [requeue(source, re_extract=re_extract, enqueue=enqueue) for source in sources]
+    if not requeued and enqueue:
+        run_checks_later(collection.pk)  # nothing to wait for
+    return requeued
+
+
+def run_checks_later(collection_id: int) -> None:
+    """Let a worker run the collection's pending test questions (if nothing is being ingested)."""
+    from collections_app.tasks import run_pending_checks
+
+    run_pending_checks.enqueue(collection_id)
 
 
 def reindex_for_changes(collection: Collection, changed: set[str]) -> list[SourceFile]:
@@ -230,7 +249,8 @@ def reindex_for_changes(collection: Collection, changed: set[str]) -> list[Sourc
     setting its index depends on changed; the files queued, none if nothing needed it."""
     if not INDEX_SETTINGS & changed:
         return []
-    return reindex_collection(collection, new_model="embedding_model" in changed)
+    new_model = "embedding_model" in changed
+    return reindex_collection(collection, new_model=new_model, reason="embedding_model" if new_model else "language")
 
 
 def delete_file(source: SourceFile) -> None:
@@ -374,4 +394,9 @@ def run_ingest(file_id: int, attempt: int, *, re_extract: bool = True, language:
             log.info("file %s attempt %s: nothing to do (cancelled, deleted or re-queued)", file_id, attempt)
             return pipeline.IngestReport(Outcome.SKIPPED)
         with Heartbeat(file_id, attempt):
-            return pipeline.run(build_job(source, re_extract=re_extract), FileTracker(source))
+            report = pipeline.run(build_job(source, re_extract=re_extract), FileTracker(source))
+    # After a re-index, the last file done starts the test questions the re-index left pending.
+    from collections_app import checks
+
+    checks.run_when_indexed(source.collection_id)
+    return report

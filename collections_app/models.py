@@ -170,3 +170,58 @@ def corrections_in_force(source: SourceFile) -> dict[int, str]:
     for page, markdown in source.corrections.order_by("page", "-created", "-id").values_list("page", "markdown"):
         latest.setdefault(page, markdown)
     return latest
+
+
+class SearchCheck(models.Model):
+    """A test question: a question students ask, and what a good search for it must find."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="checks")
+    question = models.CharField(max_length=500)
+    expect_file = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="+")
+    expect_page = models.PositiveIntegerField(null=True, blank=True)
+    expect_section = models.CharField(max_length=300, blank=True)
+    expect_phrase = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.question
+
+
+class CheckTrigger(models.TextChoices):
+    MANUAL = "manual", _("Run by hand")
+    REINDEX = "reindex", _("After a re-index")
+    LANGUAGE = "language", _("After a language change")
+    EMBEDDING_MODEL = "embedding_model", _("After an embedding model change")
+
+
+class CheckRun(models.Model):
+    """One run of a collection's test questions. An automatic run waits as `pending` until the
+    re-index that asked for it has finished (collections_app/checks.run_when_indexed)."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="check_runs")
+    trigger = models.CharField(max_length=16, choices=CheckTrigger.choices, default=CheckTrigger.MANUAL)
+    pending = models.BooleanField(default=False)
+    curated = models.BooleanField(default=False)
+    passed = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    ran_at = models.DateTimeField(null=True, blank=True)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+
+class CheckResult(models.Model):
+    run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="results")
+    check_item = models.ForeignKey(SearchCheck, on_delete=models.CASCADE, related_name="results")
+    rank = models.PositiveIntegerField(null=True, blank=True)  # 1-based; None when not in the top 15
+    passed = models.BooleanField(default=False)
+    changed = models.CharField(max_length=16, blank=True)  # "newly_failing", "newly_passing" or ""
+
+    class Meta:
+        ordering = ["id"]

@@ -12,3 +12,12 @@ def ingest_file(file_id: int, attempt: int, re_extract: bool = True, language: s
     """Ingest one uploaded file. `attempt` lets a stale job (cancelled, re-queued) stop at once;
     `language` is the one of the teacher who queued it (its progress and errors are written in it)."""
     return run_ingest(file_id, attempt, re_extract=re_extract, language=language).status
+
+
+@task(queue_name="ingest")
+def run_pending_checks(collection_id: int) -> str:
+    """Run a collection's test questions left pending by a re-index, once nothing is ingested."""
+    from collections_app.checks import run_when_indexed
+
+    run = run_when_indexed(collection_id)
+    return f"{run.passed}/{run.total}" if run else "nothing to run"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from collections_app import views
+from collections_app import checks_views, views
 
 urlpatterns = [
     path("new/", views.collection_create, name="collection_create"),
@@ -8,6 +8,7 @@ urlpatterns = [
     path("<int:pk>/settings/", views.collection_settings, name="collection_settings"),
     path("<int:pk>/delete/", views.collection_delete, name="collection_delete"),
     path("<int:pk>/upload/", views.collection_upload, name="collection_upload"),
+    path("<int:pk>/checks/", checks_views.checks_page, name="collection_checks"),
     path("files/<int:pk>/", views.file_detail, name="file_detail"),
     path("files/<int:pk>/download/", views.file_download, name="file_download"),
     path("files/<int:pk>/pages/<int:page>/", views.source_page, name="source_page"),

@@ -129,10 +129,12 @@ def health(request):
 def _register_routers() -> None:
     from chat.api import router as chat_router
     from collections_app.api import router as collections_router
+    from collections_app.checks_views import router as checks_router
     from collections_app.search import router as search_router
 
     api.add_router("/", collections_router)
     api.add_router("/", search_router)
+    api.add_router("/", checks_router)
     api.add_router("/", chat_router)
 
 

@@ -74,6 +74,18 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_int_map(name: str) -> dict[str, int]:
+    """`key=number,key2=number` (keys may hold `:` and `/`, as model names do)."""
+    raw = os.environ.get(name, "").strip()
+    result: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, value = item.rpartition("=")
+        if not sep or not key.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise ImproperlyConfigured(f"{name} must look like 'model=512,other-model=8192' (got {item!r}).")
+        result[key.strip()] = int(value)
+    return result
+
+
 def env_url(name: str, default: str, *, schemes: tuple[str, ...]) -> str:
     value = os.environ.get(name, default).strip()
     scheme = value.split("://", 1)[0] if "://" in value else ""

@@ -9,7 +9,17 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from currechat.embedding import parse_origins
-from currechat.env import env_bool, env_float, env_int, env_list, env_optional_int, env_str, env_url, load_env_file
+from currechat.env import (
+    env_bool,
+    env_float,
+    env_int,
+    env_int_map,
+    env_list,
+    env_optional_int,
+    env_str,
+    env_url,
+    load_env_file,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # `make run` writes a .env with a generated SECRET_KEY; the environment wins over it.
@@ -216,6 +226,11 @@ VLM_MODEL = env_str("VLM_MODEL", "qwen3-vl:8b")
 CURATION_MODEL = env_str("CURATION_MODEL", "qwen3:8b")
 # Model names are `<provider>:<name>`; `local:` models run in-process without any server.
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "local:all-MiniLM-L6-v2")
+# Tokens an embedding model reads (rag/providers/limits.py): chunks are cut so their embedding input
+# fits. `EMBEDDING_TOKEN_LIMITS=ollama:my-embedder=512,other=8192` overrides the built-in table;
+# models in neither get the conservative default.
+EMBEDDING_TOKEN_LIMITS = env_int_map("EMBEDDING_TOKEN_LIMITS")
+EMBEDDING_TOKEN_LIMIT_DEFAULT = env_int("EMBEDDING_TOKEN_LIMIT_DEFAULT", 512, minimum=16)
 # Load a `local:` embedder when a web process starts, not on the first search (currechat/warmup.py).
 EMBEDDING_WARMUP = env_bool("EMBEDDING_WARMUP", True)
 HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0, minimum=0)

@@ -3,8 +3,10 @@
 Each retriever is one FT.SEARCH on a collection's own index (one index per collection, see
 rag/index.py), so "filtered to the collections in scope" means: only those indexes are queried.
 Keyword queries pass the collection's `LANGUAGE` (RediSearch otherwise parses queries as English
-and would stem Finnish words with the English stemmer) and `SCORER BM25STD` explicitly (the scorer
-named `BM25` in RediSearch 2.10 ranks badly, see ENVIRONMENT.md).
+and would stem Finnish words with the English stemmer). Every command names its scorer and query
+dialect itself (`SCORER`, `DIALECT`), never relying on the server's defaults: Redis 8 changed both
+(its default scorer became BM25STD, and its stricter default parsing rejects characters that 2.10
+reads as words), and the scorer named `BM25` in RediSearch 2.10 ranks badly (see ENVIRONMENT.md).
 """
 
 from __future__ import annotations
@@ -29,6 +31,19 @@ LABELS = {
     ANY_WORD: gettext_lazy("any word"),
 }
 _DISTANCE = "__vd"
+# Pinned for every server (see the module docstring); `pinned` appends them to each command.
+SCORER = "BM25STD"
+DIALECT = 2
+
+
+def pinned(*command) -> list:
+    """A query command with the scorer and the dialect stated, so no server default applies.
+    KNN results are ordered by distance (SORTBY), but the search names the scorer too: one rule
+    for every FT.SEARCH is easier to keep than a list of exceptions. FT.AGGREGATE scores nothing
+    (and RediSearch 2.10 rejects SCORER there), so it states its dialect only."""
+    if command[0] == "FT.AGGREGATE":
+        return [*command, "DIALECT", DIALECT]
+    return [*command, "SCORER", SCORER, "DIALECT", DIALECT]
 
 
 @dataclass(frozen=True)
@@ -55,22 +70,22 @@ class Target:
 def _keyword(index: str, clause: str, language: str, depth: int, verbatim: bool = False) -> list:
     # NOCONTENT: fusion needs keys and ranks only; the few winners' fields are fetched afterwards.
     # VERBATIM for clauses that spell out each word's forms themselves (ParsedQuery.word_forms).
-    return ["FT.SEARCH", index, clause, "NOCONTENT", "WITHSCORES", "SCORER", "BM25STD",
-            *(["VERBATIM"] if verbatim else []), "LANGUAGE", language, "LIMIT", 0, depth, "DIALECT", 2]  # fmt: skip
+    return pinned("FT.SEARCH", index, clause, "NOCONTENT", "WITHSCORES",
+                  *(["VERBATIM"] if verbatim else []), "LANGUAGE", language, "LIMIT", 0, depth)  # fmt: skip
 
 
 def _knn(index: str, vector: Sequence[float], depth: int) -> list:
     blob = np.asarray(vector, dtype=np.float32).tobytes()
-    return ["FT.SEARCH", index, f"*=>[KNN $k @embedding $vec AS {_DISTANCE}]", "PARAMS", 4, "k", depth,
-            "vec", blob, "RETURN", 1, _DISTANCE, "SORTBY", _DISTANCE, "LIMIT", 0, depth, "DIALECT", 2]  # fmt: skip
+    return pinned("FT.SEARCH", index, f"*=>[KNN $k @embedding $vec AS {_DISTANCE}]", "PARAMS", 4, "k", depth,
+                  "vec", blob, "RETURN", 1, _DISTANCE, "SORTBY", _DISTANCE, "LIMIT", 0, depth)  # fmt: skip
 
 
 def _literal_scan(index: str, literal: str, depth: int) -> list:
     """Exact match for stop-word-only queries ("to be or not to be"): the index has no entries
     for stop words, so scan the stored text. Linear in the collection, but such queries are rare."""
     safe = literal.replace("\\", " ").replace("'", " ").replace('"', " ")
-    return ["FT.AGGREGATE", index, "*", "LOAD", 2, "@__key", "@text",
-            "FILTER", f"contains(lower(@text), '{safe}')", "LIMIT", 0, depth, "DIALECT", 2]  # fmt: skip
+    return pinned("FT.AGGREGATE", index, "*", "LOAD", 2, "@__key", "@text",
+                  "FILTER", f"contains(lower(@text), '{safe}')", "LIMIT", 0, depth)  # fmt: skip
 
 
 def commands_for(target: Target, depth: int, enabled: Sequence[str] = RETRIEVERS) -> dict[str, list]:
@@ -114,7 +129,7 @@ def use_server_stems(client: redis.Redis, targets: Sequence[Target]) -> None:
     if asks:
         pipe = client.pipeline(transaction=False)
         for (language, word), index in asks.items():
-            pipe.execute_command("FT.EXPLAIN", index, escape(word), "LANGUAGE", language, "DIALECT", 2)
+            pipe.execute_command("FT.EXPLAIN", index, escape(word), "LANGUAGE", language, "DIALECT", DIALECT)
         try:
             replies = pipe.execute(raise_on_error=False)
         except redis.RedisError:

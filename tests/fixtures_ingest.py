@@ -18,9 +18,11 @@ from currechat.redis_client import get_redis
 from rag.index import CollectionIndex
 from tests.fake_ollama import Reply
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-if not DATA.exists():  # the checkout may sit elsewhere; the shared data lives beside the project
-    DATA = Path("/work/shared/data")
+# ../shared/data beside the checkout, or beside a folder that holds the checkout (a git worktree).
+_ROOT = Path(__file__).resolve().parents[1]
+DATA = next(
+    (p / "shared" / "data" for p in _ROOT.parents if (p / "shared" / "data").is_dir()), _ROOT.parent / "shared" / "data"
+)
 PDFS = DATA / "pdfs" / "en"
 OPENSTAX_PYTHON = DATA / "openstax" / "introduction-python-programming" / "chapters_md"
 FAST_EMBEDDER = "ollama:snowflake-arctic-embed2"  # served by the test server: quick hashed vectors

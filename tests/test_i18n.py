@@ -123,6 +123,7 @@ def test_finnish_teacher_pages_have_no_untranslated_english(owner, prompt, colle
         reverse("collection_detail", args=[collection.pk]),
         reverse("collection_settings", args=[collection.pk]),
         reverse("collection_search", args=[collection.pk]),
+        reverse("collection_checks", args=[collection.pk]),
         reverse("file_detail", args=[source.pk]),
         reverse("prompt_create"),
         reverse("prompt_detail", args=[prompt.pk]),

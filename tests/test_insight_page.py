@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 from chat import insight
 from tests.test_insight import course  # noqa: F401  (the scripted chats, as a fixture)
@@ -37,3 +38,14 @@ def test_marking_a_gap_handled_from_the_page(client_for, owner, course):  # noqa
     assert next(g for g in insight.gaps(course) if g.id == gap.id).handled
     page = client.get(response["Location"]).content.decode()
     assert "marked handled" in page and "Open again" in page
+
+
+def test_a_gap_becomes_a_test_question_of_the_collection(client_for, owner, course):  # noqa: F811
+    client = client_for(owner)
+    page = client.get(f"/prompts/{course.pk}/insight/").content.decode()
+    collection = course.collections.first()
+    link = re.search(rf'href="(/collections/{collection.pk}/checks/\?question=[^"]+)" data-testid="gap-to-check"', page)
+    assert link, "each gap offers to become a test question"
+    gap = insight.gaps(course)[0]
+    assert any(f"question={quote(text, safe='/')}" in page for text in (gap.query, gap.example or gap.query))
+    assert client.get(link.group(1).replace("&amp;", "&")).status_code == 200

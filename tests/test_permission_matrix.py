@@ -103,6 +103,16 @@ def _c(w: World, role: str) -> int:
     return w.collection.pk
 
 
+def _check(w: World, role: str) -> str:
+    """The collection's test question (made when first asked for; each cell rolls back)."""
+    from collections_app.models import SearchCheck
+
+    check, _ = SearchCheck.objects.get_or_create(
+        collection=w.collection, question="What is the mean?", defaults={"expect_file": w.source}
+    )
+    return f"/collections/{w.collection.pk}/checks/{check.pk}"
+
+
 PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "home"): Row(SIGNED_IN, lambda w, r: "/"),
     ("GET", "login"): Row(EVERYONE, lambda w, r: "/login/"),
@@ -126,6 +136,10 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "collection_create"): Row(TEACHERS, lambda w, r: "/collections/new/"),
     ("GET", "collection_detail"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/"),
     ("GET", "collection_settings"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/settings/"),
+    ("GET", "collection_checks"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/checks/"),
+    ("POST", "collection_checks"): Row(
+        COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/checks/", lambda w: {"action": "run"}
+    ),
     ("GET", "profile"): Row(SIGNED_IN, lambda w, r: "/account/profile/"),
     ("GET", "start_reset"): Row(TEACHERS, lambda w, r: "/account/reset/"),
     # Any teacher may ask; the answer is the same whoever the username is (tests/test_password_reset_mail.py).
@@ -204,6 +218,21 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ),
     ("POST", "/collections/{collection_id}/search"): Row(
         COLLECTION_SEARCH, lambda w, r: f"/collections/{_c(w, r)}/search", lambda w: {"query": "mean", "curate": False}
+    ),
+    ("GET", "/collections/{collection_id}/checks"): Row(
+        COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/checks"
+    ),
+    ("POST", "/collections/{collection_id}/checks"): Row(
+        COLLECTION_EDIT,
+        lambda w, r: f"/collections/{_c(w, r)}/checks",
+        lambda w: {"question": "What is the mean?", "expect": {"file_id": w.source.pk}},
+    ),
+    ("PATCH", "/collections/{collection_id}/checks/{check_id}"): Row(
+        COLLECTION_EDIT, _check, lambda w: {"question": "What is the median?"}
+    ),
+    ("DELETE", "/collections/{collection_id}/checks/{check_id}"): Row(COLLECTION_EDIT, _check),
+    ("POST", "/collections/{collection_id}/checks/run"): Row(
+        COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/checks/run", lambda w: {"curate": False}
     ),
     ("GET", "/files/{file_id}"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}"),
     ("DELETE", "/files/{file_id}"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}"),

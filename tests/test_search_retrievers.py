@@ -244,3 +244,39 @@ def test_a_query_with_a_ligature_finds_the_words_ingestion_split_it_into(search_
     index_texts(search_collection, [normalize_text("The deﬁnition of a ﬁnite population."), "Unrelated text."])
     for query in ("deﬁnition ﬁnite", "definition finite"):
         assert ranks(search(search_collection, query), "exact") == {0: 1}, query
+
+
+def test_every_query_names_its_scorer_and_dialect():
+    # Redis 8 changed the default scorer and query dialect: no command may rely on a default.
+    from rag.query import parse
+    from rag.retrievers import Target, commands_for
+
+    for query in ("standard deviations of samples", "to be or not to be"):
+        commands = commands_for(Target(1, "idx", parse(query, "english"), [0.1] * 4), 15)
+        assert commands, query
+        for retriever, command in commands.items():
+            assert command[-2:] == ["DIALECT", 2], (query, retriever)
+            if command[0] == "FT.SEARCH":  # FT.AGGREGATE (the literal scan) ranks nothing
+                assert command[-4:-2] == ["SCORER", "BM25STD"], (query, retriever)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"confidence" "interval" population parameter',
+        "confidence | interval | population | parameter",
+        "-confidence -interval -population -parameter",
+        "@confidence:interval @population:{parameter}",
+        "{confidence} [interval] (population) <parameter>",
+        "confidence ~interval *population* parameter!",
+        "confidence AND interval OR population NOT parameter",
+    ],
+)
+def test_query_language_characters_search_as_plain_words(notes, query):
+    # Quotes, operators, field prefixes, braces: the words still match as words, on every retriever
+    # that needs them all ("all words"), and the passage holding them comes first.
+    collection, _ = notes
+    outcome = search(collection, query)
+    assert not [n for n in outcome.notes if "failed" in n]
+    assert ranks(outcome, "all_words").get(1) == 1
+    assert outcome.results[0].chunk_id.endswith(":1")

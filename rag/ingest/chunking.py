@@ -5,13 +5,19 @@ Sections first: every Markdown heading starts a section, and the section's headi
 `INGEST_CHUNK_SIZE` characters with `INGEST_CHUNK_OVERLAP` overlap, preferring paragraph breaks,
 then line and sentence breaks (langchain-text-splitters). Page numbers come from the character
 offsets where each page starts, so a chunk that runs over a page break reports both pages.
+
+The character size is a target, not a promise: an embedder reads only so many tokens (all-MiniLM-L6-v2
+256 word pieces, and Finnish or Greek text takes far more pieces per character than English), and
+drops the rest without a word. Given the model's `fits` test (rag/providers/limits.py), a piece whose
+embedding input (heading path + text) is too long is split again, at a size in proportion to how far
+over it is, until every piece fits.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -35,6 +41,13 @@ def _heading(line: str) -> re.Match[str] | None:
 _PAGE_MARKER = re.compile(r"^<!-- page (\d+) -->$", re.MULTILINE)
 # Paragraphs, then lines, then sentence ends, then clauses and words: never mid-word unless forced.
 SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
+MIN_CHUNK_CHARS = 40  # below this a heading path alone may not fit: stop splitting, keep the text
+
+
+def embedding_text(heading_path: str, text: str) -> str:
+    """What the embedding model reads for a chunk. The heading path gives a short passage its
+    context ("Loops > While loop")."""
+    return f"{heading_path}\n\n{text}" if heading_path else text
 
 
 @dataclass(frozen=True)
@@ -146,23 +159,49 @@ def _splitter(chunk_size: int, overlap: int) -> RecursiveCharacterTextSplitter:
     )
 
 
-def chunk_pages(pages: Sequence[PageText], *, chunk_size: int | None = None, overlap: int | None = None) -> list[Chunk]:
-    """Chunks of a document given page by page, numbered from 0 in reading order."""
+def _pieces(
+    text: str, size: int, overlap: int, fits: Callable[[str], bool] | None, heading_path: str
+) -> list[tuple[int, str]]:
+    """(offset in `text`, stripped piece) at about `size` characters, each fitting the embedder."""
+    pieces: list[tuple[int, str]] = []
+    for doc in _splitter(size, overlap).create_documents([text]):
+        body = doc.page_content.strip()
+        start = max(doc.metadata.get("start_index", 0), 0)
+        if not body:
+            continue
+        if fits is None or size <= MIN_CHUNK_CHARS or fits(embedding_text(heading_path, body)):
+            pieces.append((start, body))
+            continue
+        # Too many tokens: split this piece again, smaller by at least a quarter, with the overlap
+        # scaled alike so neighbours still share a sentence or so.
+        smaller = max(MIN_CHUNK_CHARS, min(int(size * 0.75), len(body) * 3 // 4))
+        for offset, part in _pieces(doc.page_content, smaller, overlap * smaller // size, fits, heading_path):
+            pieces.append((start + offset, part))
+    return pieces
+
+
+def chunk_pages(
+    pages: Sequence[PageText],
+    *,
+    chunk_size: int | None = None,
+    overlap: int | None = None,
+    fits: Callable[[str], bool] | None = None,
+) -> list[Chunk]:
+    """Chunks of a document given page by page, numbered from 0 in reading order. With `fits` (the
+    embedding model's token limit), no chunk's embedding input exceeds what the model reads."""
     text, starts, numbers = _join_pages(pages)
-    splitter = _splitter(
-        chunk_size or settings.INGEST_CHUNK_SIZE, settings.INGEST_CHUNK_OVERLAP if overlap is None else overlap
-    )
+    size = chunk_size or settings.INGEST_CHUNK_SIZE
+    overlap = settings.INGEST_CHUNK_OVERLAP if overlap is None else overlap
 
     def page_at(offset: int) -> int | None:
         return numbers[max(bisect.bisect_right(starts, offset) - 1, 0)] if numbers else None
 
     chunks: list[Chunk] = []
     for section in split_sections(text):
-        for doc in splitter.create_documents([section.text]):
-            body = doc.page_content.strip()
-            if not body or _only_headings(body):
+        for offset, body in _pieces(section.text, size, overlap, fits, section.heading_path):
+            if _only_headings(body):
                 continue
-            begin = section.start + max(doc.metadata.get("start_index", 0), 0)
+            begin = section.start + offset
             chunks.append(
                 Chunk(
                     position=len(chunks),

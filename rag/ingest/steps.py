@@ -24,7 +24,7 @@ from rag.ingest.job import IngestFailed, IngestJob, PageText, TooLarge
 from rag.ingest.normalize import normalize_text
 from rag.ingest.sniff import decode_text
 from rag.ingest.transcript import transcript_markdown
-from rag.providers import is_available
+from rag.providers import is_available, limits
 
 
 class Context(Protocol):
@@ -246,7 +246,8 @@ class Chunk:
     name, share = "chunk", (62, 65)
 
     def run(self, job: IngestJob, ctx: Context) -> None:
-        job.chunks = chunking.chunk_pages(job.pages)
+        # Cut to what the collection's embedding model reads (its token limit), not only to characters.
+        job.chunks = chunking.chunk_pages(job.pages, fits=limits.limit_for(job.embedding_model).fits)
         job.markdown = chunking.compose(job.pages)
         if not job.chunks:
             sentence = _("“%(name)s” has headings but no text under them. Add the text and upload again.")
@@ -255,8 +256,7 @@ class Chunk:
 
 
 def embedding_input(chunk) -> str:
-    # The heading path gives a short passage its context ("Loops > While loop").
-    return f"{chunk.heading_path}\n\n{chunk.text}" if chunk.heading_path else chunk.text
+    return chunking.embedding_text(chunk.heading_path, chunk.text)
 
 
 class Embed:

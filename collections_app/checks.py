@@ -1,0 +1,267 @@
+"""Test questions: a collection's retrieval checks, their one write path, and their runs.
+
+A check is a question with what a good search must find: a file of the collection, optionally a
+page, a section (part of the heading path) or a phrase the passage must contain. A run searches
+every question as the chat model would (`rag.search.search_collections`, the first `TOP`
+results) and records the rank of the first passage that meets the expectation; a check passes when
+that rank is at most `TOP`. Each result says what changed against the check's previous result.
+
+Runs start on demand (page, API) and by themselves after a re-index, a language change or an
+embedding-model change: `schedule_after_reindex` leaves a pending run, and the worker runs it once
+the last file of the re-index is done (`run_when_indexed`, called at the end of every ingestion).
+Runs make no model calls unless curation is asked for; then the person who started the run pays
+for it from their weekly budget, as for any search (`_curation_meter`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from collections_app.models import CheckResult, CheckRun, CheckTrigger, Collection, FileStatus, SearchCheck, SourceFile
+from currechat.errors import InvalidInput
+from rag.ingest.normalize import search_form
+from rag.results import Passage
+from rag.search import search_collections
+
+log = logging.getLogger(__name__)
+
+TOP = 15  # a check passes when the expected passage is among the first TOP results
+NEWLY_FAILING, NEWLY_PASSING = "newly_failing", "newly_passing"
+FIELDS = ("question", "file_id", "page", "section", "phrase")
+
+
+# The one write path (page form and API alike) -----------------------------------------------------
+
+
+def clean_check(collection: Collection, spec: dict[str, Any], *, partial: bool = False) -> dict[str, Any]:
+    """Validated model fields from `spec` (question, file_id, page, section, phrase). Raises
+    InvalidInput naming the field, with a sentence the teacher can act on."""
+    cleaned: dict[str, Any] = {}
+    if "question" in spec or not partial:
+        question = " ".join((spec.get("question") or "").split())
+        if not question:
+            raise InvalidInput(_("Write the question a student would ask."), field="question")
+        if len(question) > 500:
+            raise InvalidInput(_("Keep the question to 500 characters."), field="question")
+        cleaned["question"] = question
+    if "file_id" in spec or not partial:
+        source = SourceFile.objects.filter(collection=collection, pk=spec.get("file_id") or 0).first()
+        if source is None:
+            raise InvalidInput(_("Choose the file of this collection that holds the answer."), field="file_id")
+        cleaned["expect_file"] = source
+    if "page" in spec:
+        page = spec.get("page")
+        if page in ("", None):
+            cleaned["expect_page"] = None
+        else:
+            try:
+                cleaned["expect_page"] = int(page)
+            except (TypeError, ValueError):
+                cleaned["expect_page"] = 0
+            if cleaned["expect_page"] < 1:
+                raise InvalidInput(_("A page is a number from 1 up; leave it empty for any page."), field="page")
+    for name in ("section", "phrase"):
+        if name in spec:
+            value = " ".join((spec.get(name) or "").split())
+            if len(value) > 300:
+                raise InvalidInput(_("Keep it to 300 characters."), field=name)
+            cleaned[f"expect_{name}"] = value
+    return cleaned
+
+
+def create_check(actor, collection: Collection, spec: dict[str, Any]) -> SearchCheck:
+    return SearchCheck.objects.create(collection=collection, created_by=actor, **clean_check(collection, spec))
+
+
+def update_check(check: SearchCheck, spec: dict[str, Any]) -> SearchCheck:
+    for name, value in clean_check(check.collection, spec, partial=True).items():
+        setattr(check, name, value)
+    check.save()
+    return check
+
+
+# What a good search must find ---------------------------------------------------------------------
+
+
+def meets(passage: Passage, check: SearchCheck) -> bool:
+    """Whether `passage` is what the check expects: its file, and its page, section and phrase
+    where given (section and phrase compared as search compares text: case and accents folded)."""
+    if passage.file_id != check.expect_file_id:
+        return False
+    if check.expect_page is not None:
+        first = passage.page
+        last = passage.page_end if passage.page_end is not None else first
+        if first is None or not first <= check.expect_page <= (last or first):
+            return False
+    if check.expect_section and search_form(check.expect_section) not in search_form(passage.section):
+        return False
+    return not (check.expect_phrase and search_form(check.expect_phrase) not in search_form(passage.text))
+
+
+def rank_of(results: list[Passage], check: SearchCheck) -> int | None:
+    return next((i for i, p in enumerate(results[:TOP], start=1) if meets(p, check)), None)
+
+
+# Runs ----------------------------------------------------------------------------------------------
+
+
+def _curation_meter(user):
+    """The budget the search charges (chat/usage.py): an estimate set aside from the user's weekly
+    budget across prompts (refused with 429 when it is spent), counted as each curation call ends
+    and settled when the run ends. Imported here, at the one place the checks spend tokens, so that
+    the collection layer needs the chat app only when curating."""
+    from chat.usage import reserve
+
+    return reserve(user.pk, None)
+
+
+def run_checks(
+    collection: Collection, *, user=None, curate: bool = False, trigger: str = CheckTrigger.MANUAL, run=None
+) -> CheckRun:
+    """Search every check's question and store the run with each check's rank and change."""
+    meter = _curation_meter(user) if curate and user is not None else None
+    try:
+        rows = _rank_each(collection, curate=curate, meter=meter)
+    finally:
+        if meter is not None:
+            meter.settle()  # what the run held and did not use goes back to the budget
+    run = run or CheckRun(collection=collection, trigger=trigger, started_by=user)
+    with transaction.atomic():
+        run.pending, run.curated = False, curate and meter is not None
+        run.passed, run.total = sum(r.passed for r in rows), len(rows)
+        run.ran_at = timezone.now()
+        run.save()
+        for row in rows:
+            row.run = run
+        CheckResult.objects.bulk_create(rows)
+    log.info("collection %s: test questions %s of %s passed (%s)", collection.pk, run.passed, run.total, run.trigger)
+    return run
+
+
+def _rank_each(collection: Collection, *, curate: bool, meter) -> list[CheckResult]:
+    """Each check's rank now, and whether it changed since the last run (not yet stored)."""
+    previous = _last_results(collection)
+    rows = []
+    for check in collection.checks.all():
+        outcome = search_collections([collection], check.question, limit=TOP, curate=curate, usage=meter)
+        rank = rank_of(outcome.results, check)
+        passed = rank is not None
+        before = previous.get(check.pk)
+        changed = ""
+        if before is not None and before != passed:
+            changed = NEWLY_PASSING if passed else NEWLY_FAILING
+        rows.append(CheckResult(check_item=check, rank=rank, passed=passed, changed=changed))
+    return rows
+
+
+def _last_results(collection: Collection) -> dict[int, bool]:
+    """Each check's result in the latest run it took part in."""
+    latest: dict[int, bool] = {}
+    rows = CheckResult.objects.filter(run__collection=collection, run__pending=False).order_by("-run__ran_at", "-id")
+    for check_id, passed in rows.values_list("check_item_id", "passed"):
+        latest.setdefault(check_id, passed)
+    return latest
+
+
+def schedule_after_reindex(collection: Collection, trigger: str) -> None:
+    """Leave a pending run for when the re-index that starts now has finished (at most one
+    pending run per collection; a later trigger replaces the reason)."""
+    if not collection.checks.exists():
+        return
+    updated = CheckRun.objects.filter(collection=collection, pending=True).update(trigger=trigger)
+    if not updated:
+        CheckRun.objects.create(collection=collection, trigger=trigger, pending=True)
+
+
+def run_when_indexed(collection_id: int) -> CheckRun | None:
+    """Run the collection's pending checks if no file is waiting or being ingested any more.
+    Called by the worker after each file; exactly one worker claims the run."""
+    busy = (FileStatus.QUEUED, FileStatus.PROCESSING)
+    if SourceFile.objects.filter(collection_id=collection_id, status__in=busy).exists():
+        return None
+    run = CheckRun.objects.filter(collection_id=collection_id, pending=True).first()
+    if run is None:
+        return None
+    # Claimed by taking it out of `pending`: a second worker finishing at the same time finds none.
+    if not CheckRun.objects.filter(pk=run.pk, pending=True).update(pending=False):
+        return None
+    collection = Collection.objects.get(pk=collection_id)
+    try:
+        return run_checks(collection, trigger=run.trigger, run=run)
+    except Exception:  # noqa: BLE001 — the file's ingestion succeeded; the run waits for the next chance
+        log.warning("collection %s: the test questions could not run after the re-index", collection_id, exc_info=True)
+        CheckRun.objects.filter(pk=run.pk).update(pending=True)
+        return None
+
+
+# What the page and the API show ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    check: SearchCheck
+    result: CheckResult | None
+
+
+def _order(row: Row) -> tuple:
+    """Newly failing first, then still failing, newly passing, passing; questions in their order."""
+    r = row.result
+    if r is None:
+        return (2, row.check.pk)
+    return (0 if r.changed == NEWLY_FAILING else 1 if not r.passed else 2 if r.changed else 3, row.check.pk)
+
+
+def latest_run(collection: Collection) -> CheckRun | None:
+    return collection.check_runs.filter(pending=False, ran_at__isnull=False).order_by("-ran_at", "-id").first()
+
+
+def rows_for(collection: Collection, run: CheckRun | None = None) -> list[Row]:
+    """Every check with its result in `run` (the latest by default), newly failing first."""
+    run = run or latest_run(collection)
+    results = {r.check_item_id: r for r in run.results.all()} if run else {}
+    checks = collection.checks.select_related("expect_file")
+    return sorted((Row(c, results.get(c.pk)) for c in checks), key=_order)
+
+
+def expect_dict(check: SearchCheck) -> dict:
+    return {
+        "file_id": check.expect_file_id,
+        "page": check.expect_page,
+        "section": check.expect_section or None,
+        "phrase": check.expect_phrase or None,
+    }
+
+
+def last_dict(check: SearchCheck) -> dict | None:
+    result = (
+        CheckResult.objects.filter(check_item=check, run__pending=False)
+        .select_related("run")
+        .order_by("-run__ran_at", "-id")
+        .first()
+    )
+    if result is None:
+        return None
+    return {"rank": result.rank, "passed": result.passed, "ran_at": result.run.ran_at}
+
+
+def run_dict(run: CheckRun) -> dict:
+    rows = rows_for(run.collection, run)
+    return {
+        "run_id": run.pk,
+        "ran_at": run.ran_at,
+        "trigger": run.trigger,
+        "passed": run.passed,
+        "total": run.total,
+        "results": [
+            {"check_id": row.check.pk, "rank": row.result.rank, "passed": row.result.passed,
+             "changed": row.result.changed or None}
+            for row in rows
+            if row.result is not None
+        ],
+    }  # fmt: skip
