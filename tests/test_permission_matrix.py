@@ -748,6 +748,7 @@ def test_a_curated_search_is_charged_to_whoever_searches(world, settings):
     UsageMeter(world.users["owner"].pk, None)(100, 0, "qwen3:8b")  # the owner's own, across prompts
     expected = {role: REFUSED for role in ROLES} | {"anonymous": LOGIN, "co_owner": OK, "superuser": OK}
     expected |= {"enrolled": "status 429", "owner": "status 429"}
+    expected["sso_student"] = OK  # enrolled too, with its own budget untouched
     got = {}
     for role in ROLES:
         url = f"{_API}/collections/{world.collection.pk}/search"

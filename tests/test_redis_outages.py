@@ -263,7 +263,8 @@ def test_stop_reaches_the_answer_in_this_process_while_redis_is_away(
     redis_outage.start()
     answering.join(30)
     reply = Message.objects.get(pk=turn.reply.pk)
-    assert reply.status == MessageStatus.STOPPED and reply.content.startswith("w0 w1 w2")
+    # Stopped with the text streamed so far kept (how far it got depends on when Stop arrived).
+    assert reply.status == MessageStatus.STOPPED and reply.content.startswith("w0")
     assert len(reply.content.split()) < 600
 
 
