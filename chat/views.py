@@ -31,7 +31,7 @@ from chat.model_choice import current_model, model_choices, offers_choice
 from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
 from chat.serializers import message_dict, student_label
 from currechat.embedding import embeddable
-from currechat.errors import CurreChatError, NotFound
+from currechat.errors import CurreChatError, InvalidInput, NotFound
 from currechat.health import get_health, shows_details
 
 
@@ -74,6 +74,7 @@ def prompt_detail(request, pk: int):
         "embed_code": _embed_code(join_url, prompt.name),
         "embedding_enabled": bool(settings.EMBED_ALLOWED_ORIGINS),
         "students": roster.roster(prompt),
+        "exempt": usage.budget_for(prompt, request.user.pk)[1],
         "chats": list(zip(chats, roster.chat_labels(prompt, chats), strict=True)),
         "state": prompt.state(),
         "state_sentence": state_sentence(prompt),
@@ -148,6 +149,42 @@ def student_action(request, pk: int, number: int, action: str):
     return redirect("prompt_detail", pk=pk)
 
 
+@login_required
+@require_POST
+def student_budget(request, pk: int, number: int):
+    """The roster's budget buttons: reset the student's week, or give them a weekly budget of
+    their own (empty: the prompt's again), through the write the API makes."""
+    prompt = get_prompt_for_edit(request.user, pk)
+    found = roster.enrollment_by_number(prompt, number)
+    label = roster.label_for(prompt, found)
+    if request.POST.get("action") == "reset":
+        usage.change_student_budget(prompt, found.student_id, reset=True)
+        messages.success(request, _("%(label)s can use their whole weekly budget again.") % {"label": label})
+    else:
+        raw = "".join(request.POST.get("weekly_token_budget", "").split())
+        try:
+            usage.change_student_budget(prompt, found.student_id, weekly_token_budget=int(raw) if raw else None)
+        except (ValueError, InvalidInput):
+            messages.error(request, _("Give the weekly budget as a whole number of tokens, 0 or more."))
+        else:
+            messages.success(request, _("%(label)s's weekly budget changed.") % {"label": label})
+    return redirect(f"{reverse('prompt_detail', args=[pk])}#students")
+
+
+@login_required
+@require_POST
+def exempt_myself(request, pk: int):
+    """A teacher of the prompt switches its budgets off (or on again) for their own chats."""
+    prompt = get_prompt_for_edit(request.user, pk)
+    exempt = request.POST.get("exempt") == "1"
+    usage.set_exempt(request.user.pk, prompt, exempt)
+    if exempt:
+        messages.success(request, _("The weekly budget no longer applies to your own chats here."))
+    else:
+        messages.success(request, _("The weekly budget applies to your own chats here again."))
+    return redirect(f"{reverse('prompt_detail', args=[pk])}#students")
+
+
 # --- Chat pages ------------------------------------------------------------------------------------
 
 
@@ -193,6 +230,11 @@ def _usage(user, prompt) -> dict:
         "path": f"/api/v1/me/usage?prompt_id={prompt.pk}",
         "text": usage.usage_sentence(standing),
         "warning": standing.warning,
+        "exhausted": standing.exhausted is not None,
+        "share": standing.share,
+        "percent": None if standing.share is None else int(standing.share * 100),
+        # The script says when it starts again in the reader's own time zone and language.
+        "resets_at": standing.week.end.isoformat(),
     }
 
 

@@ -333,17 +333,63 @@
     }
   }
 
-  // The week's tokens, after every answer: the warning appears from 90% of the budget on.
-  async function refreshUsage() {
+  // The week's use, as a bar and a sentence in the composer, refreshed after every answer. When the
+  // allowance is used up the refusal shows where the student types and Send stays off until it starts
+  // again; the time it starts again is written in the reader's own time zone and language.
+  let usageLocked = false;
+  let unlockTimer = null;
+
+  function resetWhen(iso) {
+    const options = { weekday: "long", day: "numeric", month: "long", hour: "numeric", minute: "2-digit" };
+    try {
+      return new Intl.DateTimeFormat(document.documentElement.lang || undefined, options).format(new Date(iso));
+    } catch {
+      return new Date(iso).toLocaleString();
+    }
+  }
+
+  function applyUsage(u) {
     const line = document.getElementById("usage-line");
-    if (!line || !config.usage) return;
+    if (!line) return;
+    const bar = document.getElementById("usage-bar");
+    const when = resetWhen(u.resets_at);
+    if (u.exhausted) line.textContent = interpolate(gettext("You have used this week's allowance. It starts again on %(when)s."), { when }, true);
+    else if (u.warning && u.percent !== null) {
+      const percent = new Intl.NumberFormat(document.documentElement.lang || undefined, { style: "percent" }).format(u.percent / 100);
+      const used = interpolate(gettext("You have used %(percent)s of this week's allowance."), { percent }, true);
+      line.textContent = `${used} ${interpolate(gettext("It starts again on %(when)s."), { when }, true)}`;
+    } else if (u.text) line.textContent = u.text;
+    line.classList.toggle("warn", Boolean(u.warning));
+    if (bar) {
+      bar.hidden = u.percent === null;
+      bar.value = u.percent || 0;
+    }
+    usageLocked = Boolean(u.exhausted);
+    clearTimeout(unlockTimer);
+    if (usageLocked) {
+      note.textContent = interpolate(gettext("You can send messages again on %(when)s."), { when }, true);
+      // Timers hold at most about 24 days; a week is well within.
+      unlockTimer = setTimeout(refreshUsage, Math.min(Math.max(new Date(u.resets_at) - Date.now(), 1000) + 1000, 2 ** 31 - 1));
+    } else if (note.dataset.usage) note.textContent = "";
+    note.dataset.usage = usageLocked ? "1" : "";
+    if (form) {
+      const sendButton = document.getElementById("composer-send");
+      if (usageLocked) sendButton.disabled = true;
+      else if (stopButton.hidden) sendButton.disabled = false;
+      document.querySelectorAll("#examples button.example").forEach((b) => (b.disabled = usageLocked));
+    }
+  }
+
+  async function refreshUsage() {
+    if (!config.usage) return;
     try {
       const response = await fetch(config.usage.path, { credentials: "same-origin" });
       if (!response.ok) return;
-      const [row] = (await response.json()).prompts;
+      const body = await response.json();
+      const [row] = body.prompts;
       if (!row) return;
-      line.textContent = row.text;
-      line.classList.toggle("warn", row.warning);
+      const percent = row.share === null ? null : Math.floor(row.share * 100);
+      applyUsage({ ...row, percent, resets_at: body.week_resets_at });
     } catch {
       // The line keeps its last figures; the next answer tries again.
     }
@@ -436,7 +482,7 @@
 
   function setBusy(busy) {
     if (!form) return;
-    document.getElementById("composer-send").disabled = busy;
+    document.getElementById("composer-send").disabled = busy || usageLocked;
     // Stop is offered while an answer is being written (Escape does the same).
     stopButton.hidden = !busy;
     stopButton.disabled = false;
@@ -608,7 +654,7 @@
       e.preventDefault();
       const text = input.value.trim();
       const file = attachInput && attachInput.files[0];
-      if ((!text && !file) || pendingText !== null) return;
+      if ((!text && !file) || pendingText !== null || usageLocked) return;
       pendingText = text;
       if (file) {
         pendingAttachment = file.name;
@@ -667,6 +713,7 @@
   });
 
   render();
+  if (config.usage && config.writable) applyUsage(config.usage);
   const last = messages[messages.length - 1];
   if (last && last.role === "assistant" && (last.status === "pending" || last.status === "streaming")) refresh();
   // Events go to the socket that asked; a reader (the teacher) follows an answer by polling instead.
