@@ -28,7 +28,7 @@ from chat import enrollment, feedback, insight, insight_chart, insight_csv, rost
 from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
 from chat.model_choice import current_model, model_choices, offers_choice
-from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
+from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, EnrollmentStatus, PromptState
 from chat.serializers import message_dict, student_label
 from currechat.embedding import embeddable
 from currechat.errors import CurreChatError, InvalidInput, NotFound
@@ -67,13 +67,16 @@ def prompt_detail(request, pk: int):
         .exclude(user=request.user)
         .select_related("user")[:100]
     )
+    students = roster.roster(prompt)
     context = {
         "prompt": prompt,
         "form": form,
         "join_url": join_url,
         "embed_code": _embed_code(join_url, prompt.name),
         "embedding_enabled": bool(settings.EMBED_ALLOWED_ORIGINS),
-        "students": roster.roster(prompt),
+        "students": students,
+        # Counted as the teacher's home counts them: enrolled now (removed and blocked are listed apart).
+        "enrolled_count": sum(1 for s in students if s.status == EnrollmentStatus.ENROLLED),
         "exempt": usage.budget_for(prompt, request.user.pk)[1],
         "chats": list(zip(chats, roster.chat_labels(prompt, chats), strict=True)),
         "state": prompt.state(),
@@ -263,7 +266,9 @@ def _chat_page(request, prompt, session):
         "api_path": f"/api/v1/chats/{session.id}" if session else None,
         "writable": writable,
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
-        "model_status": _model_status(model, request.user),
+        # Whether the assistant answers now: only for someone who can write to it (a student waiting
+        # for the opening must not read a green "available") or who teaches it.
+        "model_status": _model_status(model, request.user) if writable or teaching else None,
         # Which model wrote each answer: for students when they choose between models, for teachers always.
         "show_models": offers_choice(prompt) or shows_details(request.user),
         "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},

@@ -26,7 +26,7 @@ from accounts.models import Role, User
 from accounts.permissions import state_sentence
 from accounts.resets import ResetRequestForm, mail_configured
 from chat.enrollment import join_prompt
-from chat.models import STUDENT_SENTENCES, ChatSession, Prompt, PromptState
+from chat.models import STUDENT_SENTENCES, ChatSession, EnrollmentStatus, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
 from currechat.errors import CurreChatError, NotFound
 from currechat.ratelimit import (
@@ -119,8 +119,11 @@ def home(request):
                 n_failed=Count("files", filter=Q(files__status=FileStatus.FAILED), distinct=True),
             )
         )
+        # Students as the roster counts them: enrolled now (not removed or blocked).
+        enrolled = Q(enrollments__status=EnrollmentStatus.ENROLLED)
         prompts = Prompt.objects.editable_by(request.user).annotate(
-            n_students=Count("enrollments", distinct=True), n_collections=Count("collections", distinct=True)
+            n_students=Count("enrollments", filter=enrolled, distinct=True),
+            n_collections=Count("collections", distinct=True),
         )
         return render(request, "teacher_home.html", {"collections": collections, "prompts": prompts})
     # Each with why it cannot be used now, if so ("Opens on …", "Closed on …").
@@ -162,9 +165,7 @@ def join_by_code(request):
         except CurreChatError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(
-                request, _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name}
-            )
+            messages.success(request, _joined(prompt))
             return redirect("chat_home", pk=prompt.pk)
     return redirect("home")
 
@@ -199,7 +200,7 @@ def join_link(request, code: str):
         except CurreChatError as exc:
             messages.error(request, str(exc))
             return redirect("home")
-        messages.success(request, _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name})
+        messages.success(request, _joined(prompt))
         return redirect("chat_home", pk=prompt.pk)
     context = {
         "prompt": prompt,
@@ -210,6 +211,15 @@ def join_link(request, code: str):
         "reset_by_mail": mail_configured(),  # then a new student is told why to add an address
     }
     return render(request, "registration/join.html", context)
+
+
+def _joined(prompt: Prompt) -> str:
+    """The welcome after joining: ask away when the prompt is open, otherwise when it opens (or why
+    it cannot be used), never an invitation to ask what would be refused."""
+    if prompt.state() == PromptState.OPEN:
+        return _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name}
+    joined = _("You joined “%(name)s”.") % {"name": prompt.name}
+    return f"{joined} {state_sentence(prompt)}"
 
 
 def _prompt_for_link(code: str) -> Prompt:
