@@ -170,6 +170,17 @@ def join_by_code(request):
     return redirect("home")
 
 
+@require_http_methods(["GET"])
+def join_with_code(request):
+    """The login page's join-code box: a visitor with only the code reaches the join page its link
+    opens (which shows the prompt and signs them up); a code is letters and digits only."""
+    code = "".join(ch for ch in request.GET.get("code", "") if ch.isalnum())[:32]
+    if not code:
+        messages.error(request, _("Enter the join code your teacher gave you."))
+        return redirect("login")
+    return redirect("join_link", code=code)
+
+
 @require_http_methods(["GET", "POST"])
 def join_link(request, code: str):
     """A prompt's join link. GET only shows what joining means (a link followed from another site

@@ -66,3 +66,24 @@ def test_the_teachers_home_shows_each_prompts_real_state_and_enrolled_students(
     assert "state-off" in rows_html["Paused course"] and "Switched off" in rows_html["Paused course"]
     # The roster counts the same students (removed and blocked ones are listed, not counted).
     assert "Students (1)" in client_for(owner).get(f"/prompts/{prompt.pk}/").content.decode()
+
+
+def test_a_visitor_with_only_a_join_code_signs_up_from_the_login_page(prompt, client):
+    login = client.get("/login/").content.decode()
+    assert 'data-testid="join-code-box"' in login and 'action="/join/code/"' in login
+    response = client.get("/join/code/", {"code": f" {prompt.join_code.lower()} "})
+    assert response.status_code == 302 and response["Location"] == f"/join/{prompt.join_code.lower()}/"
+    page = client.get(response["Location"]).content.decode()
+    assert prompt.name in page and "Create account and join" in page
+    joined = client.post(
+        response["Location"],
+        {"username": "koodilla-tullut", "password1": "koodin-salasana-42", "password2": "koodin-salasana-42"},
+        follow=True,
+    )
+    assert f"You joined “{prompt.name}”" in joined.content.decode()
+    assert Enrollment.objects.filter(prompt=prompt, student__username="koodilla-tullut").exists()
+
+
+def test_an_empty_join_code_on_the_login_page_is_asked_for_again(client):
+    page = client.get("/join/code/", {"code": " / "}, follow=True).content.decode()
+    assert "Enter the join code your teacher gave you." in page
