@@ -571,7 +571,9 @@ class PromptUsageOut(Schema):
     budget: int | None = Field(description="Your weekly tokens in this prompt; null: no limit.")
     exempt: bool
     warning: bool = Field(description="True from 90% of a limit on.")
-    text: str = Field(description="The chat's usage line, e.g. '12,300 of 50,000 tokens this week.'")
+    exhausted: bool = Field(description="True when a limit is used up: messages are refused until the reset.")
+    share: float | None = Field(description="The larger share used of your limits (0 to 1); null: no limit.")
+    text: str = Field(description="The chat's usage line, e.g. 'You have used 45% of this week's allowance.'")
 
 
 class TotalUsageOut(Schema):
@@ -612,12 +614,8 @@ def student_budget(request, prompt_id: int, student_id: int, data: BudgetIn):
     (`{weekly_token_budget: n}`; null goes back to the prompt's); both may be sent together."""
     prompt = get_prompt_for_edit(request.user, prompt_id)
     student = roster.enrollment_by_number(prompt, student_id).student_id
-    if "weekly_token_budget" not in data.model_fields_set and not data.reset:
-        raise InvalidInput(_("Send reset: true or a weekly_token_budget."), field="weekly_token_budget")
-    if "weekly_token_budget" in data.model_fields_set:
-        usage.set_budget(student, prompt, data.weekly_token_budget)
-    if data.reset:
-        usage.reset_week(student, prompt)
+    budget = data.weekly_token_budget if "weekly_token_budget" in data.model_fields_set else usage.KEEP
+    usage.change_student_budget(prompt, student, reset=data.reset, weekly_token_budget=budget)
     return next(row for row in roster.roster(prompt) if row.id == student_id)
 
 

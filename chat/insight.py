@@ -67,16 +67,20 @@ def gap_key(query: str, language: str) -> str:
     return " ".join(sorted(set(words)))[:500]
 
 
-def record_answer(reply: Message) -> None:
+def record_answer(reply: Message, *, with_tokens: bool = False) -> None:
     """Count one ended answer (complete, stopped or failed) of a student's chat. Never raises:
-    the student's answer matters more than a statistic, so a failure is logged and skipped."""
+    the student's answer matters more than a statistic, so a failure is logged and skipped.
+
+    Its tokens are counted as its model calls end (`chat.usage.UsageMeter.flush`), with those of
+    its searches' curation, as the budget counts them; `with_tokens` counts the chat rounds stored
+    on the reply instead, for answers from before that (`backfill`)."""
     try:
-        _record(reply)
+        _record(reply, with_tokens=with_tokens)
     except Exception:  # noqa: BLE001  (statistics must never fail a turn)
         log.exception("Could not count answer %s in the statistics", reply.pk)
 
 
-def _record(reply: Message) -> None:
+def _record(reply: Message, *, with_tokens: bool) -> None:
     session = reply.session
     prompt = session.prompt
     if not Enrollment.objects.filter(prompt=prompt, student_id=session.user_id).exists():
@@ -90,7 +94,7 @@ def _record(reply: Message) -> None:
         "chats": 0 if earlier.filter(role=MessageRole.ASSISTANT).exists() else 1,
         "questions": 0 if question is None or answered_before else 1,
         "answers": 1,
-        "tokens": int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0),
+        "tokens": int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0) if with_tokens else 0,
         "searches": len(searches),
         "answers_nothing_relevant": int(any(r.get("status") == NOTHING_RELEVANT for r in searches)),
         "passages_kept": sum(len(r.get("passages") or []) for r in searches),
@@ -297,5 +301,5 @@ def backfill(batch: int = 1000) -> int:
     for start in range(0, len(ids), batch):
         with transaction.atomic():
             for reply in Message.objects.filter(id__in=ids[start : start + batch]).select_related("session__prompt"):
-                record_answer(reply)
+                record_answer(reply, with_tokens=True)
     return len(ids)

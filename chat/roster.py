@@ -18,6 +18,8 @@ from chat import usage
 from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, MessageRole, Prompt
 from currechat.errors import NotFound
 
+NEAR_SHARE = 0.8  # the roster flags a student from this share of their weekly budget on
+
 
 @dataclass(frozen=True)
 class RosterRow:
@@ -31,6 +33,26 @@ class RosterRow:
     tokens_this_week: int
     budget: int | None
     blocked: bool
+
+    @property
+    def share(self) -> float | None:
+        """What the student used of their weekly budget (may pass 1), None without a budget."""
+        if self.budget is None:
+            return None
+        return self.tokens_this_week / self.budget if self.budget else 1.0
+
+    @property
+    def percent(self) -> int | None:
+        return None if self.share is None else int(self.share * 100)
+
+    @property
+    def over(self) -> bool:
+        return self.share is not None and self.share >= 1
+
+    @property
+    def near(self) -> bool:
+        """Near the budget (from NEAR_SHARE of it on), not over it yet: a teacher may raise it in time."""
+        return self.share is not None and NEAR_SHARE <= self.share < 1
 
 
 def known_as(user, number: int | None, visibility: str) -> str:

@@ -23,7 +23,7 @@ import math
 import threading
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from time import time as now_seconds
 from zoneinfo import ZoneInfo
 
@@ -32,12 +32,12 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import dateformat, timezone
-from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
+from chat.insight import add_to_day
 from chat.limits import defer_until_redis, quick_redis
-from chat.models import BudgetOverride, Prompt, TokenUsage
+from chat.models import BudgetOverride, Enrollment, Prompt, TokenUsage
 from currechat import metrics
 from currechat.errors import CurreChatError, InvalidInput
 from currechat.redis_client import get_redis
@@ -136,6 +136,15 @@ class Allowance:
         shares = [u / b for u, b in ((self.used, self.budget), (self.total_used, self.total_budget)) if b]
         return any(share >= WARNING_SHARE for share in shares) or self.exhausted is not None
 
+    @property
+    def share(self) -> float | None:
+        """The larger share used of the two limits (0..1, capped), None when neither applies."""
+        if self.exempt:
+            return None
+        limits = ((self.used, self.budget), (self.total_used, self.total_budget))
+        shares = [u / b if b else 1.0 for u, b in limits if b is not None]
+        return min(max(shares), 1.0) if shares else None
+
     def as_dict(self) -> dict:
         return {
             "week_resets_at": self.week.end.isoformat(),
@@ -146,31 +155,26 @@ class Allowance:
             "exempt": self.exempt,
             "warning": self.warning,
             "exhausted": self.exhausted is not None,
+            "share": self.share,
         }
 
 
 def usage_sentence(standing: Allowance) -> str:
-    """The chat's usage line: '12,300 of 50,000 tokens this week', with what is left near the end."""
-    n = {
-        "used": number_format(standing.used, force_grouping=True),
-        "budget": number_format(standing.budget or 0, force_grouping=True),
-        "total_used": number_format(standing.total_used, force_grouping=True),
-        "total_budget": number_format(standing.total_budget or 0, force_grouping=True),
-    }
+    """The chat's usage line in plain words, a share of the week's allowance ('You have used 45% of
+    this week's allowance.'), with when it starts again near the end. Students never read "tokens":
+    a token count means nothing to them, a share of what they may use does."""
     if standing.exempt:
-        return _("%(used)s tokens this week (you are exempt from this assistant's budget).") % n
-    if standing.budget is not None:
-        text = _("%(used)s of %(budget)s tokens this week") % n
-    else:
-        text = _("%(used)s tokens this week") % n
-    if standing.total_budget is not None:
-        text += " " + _("(%(total_used)s of %(total_budget)s across all assistants)") % n
+        return _("You have no weekly limit in this assistant (you exempted yourself).")
+    share = standing.share
+    if share is None:
+        return _("You have no weekly limit in this assistant.")
     when = {"when": describe_reset(standing.week)}
     if standing.exhausted:
-        return f"{text}. " + _("Your budget is used up; it starts again on %(when)s.") % when
+        return _("You have used this week's allowance. It starts again on %(when)s.") % when
+    text = _("You have used %(percent)s%% of this week's allowance.") % {"percent": math.floor(share * 100)}
     if standing.warning:
-        return f"{text}. " + _("You are near your weekly budget; it starts again on %(when)s.") % when
-    return f"{text}."
+        text += " " + _("It starts again on %(when)s.") % when
+    return text
 
 
 def budget_for(prompt: Prompt, user_id: int) -> tuple[int | None, bool]:
@@ -232,12 +236,12 @@ def reserve(user_id: int, prompt: Prompt | None, *, week: Week | None = None) ->
     code, which = get_redis().eval(_RESERVE, len(keys), *keys, *args)
     if code:
         metrics.BUDGET_REFUSALS.inc()
-        raise _refusal(int(code), scopes[int(which) - 1], budgets[int(which) - 1] or 0, week)
+        raise _refusal(int(code), scopes[int(which) - 1], week)
     meter.reserved = estimate
     return meter
 
 
-def _refusal(code: int, scope: int | None, spent: int, week: Week) -> BudgetExhausted:
+def _refusal(code: int, scope: int | None, week: Week) -> BudgetExhausted:
     """The 429 of `reserve`: code 1, a budget is used up; code 2, the rest of it is set aside."""
     if code == 2:
         sentence = _(
@@ -246,11 +250,11 @@ def _refusal(code: int, scope: int | None, spent: int, week: Week) -> BudgetExha
         )
         return BudgetExhausted(sentence, retry_after=HELD_RETRY_SECONDS)
     if scope is not None:
-        used = _("You have used your %(spent)s tokens for this week in this assistant.")
+        used = _("You have used this week's allowance in this assistant.")
     else:
-        used = _("You have used your %(spent)s tokens for this week across all assistants.")
-    again = _("Your budget starts again on %(when)s.") % {"when": describe_reset(week)}
-    return BudgetExhausted(f"{used % {'spent': f'{spent:,}'}} {again}", retry_after=week.seconds_left())
+        used = _("You have used this week's allowance across all assistants.")
+    again = _("It starts again on %(when)s.") % {"when": describe_reset(week)}
+    return BudgetExhausted(f"{used} {again}", retry_after=week.seconds_left())
 
 
 def _held_key(week: Week, user_id: int, prompt_id: int | None) -> str:
@@ -405,9 +409,12 @@ class UsageMeter:
             largest = _largest_key(self.week, self.user_id, self.prompt_id)
             quick_redis().eval(_RAISE_LARGEST, 1, largest, self.tokens, _expiry(self.week))
 
-    def flush(self) -> None:
-        """Add what was counted since the last flush to this week's TokenUsage row (a prompt's
-        statistics: work charged to no prompt has none)."""
+    def flush(self, day: date | None = None) -> None:
+        """Add what was counted since the last flush to this week's TokenUsage row and, for a
+        student of the prompt, to today's tokens in its statistics (work charged to no prompt has
+        none). The statistics count these same model calls, so a student's tokens there and against
+        their budget agree: chat rounds, tool rounds and the curation of their searches alike.
+        `day` is the day the calls were made (today unless given)."""
         with self._lock:
             now = (self.prompt_tokens, self.completion_tokens, self.calls)
             delta = [a - b for a, b in zip(now, self._flushed, strict=True)]
@@ -423,6 +430,8 @@ class UsageMeter:
                 completion_tokens=F("completion_tokens") + delta[1],
                 calls=F("calls") + delta[2],
             )
+            if Enrollment.objects.filter(prompt_id=self.prompt_id, student_id=self.user_id).exists():
+                add_to_day(self.prompt_id, day or timezone.localdate(), tokens=delta[0] + delta[1])
 
 
 _RESET_SCRIPT = """
@@ -450,6 +459,22 @@ def set_budget(user_id: int, prompt: Prompt, weekly_token_budget: int | None) ->
     BudgetOverride.objects.update_or_create(
         prompt=prompt, user_id=user_id, defaults={"weekly_token_budget": weekly_token_budget}
     )
+
+
+KEEP = object()  # `change_student_budget`: leave the student's own budget as it is
+
+
+def change_student_budget(prompt: Prompt, user_id: int, *, reset: bool = False, weekly_token_budget=KEEP) -> None:
+    """A teacher's change to one student's week (the caller checked they teach the prompt): the one
+    write the roster page and `POST /prompts/{id}/students/{n}/budget` both make. `reset` forgets
+    what they used this week; `weekly_token_budget` gives them a budget of their own (None: the
+    prompt's again). Raises InvalidInput when neither is asked or the budget is negative."""
+    if weekly_token_budget is KEEP and not reset:
+        raise InvalidInput(_("Reset the week or give a weekly budget."), field="weekly_token_budget")
+    if weekly_token_budget is not KEEP:
+        set_budget(user_id, prompt, weekly_token_budget)
+    if reset:
+        reset_week(user_id, prompt)
 
 
 def set_exempt(user_id: int, prompt: Prompt, exempt: bool) -> None:
@@ -489,6 +514,8 @@ def usage_for(user, prompts: list[Prompt]) -> dict:
                 "budget": r.budget,
                 "exempt": r.exempt,
                 "warning": r.warning,
+                "exhausted": r.exhausted is not None,
+                "share": r.share,
                 "text": usage_sentence(r),
             }
             for p, r in zip(prompts, rows, strict=True)

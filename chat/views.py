@@ -28,10 +28,10 @@ from chat import enrollment, feedback, insight, insight_chart, insight_csv, rost
 from chat.agent import fail_orphaned_replies
 from chat.forms import PromptForm
 from chat.model_choice import current_model, model_choices, offers_choice
-from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, PromptState
+from chat.models import STUDENT_SENTENCES, ChatSession, ChatVisibility, EnrollmentStatus, PromptState
 from chat.serializers import message_dict, student_label
 from currechat.embedding import embeddable
-from currechat.errors import CurreChatError, NotFound
+from currechat.errors import CurreChatError, InvalidInput, NotFound
 from currechat.health import get_health, shows_details
 
 
@@ -67,13 +67,17 @@ def prompt_detail(request, pk: int):
         .exclude(user=request.user)
         .select_related("user")[:100]
     )
+    students = roster.roster(prompt)
     context = {
         "prompt": prompt,
         "form": form,
         "join_url": join_url,
         "embed_code": _embed_code(join_url, prompt.name),
         "embedding_enabled": bool(settings.EMBED_ALLOWED_ORIGINS),
-        "students": roster.roster(prompt),
+        "students": students,
+        # Counted as the teacher's home counts them: enrolled now (removed and blocked are listed apart).
+        "enrolled_count": sum(1 for s in students if s.status == EnrollmentStatus.ENROLLED),
+        "exempt": usage.budget_for(prompt, request.user.pk)[1],
         "chats": list(zip(chats, roster.chat_labels(prompt, chats), strict=True)),
         "state": prompt.state(),
         "state_sentence": state_sentence(prompt),
@@ -148,6 +152,42 @@ def student_action(request, pk: int, number: int, action: str):
     return redirect("prompt_detail", pk=pk)
 
 
+@login_required
+@require_POST
+def student_budget(request, pk: int, number: int):
+    """The roster's budget buttons: reset the student's week, or give them a weekly budget of
+    their own (empty: the prompt's again), through the write the API makes."""
+    prompt = get_prompt_for_edit(request.user, pk)
+    found = roster.enrollment_by_number(prompt, number)
+    label = roster.label_for(prompt, found)
+    if request.POST.get("action") == "reset":
+        usage.change_student_budget(prompt, found.student_id, reset=True)
+        messages.success(request, _("%(label)s can use their whole weekly budget again.") % {"label": label})
+    else:
+        raw = "".join(request.POST.get("weekly_token_budget", "").split())
+        try:
+            usage.change_student_budget(prompt, found.student_id, weekly_token_budget=int(raw) if raw else None)
+        except (ValueError, InvalidInput):
+            messages.error(request, _("Give the weekly budget as a whole number of tokens, 0 or more."))
+        else:
+            messages.success(request, _("%(label)s's weekly budget changed.") % {"label": label})
+    return redirect(f"{reverse('prompt_detail', args=[pk])}#students")
+
+
+@login_required
+@require_POST
+def exempt_myself(request, pk: int):
+    """A teacher of the prompt switches its budgets off (or on again) for their own chats."""
+    prompt = get_prompt_for_edit(request.user, pk)
+    exempt = request.POST.get("exempt") == "1"
+    usage.set_exempt(request.user.pk, prompt, exempt)
+    if exempt:
+        messages.success(request, _("The weekly budget no longer applies to your own chats here."))
+    else:
+        messages.success(request, _("The weekly budget applies to your own chats here again."))
+    return redirect(f"{reverse('prompt_detail', args=[pk])}#students")
+
+
 # --- Chat pages ------------------------------------------------------------------------------------
 
 
@@ -193,6 +233,11 @@ def _usage(user, prompt) -> dict:
         "path": f"/api/v1/me/usage?prompt_id={prompt.pk}",
         "text": usage.usage_sentence(standing),
         "warning": standing.warning,
+        "exhausted": standing.exhausted is not None,
+        "share": standing.share,
+        "percent": None if standing.share is None else int(standing.share * 100),
+        # The script says when it starts again in the reader's own time zone and language.
+        "resets_at": standing.week.end.isoformat(),
     }
 
 
@@ -221,7 +266,9 @@ def _chat_page(request, prompt, session):
         "api_path": f"/api/v1/chats/{session.id}" if session else None,
         "writable": writable,
         "messages": [message_dict(m) for m in session.messages.all()] if session else [],
-        "model_status": _model_status(model, request.user),
+        # Whether the assistant answers now: only for someone who can write to it (a student waiting
+        # for the opening must not read a green "available") or who teaches it.
+        "model_status": _model_status(model, request.user) if writable or teaching else None,
         # Which model wrote each answer: for students when they choose between models, for teachers always.
         "show_models": offers_choice(prompt) or shows_details(request.user),
         "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},

@@ -29,6 +29,7 @@ urlpatterns = [
         name="password_reset_done",
     ),
     path("join/", views.join_by_code, name="join"),
+    path("join/code/", views.join_with_code, name="join_with_code"),
     path("join/<str:code>/", embeddable(views.join_link), name="join_link"),
     path("collections/", include("collections_app.urls")),
     path("collections/<int:pk>/search/", search.search_page, name="collection_search"),

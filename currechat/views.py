@@ -28,7 +28,7 @@ from accounts.models import Role, User
 from accounts.permissions import state_sentence
 from accounts.resets import ResetRequestForm, mail_configured
 from chat.enrollment import join_prompt
-from chat.models import STUDENT_SENTENCES, ChatSession, Prompt, PromptState
+from chat.models import STUDENT_SENTENCES, ChatSession, EnrollmentStatus, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
 from currechat.errors import CurreChatError, NotFound
 from currechat.ratelimit import (
@@ -146,8 +146,11 @@ def home(request):
                 n_failed=Count("files", filter=Q(files__status=FileStatus.FAILED), distinct=True),
             )
         )
+        # Students as the roster counts them: enrolled now (not removed or blocked).
+        enrolled = Q(enrollments__status=EnrollmentStatus.ENROLLED)
         prompts = Prompt.objects.editable_by(request.user).annotate(
-            n_students=Count("enrollments", distinct=True), n_collections=Count("collections", distinct=True)
+            n_students=Count("enrollments", filter=enrolled, distinct=True),
+            n_collections=Count("collections", distinct=True),
         )
         return render(request, "teacher_home.html", {"collections": collections, "prompts": prompts})
     # Each with why it cannot be used now, if so ("Opens on …", "Closed on …").
@@ -189,11 +192,20 @@ def join_by_code(request):
         except CurreChatError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(
-                request, _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name}
-            )
+            messages.success(request, _joined(prompt))
             return redirect("chat_home", pk=prompt.pk)
     return redirect("home")
+
+
+@require_http_methods(["GET"])
+def join_with_code(request):
+    """The login page's join-code box: a visitor with only the code reaches the join page its link
+    opens (which shows the prompt and signs them up); a code is letters and digits only."""
+    code = "".join(ch for ch in request.GET.get("code", "") if ch.isalnum())[:32]
+    if not code:
+        messages.error(request, _("Enter the join code your teacher gave you."))
+        return redirect("login")
+    return redirect("join_link", code=code)
 
 
 @require_http_methods(["GET", "POST"])
@@ -261,8 +273,17 @@ def _join(request, user, code: str, prompt: Prompt):
     except CurreChatError as exc:
         messages.error(request, str(exc))
         return redirect("home")
-    messages.success(request, _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name})
+    messages.success(request, _joined(prompt))
     return redirect("chat_home", pk=prompt.pk)
+
+
+def _joined(prompt: Prompt) -> str:
+    """The welcome after joining: ask away when the prompt is open, otherwise when it opens (or why
+    it cannot be used), never an invitation to ask what would be refused."""
+    if prompt.state() == PromptState.OPEN:
+        return _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name}
+    joined = _("You joined “%(name)s”.") % {"name": prompt.name}
+    return f"{joined} {state_sentence(prompt)}"
 
 
 def _prompt_for_link(code: str) -> Prompt:

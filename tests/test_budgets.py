@@ -105,7 +105,9 @@ def test_a_student_past_the_budget_is_refused_until_the_reset(session, ollama, c
     assert Message.objects.filter(session=session).count() == stored, "a refused message is not stored"
     week = current_week()
     assert refused.value.status_code == 429
-    assert usage.describe_reset(week) in str(refused.value) and "1,000 tokens" in str(refused.value)
+    assert usage.describe_reset(week) in str(refused.value)
+    assert "You have used this week's allowance in this assistant." in str(refused.value)
+    assert "token" not in str(refused.value), "students read plain words"
     assert abs(refused.value.retry_after - (week.end - datetime.now(UTC)).total_seconds()) < 5
 
     response = post_json(client_for(student), f"/api/v1/chats/{session.id}/messages", {"content": "third"})
@@ -289,14 +291,53 @@ def test_the_chat_shows_the_week_and_warns_near_the_end(client_for, student, ses
     session.prompt.save()
     spend(student, session.prompt, 12300)
     page = client_for(student).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
-    assert "12,300 of 50,000 tokens this week." in page and "usage-line muted warn" not in page
+    assert "You have used 24% of this week&#x27;s allowance." in page and "usage-line muted warn" not in page
+    assert '<progress id="usage-bar" max="100" value="24"' in page
     spend(student, session.prompt, 33000)
     page = client_for(student).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
-    assert "45,300 of 50,000 tokens this week. You are near your weekly budget" in page
-    assert "usage-line muted warn" in page
+    assert "You have used 90% of this week&#x27;s allowance. It starts again on" in page
+    assert "usage-line muted warn" in page and "tokens" not in page.split('id="usage-line"')[1].split("</p>")[0]
     row = client_for(student).get(f"/api/v1/me/usage?prompt_id={session.prompt_id}").json()["prompts"][0]
-    assert row["warning"] and row["text"].startswith("45,300 of 50,000")
+    assert row["warning"] and not row["exhausted"] and row["share"] == pytest.approx(0.906)
+    assert row["text"].startswith("You have used 90% of this week's allowance.")
     # A teacher reading the student's chat sees no usage line of their own there.
     assert (
         "usage-line" not in client_for(owner).get(f"/prompts/{session.prompt_id}/chat/{session.id}/").content.decode()
     )
+
+
+def test_a_student_past_the_budget_reads_when_they_can_send_again(client_for, student, session):
+    session.prompt.weekly_token_budget = 1000
+    session.prompt.save()
+    spend(student, session.prompt, 1000)
+    response = client_for(student).get(f"/prompts/{session.prompt_id}/chat/{session.id}/")
+    config = response.context["chat_config"]["usage"]
+    assert config["exhausted"] and config["percent"] == 100
+    assert config["resets_at"] == current_week().end.isoformat(), "the page writes it in the reader's time zone"
+    assert "You have used this week&#x27;s allowance. It starts again on" in response.content.decode()
+
+
+def test_statistics_count_the_tokens_the_budget_counts(session, ollama, client_for, owner, student):
+    """A curated search costs model calls besides the chat's rounds: the statistics used to count
+    only the rounds stored on the answer (180 against the budget's 1,350 for one student)."""
+    session.prompt.curation_enabled = True
+    session.prompt.save()
+    ollama.responder = CountingServer(
+        Reply(tool_calls=[search_call("selection bias")], prompt_tokens=300, completion_tokens=12),
+        Reply(content="Bias is a skewed sample [1].", prompt_tokens=900, completion_tokens=40),
+    )
+    ask(session)
+    billed = sum(ollama.responder.reported)
+    stats = client_for(owner).get(f"/api/v1/prompts/{session.prompt_id}/stats?days=7").json()
+    [row] = client_for(owner).get(f"/api/v1/prompts/{session.prompt_id}/students").json()
+    assert stats["tokens"] == row["tokens_this_week"] == billed > 1252
+    assert sum(day["tokens"] for day in stats["by_day"]) == billed
+    # A teacher's reset starts the budget again; the statistics keep what was used.
+    number = Enrollment.objects.get(prompt=session.prompt, student=student).number
+    post_json(client_for(owner), f"/api/v1/prompts/{session.prompt_id}/students/{number}/budget", {"reset": True})
+    assert client_for(owner).get(f"/api/v1/prompts/{session.prompt_id}/stats?days=7").json()["tokens"] == billed
+
+
+def test_a_teachers_own_tries_are_not_in_the_statistics(prompt, owner, client_for):
+    spend(owner, prompt, 500)
+    assert client_for(owner).get(f"/api/v1/prompts/{prompt.pk}/stats?days=7").json()["tokens"] == 0

@@ -12,6 +12,7 @@ from django.utils import timezone
 from accounts.models import Role, User
 from chat import insight
 from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, Message, MessageRole, MessageStatus
+from chat.usage import UsageMeter
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 
@@ -58,6 +59,10 @@ def answer(
         Message.objects.filter(pk=reply.pk).update(created=when)
         reply.refresh_from_db()
     insight.record_answer(reply)
+    # Its model calls are counted as the agent's meter counts them (the statistics' tokens).
+    meter = UsageMeter(session.user_id, session.prompt_id)
+    meter(*tokens, "qwen3:8b")
+    meter.flush(day=timezone.localdate(when) if when else None)
     return reply
 
 

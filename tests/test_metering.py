@@ -69,7 +69,7 @@ def test_a_student_whose_budget_is_spent_is_refused_on_the_page_and_the_api(
     page = client.get(f"/collections/{material.pk}/search/?q=selection+bias&curate=on")
     when = usage.describe_reset(current_week())
     assert refused.status_code == 429 and refused.json()["code"] == "budget_exhausted"
-    assert "1,000 tokens" in refused.json()["detail"] and when in refused.json()["detail"]
+    assert "You have used this week's allowance" in refused.json()["detail"] and when in refused.json()["detail"]
     assert page.status_code == 429 and when in page.content.decode()
     left = current_week().seconds_left()
     assert int(refused["Retry-After"]) == pytest.approx(left, abs=5) and int(page["Retry-After"]) == pytest.approx(

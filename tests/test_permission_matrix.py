@@ -118,6 +118,7 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "login"): Row(EVERYONE, lambda w, r: "/login/"),
     ("POST", "logout"): Row(EVERYONE, lambda w, r: "/logout/"),
     ("POST", "join"): Row(SIGNED_IN, lambda w, r: "/join/", lambda w: {"code": w.prompt.join_code}),
+    ("GET", "join_with_code"): Row(EVERYONE, lambda w, r: f"/join/code/?code={w.prompt.join_code}"),
     ("GET", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
     ("POST", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
     ("GET", "account"): Row(SIGNED_IN, lambda w, r: "/account/"),
@@ -170,6 +171,14 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("POST", "prompt_rotate_code"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/join-code/"),
     ("POST", "student_action"): Row(
         PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/students/{w.enrolled_number}/remove/"
+    ),
+    ("POST", "student_budget"): Row(
+        PROMPT_EDIT,
+        lambda w, r: f"/prompts/{w.prompt.pk}/students/{w.enrolled_number}/budget/",
+        lambda w: {"action": "reset"},
+    ),
+    ("POST", "budget_exempt"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/budget/exempt/", lambda w: {"exempt": "1"}
     ),
     ("GET", "chat_home"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/chat/"),
     ("POST", "chat_new"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/chat/new/"),

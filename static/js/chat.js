@@ -246,7 +246,7 @@
     if (cites) box.append(cites);
     if (message.status === "stopped") box.append(el("p", { class: "muted", text: gettext("You stopped this answer.") }));
     if (message.status === "complete" || message.status === "stopped") box.append(answerTools(message, isLast));
-    const rating = feedbackControls(message);
+    const rating = hasText(message) ? feedbackControls(message) : null; // nothing to rate in an empty answer
     if (rating) box.append(rating);
     if (message.status === "failed") {
       box.append(el("p", { class: "error", text: message.error || gettext("The answer failed.") }));
@@ -265,9 +265,24 @@
     return box;
   }
 
-  // Copy an answer's text; answer the last question again (the earlier answer stays).
+  // Copy an answer's text (when it has any); answer the last question again (the earlier answer
+  // stays, and the new one says it is another answer).
   function answerTools(message, isLast) {
     const tools = el("div", { class: "answer-tools" });
+    if (hasText(message)) tools.append(copyButton(message));
+    if (isLast && config.writable) {
+      const again = el("button", { type: "button", class: "link", text: gettext("Regenerate"), "data-testid": "regenerate" });
+      again.addEventListener("click", () => send(withModel({ type: "regenerate" })));
+      tools.append(again);
+    }
+    return tools;
+  }
+
+  function hasText(message) {
+    return Boolean((message.content || "").trim());
+  }
+
+  function copyButton(message) {
     const copy = el("button", { type: "button", class: "link", text: gettext("Copy answer") });
     copy.addEventListener("click", async () => {
       try {
@@ -278,13 +293,7 @@
       }
       setTimeout(() => (copy.textContent = gettext("Copy answer")), 1500);
     });
-    tools.append(copy);
-    if (isLast && config.writable) {
-      const again = el("button", { type: "button", class: "link", text: gettext("Regenerate"), "data-testid": "regenerate" });
-      again.addEventListener("click", () => send(withModel({ type: "regenerate" })));
-      tools.append(again);
-    }
-    return tools;
+    return copy;
   }
 
   // --- Feedback: thumbs up or down, with an optional comment, on each finished answer ----------
@@ -297,7 +306,7 @@
     return field ? field.value : "";
   }
 
-  async function sendFeedback(messageId, body, status) {
+  async function sendFeedback(messageId, body, status, done = gettext("Thanks!")) {
     status.textContent = gettext("Saving…");
     try {
       const response = await fetch(`/api/v1/messages/${messageId}/feedback`, {
@@ -309,7 +318,7 @@
       const data = await response.json();
       if (!response.ok) throw new Error(data.detail || gettext("Could not save your feedback."));
       config.feedback[messageId] = { rating: data.rating, comment: data.comment };
-      status.textContent = `${gettext("Thanks!")} ${config.feedback_note}`;
+      status.textContent = `${done} ${config.feedback_note}`;
       return true;
     } catch (error) {
       status.textContent = error.message || gettext("Could not save your feedback; try again.");
@@ -340,7 +349,7 @@
     });
     save.addEventListener("click", () => {
       const rating = (config.feedback[message.id] || {}).rating;
-      if (rating) sendFeedback(message.id, { rating, comment: comment.value }, status);
+      if (rating) sendFeedback(message.id, { rating, comment: comment.value }, status, comment.value.trim() ? gettext("Your comment was sent.") : gettext("Saved."));
     });
     box.append(el("span", { class: "muted", text: gettext("Was this helpful?") }), ...buttons, status, details);
     return box;
@@ -350,7 +359,11 @@
     conversation.replaceChildren();
     messages.forEach((m, i) => {
       if (m.role === "user") conversation.append(userBubble(m.content, m.attachment && m.attachment.name));
-      else conversation.append(renderAssistant(m, i === messages.length - 1));
+      else {
+        const box = renderAssistant(m, i === messages.length - 1);
+        if (i > 0 && messages[i - 1].role === "assistant") box.prepend(el("p", { class: "muted regenerated", "data-testid": "regenerated", text: gettext("Another answer to the same question:") }));
+        conversation.append(box);
+      }
     });
     conversation.lastElementChild?.scrollIntoView({ block: "end" });
   }
@@ -398,17 +411,63 @@
     }
   }
 
-  // The week's tokens, after every answer: the warning appears from 90% of the budget on.
-  async function refreshUsage() {
+  // The week's use, as a bar and a sentence in the composer, refreshed after every answer. When the
+  // allowance is used up the refusal shows where the student types and Send stays off until it starts
+  // again; the time it starts again is written in the reader's own time zone and language.
+  let usageLocked = false;
+  let unlockTimer = null;
+
+  function resetWhen(iso) {
+    const options = { weekday: "long", day: "numeric", month: "long", hour: "numeric", minute: "2-digit" };
+    try {
+      return new Intl.DateTimeFormat(document.documentElement.lang || undefined, options).format(new Date(iso));
+    } catch {
+      return new Date(iso).toLocaleString();
+    }
+  }
+
+  function applyUsage(u) {
     const line = document.getElementById("usage-line");
-    if (!line || !config.usage) return;
+    if (!line) return;
+    const bar = document.getElementById("usage-bar");
+    const when = resetWhen(u.resets_at);
+    if (u.exhausted) line.textContent = interpolate(gettext("You have used this week's allowance. It starts again on %(when)s."), { when }, true);
+    else if (u.warning && u.percent !== null) {
+      const percent = new Intl.NumberFormat(document.documentElement.lang || undefined, { style: "percent" }).format(u.percent / 100);
+      const used = interpolate(gettext("You have used %(percent)s of this week's allowance."), { percent }, true);
+      line.textContent = `${used} ${interpolate(gettext("It starts again on %(when)s."), { when }, true)}`;
+    } else if (u.text) line.textContent = u.text;
+    line.classList.toggle("warn", Boolean(u.warning));
+    if (bar) {
+      bar.hidden = u.percent === null;
+      bar.value = u.percent || 0;
+    }
+    usageLocked = Boolean(u.exhausted);
+    clearTimeout(unlockTimer);
+    if (usageLocked) {
+      note.textContent = interpolate(gettext("You can send messages again on %(when)s."), { when }, true);
+      // Timers hold at most about 24 days; a week is well within.
+      unlockTimer = setTimeout(refreshUsage, Math.min(Math.max(new Date(u.resets_at) - Date.now(), 1000) + 1000, 2 ** 31 - 1));
+    } else if (note.dataset.usage) note.textContent = "";
+    note.dataset.usage = usageLocked ? "1" : "";
+    if (form) {
+      const sendButton = document.getElementById("composer-send");
+      if (usageLocked) sendButton.disabled = true;
+      else if (stopButton.hidden) sendButton.disabled = false;
+      document.querySelectorAll("#examples button.example").forEach((b) => (b.disabled = usageLocked));
+    }
+  }
+
+  async function refreshUsage() {
+    if (!config.usage) return;
     try {
       const response = await fetch(config.usage.path, { credentials: "same-origin" });
       if (!response.ok) return;
-      const [row] = (await response.json()).prompts;
+      const body = await response.json();
+      const [row] = body.prompts;
       if (!row) return;
-      line.textContent = row.text;
-      line.classList.toggle("warn", row.warning);
+      const percent = row.share === null ? null : Math.floor(row.share * 100);
+      applyUsage({ ...row, percent, resets_at: body.week_resets_at });
     } catch {
       // The line keeps its last figures; the next answer tries again.
     }
@@ -453,6 +512,30 @@
     }
   }
 
+  // How much of the longest allowed message is used. A longer message is never cut: it is refused
+  // with its length, and Send stays off until it is short enough.
+  function tooLong() {
+    const counter = document.getElementById("char-count");
+    const max = counter ? Number(counter.dataset.max) : Infinity;
+    if (!input || input.value.length <= max) return "";
+    const lang = document.documentElement.lang || undefined;
+    return interpolate(gettext("Your message is %(length)s characters long; the most is %(most)s. Shorten it or split it into several questions."), { length: input.value.length.toLocaleString(lang), most: max.toLocaleString(lang) }, true);
+  }
+
+  function updateCounter() {
+    const counter = document.getElementById("char-count");
+    if (!counter || !input) return;
+    const max = Number(counter.dataset.max);
+    const lang = document.documentElement.lang || undefined;
+    counter.textContent = `${input.value.length.toLocaleString(lang)} / ${max.toLocaleString(lang)}`;
+    counter.classList.toggle("bad", input.value.length > max * 0.9);
+    const refusal = tooLong();
+    if (refusal || note.dataset.tooLong) note.textContent = refusal;
+    note.dataset.tooLong = refusal ? "1" : "";
+    const sendButton = document.getElementById("composer-send");
+    if (sendButton && stopButton && stopButton.hidden) sendButton.disabled = Boolean(refusal) || usageLocked;
+  }
+
   // The server took our message: show it as sent and clear the box.
   function accepted() {
     if (pendingText === null) return;
@@ -461,6 +544,7 @@
     conversation.append(userBubble(pendingText, pendingAttachment));
     if (live) conversation.append(live.el); // keep the answer below its question
     input.value = "";
+    updateCounter(); // the counter starts again from 0
     pendingText = null;
     pendingAttachment = null;
     clearAttachment();
@@ -501,7 +585,7 @@
 
   function setBusy(busy) {
     if (!form) return;
-    document.getElementById("composer-send").disabled = busy;
+    document.getElementById("composer-send").disabled = busy || usageLocked || Boolean(tooLong());
     // Stop is offered while an answer is being written (Escape does the same).
     stopButton.hidden = !busy;
     stopButton.disabled = false;
@@ -673,7 +757,11 @@
       e.preventDefault();
       const text = input.value.trim();
       const file = attachInput && attachInput.files[0];
-      if ((!text && !file) || pendingText !== null) return;
+      if ((!text && !file) || pendingText !== null || usageLocked) return;
+      if (tooLong()) {
+        note.textContent = tooLong();
+        return;
+      }
       pendingText = text;
       if (file) {
         pendingAttachment = file.name;
@@ -693,16 +781,9 @@
     });
   }
 
-  // How much of the longest allowed message is used.
-  const counter = document.getElementById("char-count");
-  if (counter && input) {
-    const max = Number(counter.dataset.max);
-    const update = () => {
-      counter.textContent = `${input.value.length.toLocaleString()} / ${max.toLocaleString()}`;
-      counter.classList.toggle("bad", input.value.length > max * 0.9);
-    };
-    input.addEventListener("input", update);
-    update();
+  if (input) {
+    input.addEventListener("input", updateCounter);
+    updateCounter();
   }
 
   // Example questions: a click asks it; they are starters, shown only while the chat is empty.
@@ -732,6 +813,7 @@
   });
 
   render();
+  if (config.usage && config.writable) applyUsage(config.usage);
   const last = messages[messages.length - 1];
   if (last && last.role === "assistant" && (last.status === "pending" || last.status === "streaming")) refresh();
   // Events go to the socket that asked; a reader (the teacher) follows an answer by polling instead.
