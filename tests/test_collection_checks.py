@@ -164,7 +164,7 @@ def test_runs_call_no_model_unless_curation_is_asked_and_then_charge_the_budget(
     settings.USER_WEEKLY_TOKEN_BUDGET = 1
     refused = api.post(f"/api/v1/collections/{collection.pk}/checks/run", {"curate": True},
                        content_type="application/json")  # fmt: skip
-    assert refused.status_code == 429 and "tokens" in refused.json()["detail"]
+    assert refused.status_code == 429 and "allowance" in refused.json()["detail"]
     assert run(api, collection)["total"] == 1  # without curation it costs no tokens: still runs
 
 

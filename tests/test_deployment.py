@@ -94,6 +94,25 @@ def deployment(tmp_path_factory):
         model.stop()
 
 
+def run_apart(coroutine):
+    """`asyncio.run` in a thread of its own: a browser test on the same xdist worker leaves
+    Playwright's event loop running in the main thread, where asyncio.run() refuses to start."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # noqa: BLE001 — handed back to the test's thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="deployment-scenario")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
 def log_in(deployment: Deployment) -> str:
     """The student signs in through the proxy, as a browser does; the session cookie."""
     if deployment.cookie:
@@ -197,7 +216,7 @@ def test_a_teacher_uploads_and_a_student_chats_through_nginx_while_the_answering
                     break
         return seen, close_code, await finished_answer(deployment, chat_id)
 
-    seen, close_code, answer = asyncio.run(scenario())
+    seen, close_code, answer = run_apart(scenario())
     gate.set()
     assert close_code == 1012  # "service restart": the page reconnects instead of giving up
     assert answer["status"] == "complete" and answer["content"] == "".join(words)
@@ -287,7 +306,7 @@ def test_a_rolling_restart_of_every_web_process_during_50_streaming_chats_loses_
         await load
         await asyncio.gather(*tasks)
 
-    asyncio.run(scenario())
+    run_apart(scenario())
     deployment.model.responder = None
     assert len(logs) >= 50
     lost = {log.chat_id: log.final.get("content") for log in logs.values() if log.final.get("content") != log.expected}

@@ -92,7 +92,7 @@ def test_without_oidc_settings_nothing_of_it_is_there(db, settings):
     settings.OIDC_ISSUER = ""
     assert form_action(Client().get("/login/")) == "form-action 'self'"
     html = Client().get("/login/").content.decode()
-    assert "Sign in with" not in html and "Students: open the join link" in html
+    assert "Sign in with" not in html and 'data-testid="join-code-box"' in html
     assert Client().get("/sso/oidc/start/").status_code == 404
     assert Client().get("/sso/oidc/callback/?code=x&state=y").status_code == 404
 
