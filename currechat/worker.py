@@ -47,6 +47,8 @@ from collections_app import lifecycle
 from currechat import lifeline
 
 INGEST_TASK = "collections_app.tasks.ingest_file"
+# How often a worker without a scheduler tries to take the scheduler's lock (`_revive_scheduler`).
+SCHEDULER_RETRY_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +155,8 @@ class PreloadingWorker(Worker):
                 asked,
             )
         self._swept_at = 0.0
+        self._scheduler_tried_at = 0.0
+        self._own_pid = os.getpid()  # heartbeat also runs in a job's process, which has no scheduler
         self._signalled = False
         try:
             schedule_daily_jobs()
@@ -254,6 +258,25 @@ class PreloadingWorker(Worker):
                 lifecycle.fail_stalled_files()
             except Exception:  # noqa: BLE001 — the database may be briefly away; the next beat retries
                 log.warning("Could not check for files whose worker died", exc_info=True)
+        self._revive_scheduler(now)
+
+    def _revive_scheduler(self, now: float) -> None:
+        """Take the scheduler's lock again, every few seconds, while this worker runs without a
+        scheduler (another worker's may hold it). rq tries only at its maintenance, every 10 minutes:
+        after a hard kill (worker, scheduler and Redis at once) the dead scheduler's lock (61 s)
+        outlives it in Redis, and a worker started within that minute ran without one for ten."""
+        scheduler = self.scheduler
+        if os.getpid() != self._own_pid or scheduler is None:
+            return
+        if scheduler._process is not None and scheduler._process.is_alive():
+            return
+        if now - self._scheduler_tried_at < SCHEDULER_RETRY_SECONDS:
+            return
+        self._scheduler_tried_at = now
+        try:
+            scheduler.acquire_locks(auto_start=True)
+        except (redis.ConnectionError, redis.TimeoutError):
+            log.info("Could not take the scheduler's lock (Redis unreachable); trying again shortly")
 
     def main_work_horse(self, job, queue):
         die_with_parent()
