@@ -139,9 +139,9 @@ def get_file_for_source(user, pk: int, *, page: int | None = None, position: int
     return source
 
 
-def _was_shown_to(user, source, *, page: int | None, position: int | None) -> bool:
-    """Did a search in one of the user's own chats return a passage of this file on this page (or
-    at this position)? Read from the stored tool results, the record of what they were shown."""
+def _passages_shown(user, source):
+    """The passages of `source` that searches in the user's own chats returned, read from the
+    stored tool results: the record of what they were shown."""
     from chat.models import Message, MessageRole
 
     answers = Message.objects.filter(
@@ -150,34 +150,34 @@ def _was_shown_to(user, source, *, page: int | None, position: int | None) -> bo
     for results in answers.iterator():
         for result in results:
             for passage in result.get("passages", []):
-                if passage.get("file_id") != source.pk:
-                    continue
-                first, last = passage.get("page"), passage.get("page_end") or passage.get("page")
-                if page is not None and first is not None and first <= page <= last:
-                    return True
-                if position is not None and str(passage.get("chunk_id", "")).endswith(f":{source.pk}:{position}"):
-                    return True
+                if passage.get("file_id") == source.pk:
+                    yield passage
+
+
+def _was_shown_to(user, source, *, page: int | None, position: int | None) -> bool:
+    """Did a search in one of the user's own chats return a passage of this file on this page (or
+    at this position)?"""
+    for passage in _passages_shown(user, source):
+        first, last = passage.get("page"), passage.get("page_end") or passage.get("page")
+        if page is not None and first is not None and first <= page <= last:
+            return True
+        if position is not None and str(passage.get("chunk_id", "")).endswith(f":{source.pk}:{position}"):
+            return True
     return False
 
 
 def pages_shown_to(user, source) -> list[int]:
     """The pages of `source` the user may open (previous/next on a cited page): every page for its
     collection's editors, else the pages of its passages that their own searches returned."""
-    from chat.models import Message, MessageRole
     from collections_app.models import Collection
 
     if Collection.objects.editable_by(user).filter(pk=source.collection_id).exists():
         return list(range(1, (source.pages or 0) + 1))
     pages: set[int] = set()
-    answers = Message.objects.filter(
-        session__user=user, role=MessageRole.ASSISTANT, tool_results__icontains=f'"file_id": {source.pk}'
-    ).values_list("tool_results", flat=True)
-    for results in answers.iterator():
-        for result in results:
-            for passage in result.get("passages", []):
-                first = passage.get("page")
-                if passage.get("file_id") == source.pk and isinstance(first, int):
-                    pages.update(range(first, (passage.get("page_end") or first) + 1))
+    for passage in _passages_shown(user, source):
+        first = passage.get("page")
+        if isinstance(first, int):
+            pages.update(range(first, (passage.get("page_end") or first) + 1))
     return sorted(pages)
 
 

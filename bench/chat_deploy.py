@@ -38,32 +38,12 @@ sys.path.insert(0, str(ROOT))
 from bench.chat_load import MODELS, PROTOCOLS, cpu_seconds, pct, start_model_servers  # noqa: E402
 from tests.deployment import Stack  # noqa: E402
 
+# Run in each stack's own `manage.py shell` (its PostgreSQL): per protocol, a prompt and COUNT students
+# with a chat and a signed-in session each, made as chat_load makes them.
 PREPARE = """
 import json
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.sessions.backends.db import SessionStore
-from accounts.models import Role, User
-from chat.models import ChatSession, Enrollment, Prompt
-
-out = {}
-teacher = User.objects.create(username="bench-teacher", role=Role.TEACHER, password="!")
-for protocol, model in MODELS.items():
-    prompt = Prompt.objects.create(owner=teacher, name=protocol, system_prompt="Be brief.", chat_model=model)
-    students = User.objects.bulk_create(
-        [User(username=f"bench-{protocol}-{i}", role=Role.STUDENT, password="!") for i in range(COUNT)]
-    )
-    Enrollment.objects.bulk_create([Enrollment(student=s, prompt=prompt, number=n) for n, s in enumerate(students, 1)])
-    chats = []
-    for student in students:
-        chat = ChatSession.objects.create(prompt=prompt, user=student)
-        store = SessionStore()
-        store[SESSION_KEY] = str(student.pk)
-        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-        store[HASH_SESSION_KEY] = student.get_session_auth_hash()
-        store.create()
-        chats.append((chat.id, store.session_key))
-    out[protocol] = chats
-print(json.dumps(out))
+from bench.chat_load import prepare_data
+print(json.dumps({protocol: prepare_data(COUNT - 1, protocol, model, None) for protocol, model in MODELS.items()}))
 """
 
 

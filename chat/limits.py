@@ -13,16 +13,14 @@ from collections.abc import Callable
 import redis
 from django.conf import settings
 from django.utils.translation import gettext as _
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from currechat.errors import Conflict
 from currechat.ratelimit import RateLimited, SlidingWindow
-from currechat.redis_client import get_redis
+from currechat.redis_client import get_redis, quick_redis
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ChatBusy", "RateLimited", "StopSignal", "TurnLock", "check_rate", "defer_until_redis", "quick_redis"]
+__all__ = ["ChatBusy", "RateLimited", "StopSignal", "TurnLock", "check_rate", "defer_until_redis"]
 
 # A turn that crashed without releasing its lock frees the chat after this long, at the latest:
 # a lock whose process is gone is broken at once (`TurnLock.holder_alive`).
@@ -235,26 +233,7 @@ class StopSignal:
         return self._stopped
 
 
-# Redis calls on a chat's streaming path ------------------------------------------------------------
-
-_quick_clients: dict[str, redis.Redis] = {}
-
-
-def quick_redis() -> redis.Redis:
-    """A client for the calls made while an answer streams (Stop checks, token counts, the lock's
-    release): it fails at once when Redis is away instead of retrying for seconds as the shared
-    client does (`currechat.redis_client`), so a Redis outage never stalls the tokens."""
-    url = settings.REDIS_URL
-    if url not in _quick_clients:
-        _quick_clients[url] = redis.Redis.from_url(
-            url,
-            socket_connect_timeout=0.5,
-            socket_timeout=2,
-            retry=Retry(NoBackoff(), 0),
-            max_connections=settings.CHAT_WORKER_THREADS + 16,
-        )
-    return _quick_clients[url]
-
+# Redis calls on a chat's streaming path (through `quick_redis`) ------------------------------------
 
 SETTLE_PAUSE_SECONDS = (0.5, 5.0)  # first and longest pause between tries while Redis is away
 

@@ -36,11 +36,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
 from chat.insight import add_to_day
-from chat.limits import defer_until_redis, quick_redis
+from chat.limits import defer_until_redis
 from chat.models import BudgetOverride, Enrollment, Prompt, TokenUsage
 from currechat import metrics
 from currechat.errors import CurreChatError, InvalidInput
-from currechat.redis_client import get_redis
+from currechat.redis_client import get_redis, quick_redis
 
 log = logging.getLogger(__name__)
 

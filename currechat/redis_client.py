@@ -1,11 +1,15 @@
-"""The one Redis connection pool of a process (index, health); the queue and channels keep theirs."""
+"""The Redis clients of a process, one pool each: the shared one (index, health, pages) and the quick
+one for calls made while an answer streams. The queue and channels keep theirs."""
 
 from __future__ import annotations
 
 import redis
 from django.conf import settings
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 _clients: dict[str, redis.Redis] = {}
+_quick_clients: dict[str, redis.Redis] = {}
 
 
 def get_redis() -> redis.Redis:
@@ -23,3 +27,20 @@ def get_redis() -> redis.Redis:
             max_connections=settings.CHAT_WORKER_THREADS + 64,
         )
     return _clients[url]
+
+
+def quick_redis() -> redis.Redis:
+    """A client for the calls made while an answer streams (Stop checks, token counts, the turn
+    lock's release): it fails at once when Redis is away instead of retrying for seconds as the
+    shared client does, so a Redis outage never stalls the tokens (chat/limits.defer_until_redis
+    settles what could not be written)."""
+    url = settings.REDIS_URL
+    if url not in _quick_clients:
+        _quick_clients[url] = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=0.5,
+            socket_timeout=2,
+            retry=Retry(NoBackoff(), 0),
+            max_connections=settings.CHAT_WORKER_THREADS + 16,
+        )
+    return _quick_clients[url]

@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self
 
-from currechat.errors import CurreChatError
+from currechat.errors import CurreChatError, ProviderError
+
+log = logging.getLogger(__name__)
+
+# Lines (events) of one reply that may be skipped as unreadable before the stream is taken for
+# something other than a model server's (a proxy's error page, the wrong port).
+MAX_UNREADABLE_LINES = 3
+
+
+class UnreadableLines:
+    """Skips a streamed reply's unreadable lines, both protocols alike. Each line (event) stands
+    alone, so skipping one costs a token, while ending the reply would throw away an answer the
+    student is already reading; more than MAX_UNREADABLE_LINES mean the other end is not a model
+    server's stream at all, and the reply ends with `failure`, a sentence saying what to check."""
+
+    def __init__(self, host: str, failure: str):
+        self.host, self.failure, self.count = host, failure, 0
+
+    def skip(self, raw: object) -> None:
+        self.count += 1
+        log.warning("Skipped an unreadable line from the model server at %s: %.200r", self.host, raw)
+        if self.count > MAX_UNREADABLE_LINES:
+            raise ProviderError(self.failure, reason="unreadable")
 
 
 class UnknownModel(CurreChatError):

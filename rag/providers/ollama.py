@@ -37,14 +37,12 @@ from rag.providers.base import (
     ToolCall,
     ToolCallEvent,
     ToolSpec,
+    UnreadableLines,
 )
 
 log = logging.getLogger(__name__)
 VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
 LIST_TIMEOUT = 2.0  # seconds: a status check must not hang a page on a dead server
-# Lines of one reply that may be skipped as unreadable before it is taken for something other than
-# an Ollama stream (an HTML page from a proxy, the wrong port): see `_stream_events`.
-MAX_UNREADABLE_LINES = 3
 # Query prefixes from the models' cards: some embedders are trained with asymmetric inputs.
 QUERY_PREFIXES = {"snowflake-arctic-embed2": "query: ", "nomic-embed-text": "search_query: "}
 
@@ -185,7 +183,11 @@ def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
     More than MAX_UNREADABLE_LINES bad lines mean the other end is not an Ollama stream at all (a
     proxy's error page, the wrong port): that reply ends with a sentence saying to try again."""
     calls: list[ToolCall] = []
-    unreadable = 0
+    unreadable = UnreadableLines(
+        host,
+        f"The model server at {host} sent replies that could not be read; it may not be an Ollama "
+        "server, or a proxy in between changed them. Try again, or ask an administrator to check OLLAMA_HOST.",
+    )
     for raw in lines:
         if not raw.strip():
             continue
@@ -197,15 +199,7 @@ def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
             raise ProviderError(f"The model server failed: {line['error']}.")
         part = _part(line) if isinstance(line, dict) else None
         if part is None:
-            unreadable += 1
-            log.warning("Skipped an unreadable line from the model server at %s: %.200r", host, raw)
-            if unreadable > MAX_UNREADABLE_LINES:
-                raise ProviderError(
-                    f"The model server at {host} sent replies that could not be read; it may not be an Ollama "
-                    "server, or a proxy in between changed them. Try again, or ask an administrator to check "
-                    "OLLAMA_HOST.",
-                    reason="unreadable",
-                )
+            unreadable.skip(raw)
             continue
         if part.text:
             yield TextDelta(part.text)

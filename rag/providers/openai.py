@@ -40,8 +40,9 @@ from rag.providers.base import (
     ToolCallEvent,
     ToolSpec,
     UnknownModel,
+    UnreadableLines,
 )
-from rag.providers.ollama import LIST_TIMEOUT, MAX_UNREADABLE_LINES, _tls_context
+from rag.providers.ollama import LIST_TIMEOUT, _tls_context
 
 log = logging.getLogger(__name__)
 NO_KEY = "none"  # local servers need no key, but the client insists on one
@@ -175,7 +176,13 @@ def _stream_events(events: Iterable[str], host: str) -> Iterator[ChatEvent]:
     away what the student is reading. More than MAX_UNREADABLE_LINES of them mean the other end is
     not an OpenAI-compatible stream at all (a proxy's page): a sentence naming OPENAI_BASE_URL."""
     pending: dict[int, _PendingCall] = {}
-    finished, usage, unreadable = False, None, 0
+    finished, usage = False, None
+    unreadable = UnreadableLines(
+        host,
+        f"The model server at {host} sent replies that could not be read; it may not be an "
+        "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
+        "administrator to check OPENAI_BASE_URL.",
+    )
     for data in events:
         try:
             chunk = json.loads(data)
@@ -187,15 +194,7 @@ def _stream_events(events: Iterable[str], host: str) -> Iterator[ChatEvent]:
             raise ProviderError(f"The model server failed: {message}.")
         choices = chunk.get("choices") if isinstance(chunk, dict) else None
         if not isinstance(choices, list):
-            unreadable += 1
-            log.warning("Skipped an unreadable event from the model server at %s: %.200r", host, data)
-            if unreadable > MAX_UNREADABLE_LINES:
-                raise ProviderError(
-                    f"The model server at {host} sent replies that could not be read; it may not be an "
-                    "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
-                    "administrator to check OPENAI_BASE_URL.",
-                    reason="unreadable",
-                )
+            unreadable.skip(data)
             continue
         usage = chunk.get("usage") or usage
         for choice in choices:
