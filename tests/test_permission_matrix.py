@@ -567,11 +567,15 @@ def test_websocket_permissions(world, pattern):
 # read or use the admin's own write paths, never write around a rule the pages enforce. Each row is
 # one attempt and how to see whether it took effect; the cells say for whom it does.
 
-ADMIN_ROLES = ("staff", "staff_view", "staff_change", "superuser")
+# `demoted`: had the change permissions a moment ago, then lost staff status; refused at once.
+ADMIN_ROLES = ("staff", "staff_view", "staff_change", "demoted", "superuser")
 READERS = {"staff_view", "staff_change", "superuser"}
 CHANGERS = {"staff_change", "superuser"}
 NOBODY: set[str] = set()
-ADMIN_MODELS = ("user", "chatsession", "message", "enrollment", "sourcefile", "ltiidentity")
+ADMIN_MODELS = (
+    "user", "chatsession", "message", "enrollment", "sourcefile", "ltiidentity", "ssoidentity", "pagecorrection",
+    "searchcheck",
+)  # fmt: skip
 
 
 @dataclass
@@ -584,6 +588,9 @@ class AdminWorld:
     enrollment: Enrollment
     source: SourceFile
     identity: object  # lti.models.LtiIdentity
+    sso_identity: object  # sso.models.SsoIdentity
+    correction: object  # collections_app.models.PageCorrection
+    check: object  # collections_app.models.SearchCheck
 
 
 @dataclass(frozen=True)
@@ -671,6 +678,24 @@ ADMIN_ROWS: dict[str, AdminRow] = {
         lambda w, r: _fresh(w.identity).user_id == w.users["superuser"].pk,
         lambda w: {"user": w.users["superuser"].pk},
     ),
+    # Made by sign-ins only: a changed user would sign one person in as another.
+    "link an SSO identity to another user": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/sso/ssoidentity/{w.sso_identity.pk}/change/",
+        lambda w, r: _fresh(w.sso_identity).user_id != w.other_student.pk,
+        lambda w: {"user": w.users["superuser"].pk, "protocol": "oidc", "issuer": "https://idp.example.test",
+                   "subject": "s-1"},
+    ),
+    # Written on the file page, which re-indexes the file: an edit here would change the record only.
+    "rewrite a teacher's page correction": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/collections_app/pagecorrection/{w.correction.pk}/change/",
+        lambda w, r: _fresh(w.correction).markdown != "Corrected text",
+        lambda w: {"markdown": "Rewritten", "page": 1, "source": w.source.pk},
+    ),
+    "rewrite a collection's test question": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/collections_app/searchcheck/{w.check.pk}/change/",
+        lambda w, r: _fresh(w.check).question != "What is bias?",
+        lambda w: {"question": "Rewritten", "collection": w.check.collection_id, "expect_file": w.source.pk},
+    ),
 }  # fmt: skip
 
 
@@ -678,7 +703,9 @@ ADMIN_ROWS: dict[str, AdminRow] = {
 def admin_world(db) -> AdminWorld:
     from django.contrib.auth.models import Permission
 
+    from collections_app.models import PageCorrection, SearchCheck
     from lti.models import LtiIdentity, Platform
+    from sso.models import SsoIdentity
 
     users = {
         "staff": _user("staff", Role.TEACHER, is_staff=True),
@@ -689,6 +716,10 @@ def admin_world(db) -> AdminWorld:
     perms = Permission.objects.filter(content_type__model__in=ADMIN_MODELS)
     users["staff_view"].user_permissions.add(*perms.filter(codename__startswith="view_"))
     users["staff_change"].user_permissions.add(*perms.filter(codename__regex=r"^(view|change)_"))
+    users["demoted"] = _user("demoted", Role.TEACHER, is_staff=True)
+    users["demoted"].user_permissions.add(*perms.filter(codename__regex=r"^(view|change)_"))
+    users["demoted"].is_staff = False  # taken away just now: the next request is refused
+    users["demoted"].save()
     student, other_student = _user("enrolled"), _user("outsider")
     owner = _user("owner", Role.TEACHER)
     prompt = Prompt.objects.create(owner=owner, name="Stats helper", curation_enabled=False)
@@ -705,7 +736,14 @@ def admin_world(db) -> AdminWorld:
         auth_login_url="https://lms.example.test/auth", auth_token_url="https://lms.example.test/token",
     )  # fmt: skip
     identity = LtiIdentity.objects.create(platform=platform, subject="learner-1", user=other_student)
-    return AdminWorld(users, student, other_student, session, question, enrollment, source, identity)
+    sso_identity = SsoIdentity.objects.create(
+        protocol="oidc", issuer="https://idp.example.test", subject="s-1", user=other_student
+    )
+    correction = PageCorrection.objects.create(source=source, page=1, markdown="Corrected text", user=owner)
+    check = SearchCheck.objects.create(collection=collection, question="What is bias?", expect_file=source)
+    return AdminWorld(
+        users, student, other_student, session, question, enrollment, source, identity, sso_identity, correction, check
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ADMIN_ROWS))
