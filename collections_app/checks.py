@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -31,6 +33,7 @@ from rag.search import search_collections
 
 log = logging.getLogger(__name__)
 
+STALE_RUN_SECONDS = 600  # a claimed run not done by then lost its worker; another worker may take it
 TOP = 15  # a check passes when the expected passage is among the first TOP results
 NEWLY_FAILING, NEWLY_PASSING = "newly_failing", "newly_passing"
 FIELDS = ("question", "file_id", "page", "section", "phrase")
@@ -171,33 +174,48 @@ def _last_results(collection: Collection) -> dict[int, bool]:
 
 def schedule_after_reindex(collection: Collection, trigger: str) -> None:
     """Leave a pending run for when the re-index that starts now has finished (at most one
-    pending run per collection; a later trigger replaces the reason)."""
+    waiting run per collection; a later trigger replaces the reason). A run already under way
+    searched the old index, so the re-index gets a waiting run of its own."""
     if not collection.checks.exists():
         return
-    updated = CheckRun.objects.filter(collection=collection, pending=True).update(trigger=trigger)
-    if not updated:
+    waiting = CheckRun.objects.filter(collection=collection, pending=True, started_at__isnull=True)
+    if not waiting.update(trigger=trigger):
         CheckRun.objects.create(collection=collection, trigger=trigger, pending=True)
+
+
+def _claimable(collection_id: int):
+    """Pending runs no worker is running: waiting ones, and one whose worker died mid-run."""
+    stale = timezone.now() - timedelta(seconds=STALE_RUN_SECONDS)
+    return CheckRun.objects.filter(collection_id=collection_id, pending=True).filter(
+        Q(started_at__isnull=True) | Q(started_at__lt=stale)
+    )
 
 
 def run_when_indexed(collection_id: int) -> CheckRun | None:
     """Run the collection's pending checks if no file is waiting or being ingested any more.
-    Called by the worker after each file; exactly one worker claims the run."""
+    Called by the worker after each file; exactly one worker claims the run. The run stays
+    `pending` until its results are stored, so the page keeps waiting for them."""
     busy = (FileStatus.QUEUED, FileStatus.PROCESSING)
     if SourceFile.objects.filter(collection_id=collection_id, status__in=busy).exists():
         return None
-    run = CheckRun.objects.filter(collection_id=collection_id, pending=True).first()
+    run = _claimable(collection_id).order_by("id").first()
     if run is None:
         return None
-    # Claimed by taking it out of `pending`: a second worker finishing at the same time finds none.
-    if not CheckRun.objects.filter(pk=run.pk, pending=True).update(pending=False):
+    # Claimed by a conditional update: a second worker finishing at the same time claims nothing.
+    if not _claimable(collection_id).filter(pk=run.pk, started_at=run.started_at).update(started_at=timezone.now()):
         return None
     collection = Collection.objects.get(pk=collection_id)
     try:
         return run_checks(collection, trigger=run.trigger, run=run)
     except Exception:  # noqa: BLE001 — the file's ingestion succeeded; the run waits for the next chance
         log.warning("collection %s: the test questions could not run after the re-index", collection_id, exc_info=True)
-        CheckRun.objects.filter(pk=run.pk).update(pending=True)
+        CheckRun.objects.filter(pk=run.pk).update(started_at=None)
         return None
+
+
+def waiting_run(collection: Collection) -> CheckRun | None:
+    """The run the page waits for (its results not stored yet): `started_at` says it is under way."""
+    return collection.check_runs.filter(pending=True).order_by("id").first()
 
 
 # What the page and the API show ---------------------------------------------------------------------

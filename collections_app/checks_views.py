@@ -168,7 +168,7 @@ def checks_page(request, pk: int):
         except CurreChatError as exc:
             messages.error(request, str(exc))
     run = checks.latest_run(collection)
-    pending = collection.check_runs.filter(pending=True).first()
+    pending = checks.waiting_run(collection)
     context = {
         "collection": collection,
         "rows": checks.rows_for(collection, run),

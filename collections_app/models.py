@@ -199,8 +199,9 @@ class CheckTrigger(models.TextChoices):
 
 
 class CheckRun(models.Model):
-    """One run of a collection's test questions. An automatic run waits as `pending` until the
-    re-index that asked for it has finished (collections_app/checks.run_when_indexed)."""
+    """One run of a collection's test questions. An automatic run stays `pending` from the re-index
+    that asked for it until its results are stored: it waits for the last file, then a worker
+    claims it (`started_at`) and runs it (collections_app/checks.run_when_indexed)."""
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="check_runs")
     trigger = models.CharField(max_length=16, choices=CheckTrigger.choices, default=CheckTrigger.MANUAL)
@@ -208,6 +209,7 @@ class CheckRun(models.Model):
     curated = models.BooleanField(default=False)
     passed = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
     ran_at = models.DateTimeField(null=True, blank=True)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created = models.DateTimeField(auto_now_add=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from collections_app import checks
 from collections_app.models import CheckRun, FileStatus
 
 COURSE = b"""# Statistics 101
@@ -184,3 +185,40 @@ def test_page_adds_runs_and_lists_the_newly_failing_first(course, client_for, ow
     assert 'value="Milloin on tentti?"' in prefilled
     refused = page.post(url, {"action": "add", "question": "", "file_id": source.pk}, follow=True)
     assert "Write the question a student would ask." in refused.content.decode()
+
+
+def test_the_page_waits_for_a_run_until_its_results_are_stored(course, client_for, owner, run_worker):
+    """A worker has claimed the run and is searching: the page says so and keeps looking, instead of
+    showing the previous run as if nothing were coming (the race a loaded machine made visible)."""
+    from datetime import timedelta
+
+    from django.urls import reverse
+    from django.utils import timezone
+
+    collection, source = course
+    api = client_for(owner)
+    add(api, collection, "When is the exam?", file_id=source.pk, section="Exam")
+    page = reverse("collection_checks", args=[collection.pk])
+    checks.schedule_after_reindex(collection, "language")
+    waiting = client_for(owner).get(page).content.decode()
+    assert "A run will start by itself when the re-index has finished." in waiting
+    assert 'http-equiv="refresh"' in waiting
+
+    claimed = CheckRun.objects.get(collection=collection, pending=True)
+    CheckRun.objects.filter(pk=claimed.pk).update(started_at=timezone.now())  # as a worker's claim leaves it
+    running = client_for(owner).get(page).content.decode()
+    assert "The test questions are running now" in running
+    assert 'http-equiv="refresh"' in running
+    # A re-index while it runs: the run under way searched the old index, so another one waits.
+    checks.schedule_after_reindex(collection, "reindex")
+    assert CheckRun.objects.filter(collection=collection, pending=True).count() == 2
+    assert CheckRun.objects.get(pk=claimed.pk).trigger == "language"
+
+    # A run whose worker died mid-run is taken again once it is stale; then the waiting one runs.
+    stale = timezone.now() - timedelta(seconds=checks.STALE_RUN_SECONDS + 1)
+    CheckRun.objects.filter(pk=claimed.pk).update(started_at=stale)
+    assert checks.run_when_indexed(collection.pk).pk == claimed.pk
+    assert checks.run_when_indexed(collection.pk).trigger == "reindex"
+    assert checks.run_when_indexed(collection.pk) is None
+    done = client_for(owner).get(page).content.decode()
+    assert 'http-equiv="refresh"' not in done and "After a re-index" in done

@@ -87,7 +87,7 @@ def test_teacher_adds_runs_and_sees_checks_rerun_after_a_language_change(live_ap
 
     page.get_by_test_id("checks-tab").click()
     # The worker re-indexes the file, then runs the questions; the page shows the new run when it
-    # has finished (it looks again by itself while one is pending).
+    # has finished (it looks again by itself until the run's results are stored).
     expect(page.get_by_test_id("checks-last-run")).to_contain_text("After a language change", timeout=180_000)
     expect(page.get_by_test_id("checks-last-run")).to_contain_text("3 of 3 passed")
     expect(page.get_by_test_id("checks-pending")).to_have_count(0)
