@@ -42,7 +42,7 @@ def active_teachers() -> models.QuerySet[User]:
 def teachers_named(values: list, *, field: str, may: str) -> list[User]:
     """The users named (User objects or usernames), all active teachers; refuses unknown names and
     anyone else with a sentence naming them ("Only active teachers can {may}: …"), for `field`."""
-    from currechat.errors import InvalidInput
+    from kernel.errors import InvalidInput
 
     names = [v.username if isinstance(v, User) else str(v).strip() for v in values]
     users = list(User.objects.filter(username__in=names))

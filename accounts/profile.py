@@ -1,5 +1,6 @@
-"""A user's own name, address and password, and password resets a teacher asks CurreChat to mail to
-a student (the link goes only to the student's own address: accounts/resets.py)."""
+"""A user's own name, address and password, and the page behind a password-reset link (a teacher
+asks for a student's link on chat/course/views.start_reset; the link goes only to the student's own
+address: accounts/resets.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from accounts.models import User
-from accounts.permissions import require_teacher
-from accounts.resets import mail_configured, mail_reset_to_student, resettable_by_teacher
+from accounts.resets import mail_configured
 
 
 class NameForm(forms.ModelForm):
@@ -57,41 +57,6 @@ def profile(request):
         messages.success(request, _("Your password was changed. Other browsers signed in as you are signed out."))
         return redirect("profile")
     return render(request, "accounts/profile.html", {"name_form": name_form, "password_form": password_form})
-
-
-def student_for_reset(teacher: User, username: str) -> User | None:
-    """The student a teacher's reset request may reach: enrolled now in a prompt `teacher` teaches,
-    with a password of their own (accounts.resets.resettable_by_teacher). None for anyone else, and
-    the caller must answer the same either way: the answer would otherwise tell a teacher whether a
-    username is among their students, linking it to "Student N"."""
-    from chat.models import Prompt, enrolled_q
-
-    user = User.objects.filter(username=username.strip()).first()
-    if user is None or not resettable_by_teacher(user):
-        return None
-    return user if Prompt.objects.editable_by(teacher).filter(enrolled_q(user)).exists() else None
-
-
-class ResetForm(forms.Form):
-    username = forms.CharField(
-        label=gettext_lazy("Username"), max_length=150, help_text=gettext_lazy("The student tells you their username.")
-    )
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def start_reset(request):
-    """A teacher asks CurreChat to mail one of their students a link to choose a new password. The
-    link goes only to the student's own address and the page answers the same whoever the username
-    is (superusers make links in the admin)."""
-    require_teacher(request.user)
-    form = ResetForm(request.POST or None) if mail_configured() else None
-    asked_for = ""
-    if form is not None and request.method == "POST" and form.is_valid():
-        asked_for = form.cleaned_data["username"].strip()
-        mail_reset_to_student(request, student_for_reset(request.user, asked_for))
-        form = ResetForm()
-    return render(request, "accounts/start_reset.html", {"form": form, "asked_for": asked_for})
 
 
 class ResetConfirmView(PasswordResetConfirmView):

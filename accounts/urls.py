@@ -5,7 +5,6 @@ from accounts import profile, views
 
 urlpatterns = [
     path("profile/", profile.profile, name="profile"),
-    path("reset/", profile.start_reset, name="start_reset"),
     path(
         "reset/<uidb64>/<token>/",
         profile.ResetConfirmView.as_view(success_url=reverse_lazy("password_reset_complete")),

@@ -11,9 +11,9 @@ model would receive from one search, at results budgets of 1,500, 3,000 and 6,00
 search: the whole question, and its 4 rarest content words (`--queries`; bench/datasets.keywords_of,
 a stand-in for the short searches a chat model writes). Methods:
 - today: the search's first CHAT_SEARCH_LIMIT (15) passages (curation off) in rank order, kept
-  while they fit (chat/tools before the section assembly);
-- assembly: the search's hits as deep as chat/tools asks without curation (CHAT_SEARCH_CANDIDATES)
-  through chat/tools.context_for, exactly as a turn runs it (rag/context.assemble);
+  while they fit (chat/turn/tools before the section assembly);
+- assembly: the search's hits as deep as chat/turn/tools asks without curation (CHAT_SEARCH_CANDIDATES)
+  through chat/turn/tools.context_for, exactly as a turn runs it (rag/context.assemble);
 - open-webui: rank_bm25 over whitespace tokens + the same MiniLM vectors, RRF 0.5/0.5 with c=60
   (langchain's EnsembleRetriever), its top chunks kept while they fit.
 The documents are uploaded as articles: a data set's paragraphs with the same title become one
@@ -122,7 +122,7 @@ def build(name: str, collection_id: int, split: str, questions: int) -> Corpus:
 
 def greedy(texts: list[str], budget: int) -> list[str]:
     """Passages in rank order while they fit (chat/tools' rule before the assembly)."""
-    from chat.budget import PASSAGE_OVERHEAD, estimate_tokens
+    from chat.course.budget import PASSAGE_OVERHEAD, estimate_tokens
 
     kept, left = [], budget
     for text in texts:
@@ -135,9 +135,9 @@ def greedy(texts: list[str], budget: int) -> list[str]:
 
 
 def assembled(hits, budget: int) -> list[str]:
-    """The assembly exactly as chat/tools runs it for a turn with `budget` tokens free for results."""
-    from chat.tools import context_for
-    from currechat.redis_client import get_redis
+    """The assembly exactly as chat/turn/tools runs it for a turn with `budget` tokens free for results."""
+    from chat.turn.tools import context_for
+    from kernel.redis_client import get_redis
 
     result = context_for(get_redis(), hits, budget, budget)
     return greedy([p.text for p in result.passages], budget)  # the tool's own budget check
@@ -171,8 +171,8 @@ def run_set(corpus: Corpus, mode: str, configs: dict[str, Callable[[], None]] | 
     from rank_bm25 import BM25Okapi
 
     from bench.datasets import EmbeddingCache, minilm_embed_batch
-    from chat.budget import PASSAGE_OVERHEAD, estimate_tokens
-    from chat.tools import further_hits
+    from chat.course.budget import PASSAGE_OVERHEAD, estimate_tokens
+    from chat.turn.tools import further_hits
     from rag.search import search_collections
 
     bm25 = BM25Okapi([t.split() for t in corpus.texts])
@@ -215,7 +215,7 @@ def _further(apply: Callable[[], None]) -> int:
     """The further hits a grid config asks for."""
     from django.conf import settings
 
-    from chat.tools import further_hits
+    from chat.turn.tools import further_hits
 
     saved = settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT
     apply()

@@ -165,7 +165,7 @@ def scenario_redis(env: Env, user, redis_server) -> str:
 
     from rq import Queue, Worker
 
-    from currechat.redis_client import get_redis
+    from kernel.redis_client import get_redis
 
     worker = env.start_worker()
     wait_for(lambda: Worker.count(connection=get_redis()) > 0, 60, "the worker to listen")
@@ -195,7 +195,7 @@ def scenario_redis(env: Env, user, redis_server) -> str:
 
 def scenario_cancel(env: Env, user, slow_vlm_url: str) -> str:
     from collections_app import files
-    from currechat.redis_client import get_redis
+    from kernel.redis_client import get_redis
 
     worker = env.start_worker(OLLAMA_HOST=slow_vlm_url)
     # Not the PDF of the other scenarios: its pages are checkpointed by now and would not be read.
@@ -224,9 +224,9 @@ def _answer_in_child(session_id: int, done) -> None:
     from django.db import connections
 
     connections.close_all()
-    from chat.agent import run_turn, start_turn
-    from chat.events import CallbackSink
     from chat.models import ChatSession
+    from chat.turn.agent import run_turn, start_turn
+    from chat.turn.events import CallbackSink
 
     turn = start_turn(ChatSession.objects.get(pk=session_id), "Talk for a while")
     done.set()
@@ -236,8 +236,8 @@ def _answer_in_child(session_id: int, done) -> None:
 def scenario_web(env: Env, user, model_url: str) -> str:
     from django.conf import settings
 
-    from chat.agent import ORPHANED, start_turn
     from chat.models import ChatSession, Message, Prompt
+    from chat.turn.agent import ORPHANED, start_turn
 
     settings.OLLAMA_HOST = model_url
     prompt = Prompt.objects.create(owner=user, name="faults", system_prompt="Be brief.", chat_model="fake-chat")
@@ -252,7 +252,7 @@ def scenario_web(env: Env, user, model_url: str) -> str:
     killed = Message.objects.filter(session=session, role="assistant").get()
     kept = len(killed.content.split())
     assert killed.status == "streaming" and kept >= 10, (killed.status, killed.content)
-    time.sleep(11)  # the dead process's beacon expires (chat.limits.ALIVE_TTL)
+    time.sleep(11)  # the dead process's beacon expires (chat.turn.limits.ALIVE_TTL)
     began = time.monotonic()
     start_turn(ChatSession.objects.get(pk=session.id), "Still there?").lock.release()
     killed.refresh_from_db()

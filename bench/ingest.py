@@ -123,7 +123,7 @@ def fast_path(user, runs: int = 3) -> list[tuple[str, int, float]]:
 def clear_embedding_cache() -> None:
     from django.conf import settings
 
-    from currechat.redis_client import get_redis
+    from kernel.redis_client import get_redis
 
     client = get_redis()
     for key in client.scan_iter(match=f"{settings.REDIS_INDEX_PREFIX}:emb:*", count=1000):
@@ -616,7 +616,7 @@ def worker_tree(tmp: Path) -> list[tuple[str, str, str]]:
 
     from django.conf import settings
 
-    from currechat.redis_client import get_redis
+    from kernel.redis_client import get_redis
 
     env = {**os.environ, "EMBEDDING_MODEL": "local:all-MiniLM-L6-v2", "LOG_LEVEL": "WARNING"}
     command = [sys.executable, "manage.py", "rqworker", "--job-class", "django_tasks_rq.Job", "--with-scheduler"]

@@ -82,7 +82,7 @@ class Corpus:
 
     def lists(self, query: str, qid: str, enabled=None) -> dict[str, list[str]]:
         """Each retriever's ranked chunk keys for one query (the search's own retrievers)."""
-        from currechat.redis_client import get_redis
+        from kernel.redis_client import get_redis
         from rag import retrievers
         from rag.query import parse
 

@@ -4,7 +4,7 @@
 
 One throw-away SQLite database (the `make run` default) and Redis Stack server. Two prompts with
 `--students` students each get chats over the last 120 days: one with `--small` messages, one with
-`--large`. Every answer is counted by the real `chat.insight.record_answer`, as the chat turn
+`--large`. Every answer is counted by the real `chat.insight.stats.record_answer`, as the chat turn
 does (a quarter of them with a search that found nothing, from a pool of 800 missing topics;
 most cite one of 40 sections). Then, alternating between the prompts, the real API is asked for
 the statistics of the last 30 and 365 days and the gaps (an owner's session, Django's test
@@ -36,7 +36,7 @@ def build_prompt(owner, name: str, students: list, messages: int, rng: random.Ra
     from django.db import transaction
     from django.utils import timezone
 
-    from chat.insight import record_answer
+    from chat.insight.stats import record_answer
     from chat.models import ChatSession, Enrollment, Message, MessageRole, Prompt
 
     prompt = Prompt.objects.create(owner=owner, name=name)

@@ -5,9 +5,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from accounts.models import User
-from accounts.permissions import Forbidden
-from chat import writes
-from chat.enrollment import check_enrollment, enroll, set_status
+from chat.course import writes
+from chat.course.enrollment import check_enrollment, enroll, set_status
 from chat.models import (
     BudgetOverride,
     ChatSession,
@@ -21,12 +20,12 @@ from chat.models import (
     SourceDay,
     TokenUsage,
 )  # fmt: skip
-from currechat.errors import InvalidInput
-from currechat.forms import WriteRulesForm
+from kernel.errors import Forbidden, InvalidInput
+from kernel.forms import WriteRulesForm
 
 
 class EnrollmentForm(forms.ModelForm):
-    """Enrollments made in the admin obey the rule of joining (chat.enrollment)."""
+    """Enrollments made in the admin obey the rule of joining (chat.course.enrollment)."""
 
     class Meta:
         model = Enrollment
@@ -49,7 +48,7 @@ class EnrollmentForm(forms.ModelForm):
 
 class EnrollmentInline(admin.TabularInline):
     """The prompt's students, to read: enroll, remove and readmit in the Enrollment admin, which
-    calls chat.enrollment."""
+    calls chat.course.enrollment."""
 
     model = Enrollment
     fields = ("student", "number", "status", "created", "last_active")
@@ -66,7 +65,7 @@ class EnrollmentInline(admin.TabularInline):
 
 
 class PromptAdminForm(WriteRulesForm):
-    """The admin's form obeys the rules of the pages and the API (chat.writes)."""
+    """The admin's form obeys the rules of the pages and the API (chat.course.writes)."""
 
     request: HttpRequest  # set by PromptAdmin.get_form
 
@@ -111,7 +110,7 @@ class PromptAdmin(admin.ModelAdmin):
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin):
-    """Enrollments change only through chat.enrollment. An existing enrollment's student, prompt and
+    """Enrollments change only through chat.course.enrollment. An existing enrollment's student, prompt and
     number are read-only: moving "Student N" to another user would hand that user the label, and
     with it the chats teachers read under it."""
 
@@ -155,7 +154,7 @@ class MessageInline(admin.StackedInline):
 class ViewOnlyAdmin(admin.ModelAdmin):
     """What a student wrote and how it was answered, to read: nothing here is changed, added or
     deleted by staff. A chat's privacy level stays the one it started under, its messages are the
-    student's, and only its student deletes it (accounts.permissions.get_session_for_delete)."""
+    student's, and only its student deletes it (access.rules.get_session_for_delete)."""
 
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in self.model._meta.fields]
@@ -184,7 +183,7 @@ class MessageAdmin(ViewOnlyAdmin):
     search_fields = ("content",)
 
 
-# --- Teacher insight: counts are written by chat/insight.py and chat/feedback.py, read-only here ---
+# --- Teacher insight: counts are written by chat/insight/stats.py and chat/insight/feedback.py, read-only here ---
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Aggregates change only through the code that keeps them consistent with the chats."""
 

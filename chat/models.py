@@ -119,7 +119,7 @@ class Prompt(models.Model):
     chat_model = models.CharField(max_length=200, default=_default_chat_model)
     temperature = models.FloatField(null=True, blank=True, help_text=_("0-2; empty uses the model's default."))
     # The models students may choose between in the chat (the prompt's own model among them, first
-    # unless the teacher ordered it otherwise); empty: students get `chat_model`. See chat/model_choice.py.
+    # unless the teacher ordered it otherwise); empty: students get `chat_model`. See chat/course/model_choice.py.
     student_models = models.JSONField(
         default=list, blank=True, help_text=_("Models students may choose between; empty: the chat model only.")
     )
@@ -151,6 +151,10 @@ class Prompt(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def is_owned_by(self, user) -> bool:
+        """The owner (or an administrator): who may change the co-teachers and delete the prompt."""
+        return user.is_superuser or self.owner_id == user.pk
 
     def state(self, now=None) -> PromptState:
         """Where the prompt is in its schedule, for students (teachers can always chat)."""
@@ -213,7 +217,7 @@ class Enrollment(models.Model):
         return f"{self.student} → {self.prompt}"
 
     def save(self, *args, **kwargs):
-        if not self.number:  # the next free label in the prompt (chat.enrollment.enroll retries a race)
+        if not self.number:  # the next free label in the prompt (chat.course.enrollment.enroll retries a race)
             taken = Enrollment.objects.filter(prompt_id=self.prompt_id).aggregate(n=Max("number"))["n"]
             self.number = (taken or 0) + 1
         super().save(*args, **kwargs)
@@ -298,7 +302,7 @@ class Message(models.Model):
     error = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True)
     mode = models.CharField(max_length=16, choices=AnswerMode.choices, default=AnswerMode.MODEL)
-    # A file the student attached to this question, kept as its extracted text (chat.attachments).
+    # A file the student attached to this question, kept as its extracted text (chat.turn.attachments).
     attachment_name = models.CharField(max_length=200, blank=True)
     attachment_text = models.TextField(blank=True)
     attachment_pages = models.PositiveIntegerField(null=True, blank=True)
@@ -407,7 +411,7 @@ class Feedback(models.Model):
 
 class TokenUsage(models.Model):
     """The tokens a model server reported for one user's calls in one prompt and week: the database
-    mirror of the Redis counters (chat/usage.py), for statistics. A teacher's reset clears the
+    mirror of the Redis counters (chat/course/usage.py), for statistics. A teacher's reset clears the
     counter the budget is checked against, never these figures."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_usage")

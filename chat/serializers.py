@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat import roster
-from chat.events import with_html
-from chat.model_choice import current_model, model_choices
+from chat.course import roster
+from chat.course.model_choice import current_model, model_choices
 from chat.models import ChatSession, Enrollment, Message, MessageRole
-from currechat.rendering import render_markdown
+from chat.turn.events import with_html
+from kernel.rendering import render_markdown
 
 
 def cite_anchor(message_id: int, n: int) -> str:

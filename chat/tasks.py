@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django_tasks import task
 
-from chat import retention
+from chat.insight import retention
 
 
 @task(queue_name="default")

@@ -9,8 +9,8 @@ from django.utils.translation import gettext_lazy
 from accounts.models import User
 from collections_app import files, lifecycle, writes
 from collections_app.models import CheckResult, CheckRun, Collection, PageCorrection, SearchCheck, SourceFile
-from currechat.errors import CurreChatError
-from currechat.forms import WriteRulesForm
+from kernel.errors import CurreChatError
+from kernel.forms import WriteRulesForm
 
 
 class SourceFileInline(admin.TabularInline):

@@ -10,7 +10,7 @@ from django.urls import reverse
 from ninja import Field, File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
-from accounts.permissions import get_collection_for_edit, get_file_for_edit, require_teacher
+from access.rules import get_collection_for_edit, get_file_for_edit, require_teacher
 from collections_app import files, review, writes
 from collections_app.listing import FileFilter
 from collections_app.models import Collection, SourceFile

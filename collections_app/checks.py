@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from collections_app.models import CheckResult, CheckRun, CheckTrigger, Collection, FileStatus, SearchCheck, SourceFile
-from currechat.errors import InvalidInput
+from kernel.errors import InvalidInput
 from rag.ingest.normalize import search_form
 from rag.results import Passage
 from rag.search import search_collections
@@ -115,11 +115,11 @@ def rank_of(results: list[Passage], check: SearchCheck) -> int | None:
 
 
 def _curation_meter(user):
-    """The budget the search charges (chat/usage.py): an estimate set aside from the user's weekly
+    """The budget the search charges (chat/course/usage.py): an estimate set aside from the user's weekly
     budget across prompts (refused with 429 when it is spent), counted as each curation call ends
     and settled when the run ends. Imported here, at the one place the checks spend tokens, so that
     the collection layer needs the chat app only when curating."""
-    from chat.usage import reserve
+    from chat.course.usage import reserve
 
     return reserve(user.pk, None)
 

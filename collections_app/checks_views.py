@@ -16,11 +16,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 from ninja import Field, Router, Schema, Status
 
-from accounts.permissions import get_collection_for_edit
+from access.rules import get_collection_for_edit
 from collections_app import checks
 from collections_app.models import FileStatus, SearchCheck
-from currechat.errors import CurreChatError
-from currechat.ratelimit import search_by_user
+from kernel.errors import CurreChatError
+from kernel.ratelimit import search_by_user
 
 router = Router(tags=["test questions"])
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from accounts.permissions import get_collection_for_edit
+from access.rules import get_collection_for_edit
 from collections_app.progress import group_name
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError
 
 # Close codes in the application range, so the page can tell "not allowed" from a network drop.
 CLOSE_NOT_ALLOWED = 4403

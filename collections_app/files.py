@@ -29,7 +29,7 @@ from collections_app.lifecycle import (
     stored_index,
 )
 from collections_app.models import Collection, PdfMode, SourceFile
-from currechat.errors import Conflict, ServiceUnavailable
+from kernel.errors import Conflict, ServiceUnavailable
 from rag.index import IndexedChunk
 from rag.ingest import pdf, sniff
 from rag.ingest.image import NEEDS_VISION, image_png

@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy
 from accounts.models import active_teachers
 from collections_app.models import Collection
 from collections_app.writes import check_collection
-from currechat.forms import WriteRulesForm
+from kernel.forms import WriteRulesForm
 from rag.providers.languages import MODEL_LANGUAGES, model_languages
 from rag.providers.ollama import server_models
 

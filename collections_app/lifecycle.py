@@ -32,7 +32,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from collections_app.models import Collection, FileStatus, SourceFile, corrections_in_force
 from collections_app.progress import file_event, publish
-from currechat.errors import Conflict, ServiceUnavailable
+from kernel.errors import Conflict, ServiceUnavailable
 from rag.index import ChunkStore
 from rag.ingest import chunking, pipeline
 from rag.ingest.job import IngestJob, Outcome

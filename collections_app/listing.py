@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from collections_app.models import FileStatus, SourceFile
-from currechat.errors import InvalidInput
+from kernel.errors import InvalidInput
 
 SORTS = {
     "newest": ("-created", "-id"),

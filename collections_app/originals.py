@@ -1,6 +1,6 @@
 """The original behind a passage: a page as an image with the passage marked on it, or the
 passage in its section.
-Who may see which is decided by `accounts.permissions.get_file_for_source`."""
+Who may see which is decided by `access.rules.get_file_for_source`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from collections_app.models import FileType, SourceFile
-from currechat.errors import NotFound
+from kernel.errors import NotFound
 from rag.index import ChunkStore, IndexedChunk
 from rag.ingest import chunking
 from rag.ingest.image import image_png

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy
 
 from collections_app.lifecycle import requeue
 from collections_app.models import FileStatus, PageCorrection, SourceFile
-from currechat.errors import Conflict, InvalidInput, NotFound
+from kernel.errors import Conflict, InvalidInput, NotFound
 from rag.ingest import chunking
 
 MAX_PAGE_CHARS = 100_000

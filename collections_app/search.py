@@ -20,9 +20,9 @@ from django.views.decorators.http import require_GET
 from ninja import Field, Router, Schema
 from pydantic import create_model
 
-from accounts.permissions import get_collection_for_search, search_prompt
-from currechat.ratelimit import search_by_user
-from currechat.rendering import render_markdown
+from access.rules import get_collection_for_search, search_prompt
+from kernel.ratelimit import search_by_user
+from kernel.rendering import render_markdown
 from rag.results import Passage, SearchOutcome
 from rag.retrievers import LABELS
 from rag.search import MAX_QUERY_CHARS, search_collections
@@ -75,10 +75,10 @@ def metered_search(user, collection, query: str, *, limit: int = 15, curate: boo
     A student searches through a prompt they joined (`search_prompt`): its curation switch holds,
     and its budget and their own pay for the curation calls; a teacher's search in their own
     collection counts against their own budget across prompts. A curated search first sets an
-    estimate aside (`chat.usage.reserve`), so a spent budget is refused with a 429 naming the reset
+    estimate aside (`chat.course.usage.reserve`), so a spent budget is refused with a 429 naming the reset
     time before any model is asked, then counts the real calls. Without curation no model answers,
     so nothing is charged or refused. Every search counts against the search rate limit."""
-    from chat import usage  # budgets are the chat app's, which sits above this one
+    from chat.course import usage  # budgets are the chat app's, which sits above this one
 
     prompt = search_prompt(user, collection)
     switched_off = curate and prompt is not None and not prompt.curation_enabled

@@ -1,4 +1,4 @@
-"""Collection and file pages. Permission checks come from accounts.permissions, as in the API."""
+"""Collection and file pages. Permission checks come from access.rules, as in the API."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.permissions import (
+from access.rules import (
     get_collection_for_edit,
     get_file_for_edit,
     get_file_for_source,
@@ -27,8 +27,8 @@ from collections_app.forms import CollectionForm
 from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, FileFilter
 from collections_app.models import FileStatus, FileType, PdfMode
 from collections_app.search import language_warning
-from currechat.errors import CurreChatError, InvalidInput, NotFound
-from currechat.rendering import render_markdown
+from kernel.errors import CurreChatError, InvalidInput, NotFound
+from kernel.rendering import render_markdown
 from rag.ingest.transcript import is_time_heading
 from rag.locate import tokens
 

@@ -21,9 +21,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts.models import User, teachers_named
-from accounts.permissions import Forbidden
 from collections_app.models import Collection
-from currechat.errors import InvalidInput
+from kernel.errors import Forbidden, InvalidInput
 from rag.languages import LANGUAGES
 from rag.providers.registry import UnknownModel, get_embedding_model
 

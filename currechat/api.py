@@ -17,8 +17,8 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
 from accounts.models import ApiToken
-from currechat.errors import CurreChatError
 from currechat.health import get_health, shows_details
+from kernel.errors import CurreChatError
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,9 @@ def health(request):
 
 
 def _register_routers() -> None:
-    from chat.api import router as chat_router
+    from chat.course.api import router as course_router
+    from chat.insight.api import router as insight_router
+    from chat.turn.api import router as turn_router
     from collections_app.api import router as collections_router
     from collections_app.checks_views import router as checks_router
     from collections_app.search import router as search_router
@@ -135,7 +137,9 @@ def _register_routers() -> None:
     api.add_router("/", collections_router)
     api.add_router("/", search_router)
     api.add_router("/", checks_router)
-    api.add_router("/", chat_router)
+    api.add_router("/", course_router)
+    api.add_router("/", turn_router)
+    api.add_router("/", insight_router)
 
 
 _register_routers()

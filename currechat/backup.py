@@ -24,7 +24,7 @@ from django.core.management.color import no_style
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.migrations.recorder import MigrationRecorder
 
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError
 
 FORMAT = 1
 DATABASE_FILE = "database.json.gz"

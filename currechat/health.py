@@ -21,7 +21,7 @@ import redis
 from django.conf import settings
 from django.utils.translation import gettext_noop
 
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from rag.providers import is_available
 from rag.providers import openai as openai_provider
 from rag.providers.ollama import server_models

@@ -10,8 +10,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from accounts.permissions import NotAuthenticated
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError, NotAuthenticated
 
 log = logging.getLogger(__name__)
 

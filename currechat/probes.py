@@ -13,7 +13,7 @@ Unauthenticated, so nothing internal is in them: no address, version, count or e
 are for teachers and staff at /api/v1/health and in the logs).
 
 The ASGI lifespan is answered here too (channels' router has none): on shutdown the process stops
-taking new turns and waits up to CHAT_DRAIN_SECONDS for the running ones (currechat/draining.py).
+taking new turns and waits up to CHAT_DRAIN_SECONDS for the running ones (kernel/draining.py).
 uvicorn closes every websocket with 1012 (service restart) before that, and the page reconnects
 through the proxy to another process, which shows the answer as this one stores it.
 """
@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 
-from currechat import draining
+from kernel import draining
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def _check_database() -> bool:
 
 
 def _check_redis() -> bool:
-    from currechat.redis_client import get_redis
+    from kernel.redis_client import get_redis
 
     try:
         return bool(get_redis().ping())

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from chat.consumers import ChatConsumer
+from chat.turn.consumers import ChatConsumer
 from collections_app.consumers import CollectionProgressConsumer
 
 websocket_urlpatterns = [

@@ -8,8 +8,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from currechat.embedding import parse_origins
-from currechat.env import (
+from kernel.env import (
     env_bool,
     env_float,
     env_int,
@@ -20,6 +19,7 @@ from currechat.env import (
     env_url,
     load_env_file,
 )
+from kernel.framing import parse_origins
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # `make run` writes a .env with a generated SECRET_KEY; the environment wins over it.
@@ -248,7 +248,7 @@ CHAT_ATTACHMENT_MAX_TOKENS = env_int("CHAT_ATTACHMENT_MAX_TOKENS", 6000, minimum
 CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 4, minimum=1)
 CHAT_MAX_SEARCHES = env_int("CHAT_MAX_SEARCHES", 8, minimum=1)
 CHAT_SEARCH_LIMIT = env_int("CHAT_SEARCH_LIMIT", 15, minimum=1)
-# Passages the model gets from one search (chat/budget.passage_count): a logistic curve of the
+# Passages the model gets from one search (chat/course/budget.passage_count): a logistic curve of the
 # tokens still free in its context, from CHAT_PASSAGES_MIN (little room) to CHAT_PASSAGES_MAX, half
 # way at CHAT_PASSAGES_MIDPOINT_TOKENS. Each passage is its hit grown within its section up to
 # CHAT_PASSAGE_TOKENS (rag/context.py); a hit whose words are CHAT_DUPLICATE_SHARE or more in an
@@ -272,16 +272,16 @@ CHAT_ANSWER_RESERVE_TOKENS = env_int("CHAT_ANSWER_RESERVE_TOKENS", 1024, minimum
 CHAT_RESULTS_RESERVE_TOKENS = env_int("CHAT_RESULTS_RESERVE_TOKENS", 6000, minimum=256)
 # Threads that run chat turns in each web process (each turn waits on the model server).
 CHAT_WORKER_THREADS = env_int("CHAT_WORKER_THREADS", 256, minimum=1)
-# On SIGTERM a web process lets running answers finish for this long (currechat/draining.py);
+# On SIGTERM a web process lets running answers finish for this long (kernel/draining.py);
 # the process manager's stop timeout must be longer (deploy/systemd: TimeoutStopSec).
 CHAT_DRAIN_SECONDS = env_float("CHAT_DRAIN_SECONDS", 60.0, minimum=0)
 # `manage.py backup` writes the database as JSON with exact times (currechat/backup.py).
 SERIALIZATION_MODULES = {"exact_json": "currechat.backup_json"}
 # Chats are deleted this many days after their last message (a prompt may set fewer); 0 keeps them.
-# Statistics and material gaps keep their counts (chat/retention.py).
+# Statistics and material gaps keep their counts (chat/insight/retention.py).
 CHAT_RETENTION_DAYS = env_int("CHAT_RETENTION_DAYS", 365, minimum=0)
 
-# --- Fair use: weekly token budgets (chat/usage.py) -------------------------------------------------
+# --- Fair use: weekly token budgets (chat/course/usage.py) -------------------------------------------------
 # Tokens the model server reports for a student's calls (chat rounds, tool rounds, curation), per week.
 # CHAT_WEEKLY_TOKEN_BUDGET is a new prompt's default (empty: no limit); USER_WEEKLY_TOKEN_BUDGET caps
 # one user across all prompts (empty: no cap). The week starts at USAGE_WEEK_RESET_HOUR on
@@ -289,7 +289,7 @@ CHAT_RETENTION_DAYS = env_int("CHAT_RETENTION_DAYS", 365, minimum=0)
 CHAT_WEEKLY_TOKEN_BUDGET = env_optional_int("CHAT_WEEKLY_TOKEN_BUDGET", None, minimum=0)
 USER_WEEKLY_TOKEN_BUDGET = env_optional_int("USER_WEEKLY_TOKEN_BUDGET", None, minimum=0)
 # Set aside from a budget when a chat turn or a curated search starts, until its real count is in:
-# however many start at once, a budget is overshot by at most one such estimate (chat/usage.py). The
+# however many start at once, a budget is overshot by at most one such estimate (chat/course/usage.py). The
 # user's costliest turn this week in the prompt raises it, when that cost more.
 USAGE_RESERVE_TOKENS = env_int("USAGE_RESERVE_TOKENS", 4000, minimum=1)
 USAGE_WEEK_RESET_WEEKDAY = env_int("USAGE_WEEK_RESET_WEEKDAY", 0, minimum=0)
@@ -372,7 +372,7 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", not ALLOW_PLAIN_HTTP)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # The header a trusted proxy puts the client's address in (e.g. X-Forwarded-For); empty: the
-# socket's peer address. Rate limits by address read it (currechat/ratelimit.py).
+# socket's peer address. Rate limits by address read it (kernel/ratelimit.py).
 CLIENT_IP_HEADER = env_str("CLIENT_IP_HEADER", "")
 
 # Content-Security-Policy: scripts and styles from our own origin only; no inline script anywhere
@@ -454,11 +454,11 @@ EMAIL_BACKEND = (
     "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.dummy.EmailBackend"
 )
 
-# --- Learning platforms: embedding and LTI 1.3 (currechat/embedding.py, lti/) ---------------------
+# --- Learning platforms: embedding and LTI 1.3 (kernel/framing.py, lti/) ---------------------
 # Origins that may frame the chat pages, e.g. "https://moodle.example.edu,https://school.instructure.com".
 # Empty: no page may be framed. Outermost middleware: it sets frame-ancestors after any CSP middleware.
 EMBED_ALLOWED_ORIGINS = parse_origins(env_list("EMBED_ALLOWED_ORIGINS", []))
-MIDDLEWARE.insert(0, "currechat.embedding.FrameAncestorsMiddleware")
+MIDDLEWARE.insert(0, "kernel.framing.FrameAncestorsMiddleware")
 if EMBED_ALLOWED_ORIGINS:
     # Inside a frame on another site, browsers send only SameSite=None cookies, and those only when Secure.
     SESSION_COOKIE_SAMESITE = "None"

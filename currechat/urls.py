@@ -5,11 +5,12 @@ from django.utils.translation import gettext_lazy as _
 from django.views.i18n import JavaScriptCatalog
 
 from accounts.views import set_language
+from chat.course.views import start_reset
 from collections_app import search
 from currechat import views
 from currechat.api import api
-from currechat.embedding import embeddable
 from currechat.metrics import metrics_view
+from kernel.framing import embeddable
 from sso.views import LogoutView
 
 urlpatterns = [
@@ -34,6 +35,8 @@ urlpatterns = [
     path("collections/", include("collections_app.urls")),
     path("collections/<int:pk>/search/", search.search_page, name="collection_search"),
     path("prompts/", include("chat.urls")),
+    # A teacher asks for a student's reset link: the course's page, under the account pages.
+    path("account/reset/", start_reset, name="start_reset"),
     path("account/", include("accounts.urls")),
     path("lti/", include("lti.urls")),
     path("sso/", include("sso.urls")),

@@ -2,7 +2,7 @@
 students).
 
 Logging in, asking for reset links, signing up and trying join codes are rate limited
-(currechat/ratelimit.py): failed logins by account and by address, reset requests by address and
+(kernel/ratelimit.py): failed logins by account and by address, reset requests by address and
 by the email address asked for, sign-ups by address, unknown join codes by address. A refusal is a
 429 page with a `Retry-After` header and a sentence saying when to try again.
 """
@@ -24,14 +24,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
+from access.rules import state_sentence
 from accounts.models import Role, User
-from accounts.permissions import state_sentence
 from accounts.resets import ResetRequestForm, mail_configured
-from chat.enrollment import join_prompt
+from chat.course.enrollment import join_prompt
 from chat.models import STUDENT_SENTENCES, ChatSession, EnrollmentStatus, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
-from currechat.errors import CurreChatError, NotFound
-from currechat.ratelimit import (
+from kernel.errors import CurreChatError, NotFound
+from kernel.ratelimit import (
     RateLimited,
     client_address,
     join_by_address,

@@ -71,7 +71,7 @@ def schedule_daily_jobs() -> None:
     the next one itself, so the schedule lives in the queue and survives worker restarts."""
     from datetime import timedelta
 
-    from chat.retention import schedule_purge
+    from chat.insight.retention import schedule_purge
 
     if schedule_purge(after=timedelta(minutes=1)):
         log.info("The daily purge of expired chats is scheduled")

@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from pylti1p3.contrib.django import DjangoMessageLaunch, DjangoOIDCLogin
 from pylti1p3.exception import LtiException, OIDCException
 
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError
 from lti.config import PlatformToolConf, UnknownPlatform
 from lti.storage import RedisLaunchStorage, consume_nonce
 

@@ -1,5 +1,5 @@
 """What a validated launch does in CurreChat: the user it signs in, the prompt its link points to,
-and the page it lands on. Enrollment goes through `chat.enrollment.enroll`, its one write path.
+and the page it lands on. Enrollment goes through `chat.course.enrollment.enroll`, its one write path.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from accounts.models import Role, User
-from accounts.permissions import Forbidden
-from chat import enrollment
+from chat.course import enrollment
 from chat.models import Prompt, PromptState
+from kernel.errors import Forbidden
 from lti.config import find_platform
 from lti.launch import LaunchRefused, Reason
 from lti.models import LtiIdentity, Platform, ResourceLink

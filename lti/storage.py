@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
 
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 
 NONCE_KEY = "lti1p3-nonce-"  # how the library's SessionService names a nonce (prefix + nonce)
 

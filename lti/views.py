@@ -19,10 +19,10 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pylti1p3.deep_link_resource import DeepLinkResource
 
-from accounts.permissions import get_prompt_for_edit
+from access.rules import get_prompt_for_edit
 from chat.models import Prompt
-from currechat.embedding import embeddable
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError
+from kernel.framing import embeddable
 from lti import keys
 from lti.config import UnknownPlatform
 from lti.launch import Launch, LaunchRefused, Reason, start_login

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 import redis
 from django.conf import settings
 
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from rag.providers import ChatMessage, Done, TextDelta, get_chat_model
 from rag.providers.base import UsageSink
 from rag.results import Passage

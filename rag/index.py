@@ -25,7 +25,7 @@ from django.conf import settings
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redisvl.schema import IndexSchema
 
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from rag.ingest.normalize import search_form
 from rag.languages import stopwords
 

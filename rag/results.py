@@ -1,7 +1,7 @@
 """What a search returns. Shared by the search pipeline, the API, the search page and the chat tool.
 
 `Passage` is the one definition of a passage: the API schema (`collections_app.search.PassageOut`)
-is generated from it and the chat's numbered view (`chat.events.passage_view`) copies its fields.
+is generated from it and the chat's numbered view (`chat.turn.events.passage_view`) copies its fields.
 `SearchOutcome.nothing_relevant` is an explicit outcome: callers never have to guess what an empty
 list means.
 """

@@ -29,8 +29,8 @@ import redis
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from currechat.errors import CurreChatError
-from currechat.redis_client import get_redis
+from kernel.errors import CurreChatError
+from kernel.redis_client import get_redis
 from rag import curation, retrievers
 from rag.curation import CurationRun
 from rag.fusion import Fused, budgets, weighted_rrf

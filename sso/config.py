@@ -16,7 +16,7 @@ import requests
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError
 from sso.config import oidc_enabled, oidc_provider
 from sso.models import Protocol
 from sso.provision import Person, SignInRefused, sign_in, values

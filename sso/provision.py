@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import Role, User
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError
 from sso.models import Protocol, SsoIdentity
 
 
@@ -133,12 +134,12 @@ def shared_account(person_id: str) -> User | None:
     identifier (the provider's OIDC_CLAIM_PERSON_ID / SAML_ATTRIBUTE_PERSON_ID, the platform's
     lis.person_sourcedid). None when linking is off, the value is empty or ambiguous, or the
     account is a superuser's (an administrator links those by hand)."""
-    from lti.models import LtiIdentity
-
     if not (person_id and person_id_linking()):
         return None
-    users = set(SsoIdentity.objects.filter(person_id=person_id).values_list("user", flat=True))
-    users |= set(LtiIdentity.objects.filter(person_id=person_id).values_list("user", flat=True))
+    # Through the user's identities (lti declares `lti_identities` on the user): sign-in needs no
+    # import of the learning-platform app, which sits above it and asks this function.
+    reached = Q(sso_identities__person_id=person_id) | Q(lti_identities__person_id=person_id)
+    users = set(User.objects.filter(reached).values_list("pk", flat=True))
     if len(users) != 1:
         return None
     return User.objects.filter(pk=users.pop(), is_superuser=False).first()

@@ -31,8 +31,8 @@ from saml2.config import SPConfig
 from saml2.metadata import entity_descriptor
 from saml2.saml import NAMEID_FORMAT_PERSISTENT
 
-from currechat.errors import CurreChatError
-from currechat.redis_client import get_redis
+from kernel.errors import CurreChatError
+from kernel.redis_client import get_redis
 from sso.config import SignInUnavailable, saml_enabled
 from sso.models import Protocol
 from sso.oidc import not_verified, refused

@@ -13,7 +13,7 @@ from django.utils import translation
 from accounts.models import Role, User
 from chat.models import Enrollment, Prompt
 from collections_app.models import Collection
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from tests import services
 
 PASSWORD = "correct-horse-battery-staple"

@@ -7,7 +7,7 @@ import json
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from chat.budget import forget_windows
+from chat.course.budget import forget_windows
 from chat.models import ChatSession
 from rag.index import CollectionIndex, IndexedChunk
 from rag.providers import get_embedding_model

@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from redis.commands.search.query import Query
 
 from collections_app.models import Collection, SourceFile
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from rag.index import CollectionIndex
 from tests.fake_ollama import Reply
 

@@ -6,7 +6,7 @@ import pytest
 from django.contrib import admin
 
 from collections_app.models import FileStatus
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from rag.index import CollectionIndex
 from tests.fixtures_ingest import scanned
 

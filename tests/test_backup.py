@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 from tests.fixtures_ingest import scanned

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from chat import usage
-from chat.agent import run_turn, start_turn
-from chat.events import ListSink
+from chat.course import usage
+from chat.course.usage import BudgetExhausted, UsageMeter, allowance, current_week
 from chat.models import ChatSession, Enrollment, Message, Prompt, TokenUsage
-from chat.usage import BudgetExhausted, UsageMeter, allowance, current_week
+from chat.turn.agent import run_turn, start_turn
+from chat.turn.events import ListSink
 from rag.providers import ChatMessage, Done, get_chat_model
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call

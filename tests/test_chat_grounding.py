@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from chat.agent import run_turn, start_turn
-from chat.budget import MessageTooLong
-from chat.events import ListSink
-from chat.extractive import QUOTED_PASSAGES
-from chat.limits import RateLimited
+from chat.course.budget import MessageTooLong
 from chat.models import Message, MessageStatus
 from chat.serializers import message_dict
-from currechat.errors import Conflict
-from currechat.rendering import render_markdown
+from chat.turn.agent import run_turn, start_turn
+from chat.turn.events import ListSink
+from chat.turn.extractive import QUOTED_PASSAGES
+from chat.turn.limits import RateLimited
+from kernel.errors import Conflict
+from kernel.rendering import render_markdown
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 
@@ -201,7 +201,7 @@ def test_rendered_tables_keep_their_alignment_but_no_other_style():
 
 
 def test_retrieved_text_cannot_close_the_passage_fence(session, ollama):
-    from chat.grounding import format_passages
+    from chat.turn.grounding import format_passages
 
     text = format_passages(
         "q",

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
-from chat.consumers import CLOSE_NOT_ALLOWED
 from chat.models import Message, MessageStatus
+from chat.turn.consumers import CLOSE_NOT_ALLOWED
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn, search_call
 
@@ -166,7 +166,7 @@ async def test_a_websocket_stays_open_while_idle(student, session, ollama):
 
 
 async def test_fast_tokens_travel_together_and_slow_ones_as_they_come(student, session, ollama):
-    """Frames of ~25 ms (chat/runner.FRAME_SECONDS): a fast model's tokens share frames, a slow
+    """Frames of ~25 ms (chat/turn/runner.FRAME_SECONDS): a fast model's tokens share frames, a slow
     model's each go out at once; the text is the same either way."""
     fast = [f"f{i} " for i in range(200)]
     slow = [f"s{i} " for i in range(5)]

@@ -151,7 +151,7 @@ def test_permissions_are_the_collections(course, client_for, owner, co_owner, ot
 def test_runs_call_no_model_unless_curation_is_asked_and_then_charge_the_budget(
     course, client_for, owner, ollama, settings
 ):
-    from currechat.redis_client import get_redis
+    from kernel.redis_client import get_redis
 
     collection, source = course
     api = client_for(owner)

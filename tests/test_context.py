@@ -1,5 +1,5 @@
 """What the chat model reads for a search: hits grown within their section (rag/context.py), the
-number of passages per search (chat/budget.passage_count), near-duplicates giving way."""
+number of passages per search (chat/course/budget.passage_count), near-duplicates giving way."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from chat.budget import passage_chars, passage_count
-from currechat.redis_client import get_redis
+from chat.course.budget import passage_chars, passage_count
+from kernel.redis_client import get_redis
 from rag.context import assemble, join_chunks
 from rag.index import CollectionIndex, IndexedChunk
 from rag.ingest.chunking import chunk_pages
@@ -198,9 +198,9 @@ def long_material(collection, ollama):
 
 
 def test_the_chat_model_reads_the_section_around_a_hit(long_material, prompt, student, ollama):
-    from chat.agent import run_turn, start_turn
-    from chat.events import ListSink
     from chat.models import ChatSession
+    from chat.turn.agent import run_turn, start_turn
+    from chat.turn.events import ListSink
     from tests.fake_ollama import Reply
     from tests.fixtures_chat import search_call
 
@@ -279,7 +279,7 @@ def test_further_hits_and_their_growth_never_repeat_text_and_cite_their_own_page
 
 
 def test_without_curation_the_search_hands_the_assembly_further_hits(settings):
-    from chat.tools import further_hits
+    from chat.turn.tools import further_hits
 
     settings.CHAT_SEARCH_LIMIT, settings.CHAT_SEARCH_CANDIDATES = 15, 40
     assert further_hits(curate=True) == 0, "curation judges each hit with a model call"
@@ -313,8 +313,8 @@ def test_a_passage_stops_one_chunk_short_of_another(db):
 
 
 def test_a_search_without_curation_gives_the_model_further_hits_when_room_allows(session, ollama, settings):
-    from chat.agent import run_turn, start_turn
-    from chat.events import ListSink
+    from chat.turn.agent import run_turn, start_turn
+    from chat.turn.events import ListSink
     from tests.fake_ollama import Reply
     from tests.fixtures_chat import search_call
 

@@ -75,7 +75,7 @@ def test_redis_without_search_module_is_named_clearly(client_for, owner, setting
 def test_badge_says_whether_a_background_worker_is_running(client_for, owner, db):
     from rq import Worker
 
-    from currechat.redis_client import get_redis
+    from kernel.redis_client import get_redis
 
     page = client_for(owner).get("/").content.decode()
     assert "No background worker is running" in page

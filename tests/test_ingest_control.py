@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from collections_app import files, lifecycle
 from collections_app.models import Collection, FileStatus, SourceFile
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from rag.index import CollectionIndex
 from rag.ingest import pipeline, steps
 from rag.ingest.job import Outcome

@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Role, User
-from chat import insight
+from chat.course.usage import UsageMeter
+from chat.insight import stats as insight
 from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, Message, MessageRole, MessageStatus
-from chat.usage import UsageMeter
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from chat import insight
+from chat.insight import stats as insight
 from tests.test_insight import course  # noqa: F401  (the scripted chats, as a fixture)
 
 

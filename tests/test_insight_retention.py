@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from chat import insight, retention
+from chat.insight import retention
+from chat.insight import stats as insight
 from chat.models import ChatSession, Enrollment, Feedback, Message, MessageRole, Prompt
 from tests.test_insight import answer
 
@@ -72,7 +73,7 @@ def test_retention_days_takes_the_shorter_value(settings, prompts):
 
 def test_feedback_counts_survive_the_purge(settings, prompt, student):
     settings.CHAT_RETENTION_DAYS = 30
-    from chat.feedback import give_feedback
+    from chat.insight.feedback import give_feedback
 
     chat = aged(prompt, student, 1)
     give_feedback(chat.messages.get(role=MessageRole.ASSISTANT), "up", "Nice")

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from accounts.models import Role, User
-from chat.enrollment import remove_student
+from chat.course.enrollment import remove_student
 from chat.models import Enrollment, EnrollmentStatus, Prompt
 from lti.models import LtiIdentity, ResourceLink, ToolKey
 from lti.provision import CUSTOM_CODE

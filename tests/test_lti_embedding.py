@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from currechat.embedding import FrameAncestorsMiddleware, embeddable, parse_origins, with_frame_ancestors
+from kernel.framing import FrameAncestorsMiddleware, embeddable, parse_origins, with_frame_ancestors
 
 ORIGIN = "https://moodle.example.edu"
 

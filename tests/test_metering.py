@@ -12,9 +12,9 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection
 
-from chat import usage
+from chat.course import usage
+from chat.course.usage import UsageMeter, allowance, current_week
 from chat.models import ChatSession, Enrollment, EnrollmentStatus, TokenUsage
-from chat.usage import UsageMeter, allowance, current_week
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn
 
@@ -205,8 +205,8 @@ async def test_five_turns_started_together_overshoot_a_1000_token_budget_by_at_m
 def test_a_message_refused_after_the_budget_check_gives_its_estimate_back(student, chat_prompt, settings):
     """A second message in a chat still answering is refused (busy): what it set aside goes back,
     so another chat can still start while the first answer holds its estimate."""
-    from chat.agent import start_turn
-    from chat.limits import ChatBusy
+    from chat.turn.agent import start_turn
+    from chat.turn.limits import ChatBusy
 
     settings.USAGE_RESERVE_TOKENS = 700
     chat_prompt.weekly_token_budget = 1000

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from chat.agent import run_turn, start_turn
-from chat.events import ListSink
+from chat.turn.agent import run_turn, start_turn
+from chat.turn.events import ListSink
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 

@@ -12,9 +12,9 @@ import pytest
 from channels.db import database_sync_to_async
 from prometheus_client import REGISTRY
 
-from chat import writes
+from chat.course import writes
+from chat.course.usage import allowance
 from chat.models import ChatSession, Message, MessageStatus
-from chat.usage import allowance
 from tests.fake_ollama import Reply
 from tests.fake_openai import FakeOpenAI
 from tests.fixtures_chat import connect_ws, receive_turn

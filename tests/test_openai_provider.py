@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from chat.agent import run_turn, start_turn
-from chat.events import ListSink
+from chat.course.usage import allowance
 from chat.models import MessageStatus
-from chat.usage import allowance
-from currechat.errors import ProviderError
+from chat.turn.agent import run_turn, start_turn
+from chat.turn.events import ListSink
+from kernel.errors import ProviderError
 from rag import curation
 from rag.providers import ChatMessage, Done, TextDelta, ToolSpec, get_chat_model, get_embedding_model, is_available
 from rag.providers.base import ToolCallEvent, UnknownModel

@@ -3,10 +3,10 @@ API; replies stored before that get it when read; the file page renders its pass
 
 from __future__ import annotations
 
-from chat.agent import run_turn, start_turn
-from chat.events import ListSink
 from chat.models import Message
 from chat.serializers import message_dict
+from chat.turn.agent import run_turn, start_turn
+from chat.turn.events import ListSink
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 
@@ -45,7 +45,7 @@ def test_a_reply_stored_without_passage_html_is_rendered_when_read(session):
 
 
 def test_wide_blocks_scroll_in_a_box_reachable_by_keyboard_and_only_ours():
-    from currechat.rendering import render_markdown
+    from kernel.rendering import render_markdown
 
     html = render_markdown(
         "$$x^2$$\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```py\ncode\n```\n\n<div tabindex=0 class=scroll>x</div>"

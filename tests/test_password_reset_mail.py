@@ -208,7 +208,7 @@ def test_the_teacher_pages_answer_never_says_whether_a_username_is_among_their_s
     client_for, owner, other_teacher, student, other_student, prompt, smtp, run_worker
 ):
     """Remove, ask, readmit, ask again: the answers must not link a username to "Student N"."""
-    from chat.enrollment import readmit_student, remove_student
+    from chat.course.enrollment import readmit_student, remove_student
 
     for user in (student, other_student):
         user.email = f"{user.username}@example.org"

@@ -785,7 +785,7 @@ def test_only_its_student_sees_the_title_of_a_none_chat_beside_their_other_chat(
 
 
 def test_a_curated_search_is_charged_to_whoever_searches(world, settings):
-    from chat.usage import UsageMeter
+    from chat.course.usage import UsageMeter
 
     settings.USER_WEEKLY_TOKEN_BUDGET = 100
     world.prompt.curation_enabled = True

@@ -7,8 +7,8 @@ import json
 import pytest
 from channels.testing import HttpCommunicator
 
-from currechat import draining
 from currechat.asgi import application
+from kernel import draining
 from scripts.redis_stack import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,8 +56,8 @@ async def test_a_draining_process_is_not_ready_but_still_alive(serving):
 
 async def test_a_draining_process_refuses_new_turns_with_a_sentence_to_send_again(serving, student, session):
     from chat.models import Message
-    from chat.runner import start_turn_async
-    from currechat.errors import ServiceUnavailable
+    from chat.turn.runner import start_turn_async
+    from kernel.errors import ServiceUnavailable
 
     draining.begin()
     with pytest.raises(ServiceUnavailable, match="restarting; your message was not sent"):

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from currechat.errors import ProviderError
+from kernel.errors import ProviderError
 from rag.providers import ChatMessage, Done, TextDelta, ToolSpec, get_chat_model, get_embedding_model, registry
 from rag.providers.base import ToolCallEvent
 from rag.providers.local import MiniLMEmbedder

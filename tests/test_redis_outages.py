@@ -25,13 +25,13 @@ from django.db import connections
 from rq import Queue
 from rq.job import Job
 
-from chat.agent import run_turn, start_turn
-from chat.events import CallbackSink
-from chat.limits import TurnLock
+from chat.course.usage import used_this_week
 from chat.models import Message, MessageStatus
-from chat.usage import used_this_week
+from chat.turn.agent import run_turn, start_turn
+from chat.turn.events import CallbackSink
+from chat.turn.limits import TurnLock
 from collections_app.models import FileStatus, SourceFile
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from rag.ingest.pipeline import failure_message
 from tests import services
 from tests.fake_ollama import Reply

@@ -17,16 +17,16 @@ from django.utils import timezone
 from rq import Worker
 from rq.job import Job
 
-from chat.agent import ORPHANED, run_turn, start_turn
-from chat.events import CallbackSink
-from chat.limits import ALIVE_TTL, TurnLock, alive_key
 from chat.models import Message, MessageStatus
+from chat.turn.agent import ORPHANED, run_turn, start_turn
+from chat.turn.events import CallbackSink
+from chat.turn.limits import ALIVE_TTL, TurnLock, alive_key
 from collections_app import lifecycle
 from collections_app.models import FileStatus, SourceFile
-from currechat.errors import ProviderError
 from currechat.health import check_workers
-from currechat.redis_client import get_redis
 from currechat.worker import PreloadingWorker
+from kernel.errors import ProviderError
+from kernel.redis_client import get_redis
 from rag.ingest import chunking
 from rag.ingest.html import NESTED_TOO_DEEP
 from rag.ingest.job import PageText

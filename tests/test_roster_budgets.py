@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from chat.course.usage import UsageMeter, allowance
 from chat.models import Enrollment
-from chat.usage import UsageMeter, allowance
 
 
 def spend(user, prompt, tokens: int) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from chat.events import PassageView, passage_view
+from chat.turn.events import PassageView, passage_view
 from collections_app.search import PassageOut
 from rag.results import Passage
 

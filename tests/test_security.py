@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from accounts.models import ApiToken
-from currechat.env import load_env_file
+from kernel.env import load_env_file
 from rag.search import search_collections
 from rag.untrusted import neutralise
 from scripts.redis_stack import RedisStackServer, embedded_password, free_port

@@ -105,7 +105,7 @@ async def test_a_removed_students_socket_runs_no_search(student, session, ollama
     await ws.send_json_to({"type": "user_message", "content": "First"})
     events = await receive_turn(ws)
     assert any(e["type"] == "tool_result" for e in events)
-    from chat.enrollment import remove_student
+    from chat.course.enrollment import remove_student
 
     enrollment = await database_sync_to_async(lambda: session.prompt.enrollments.get(student=student))()
     await database_sync_to_async(remove_student)(enrollment)

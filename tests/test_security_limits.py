@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from currechat.ratelimit import RateLimited, SlidingWindow
+from kernel.ratelimit import RateLimited, SlidingWindow
 from tests.conftest import PASSWORD
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from currechat.env import env_bool, env_int, env_list, env_url
+from kernel.env import env_bool, env_int, env_list, env_url
 
 
 def test_bool_int_and_url_helpers_reject_bad_values(monkeypatch):

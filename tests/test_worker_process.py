@@ -16,8 +16,8 @@ import pytest
 from rq import Worker
 
 from currechat.health import check_workers
-from currechat.redis_client import get_redis
 from currechat.worker import silent_seconds
+from kernel.redis_client import get_redis
 from scripts.run import WORKER
 from tests.fixtures_ingest import FAST_EMBEDDER
 

@@ -1,5 +1,5 @@
 """One write path per resource: the pages, the REST API and the admin refuse the same change with
-the same sentence, and accept it with the same effect (collections_app.writes, chat.writes)."""
+the same sentence, and accept it with the same effect (collections_app.writes, chat.course.writes)."""
 
 from __future__ import annotations
 

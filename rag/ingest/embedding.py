@@ -15,7 +15,7 @@ import numpy as np
 import redis
 from django.conf import settings
 
-from currechat.redis_client import get_redis
+from kernel.redis_client import get_redis
 from rag.providers import get_embedding_model
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from currechat.errors import CurreChatError
+from kernel.errors import CurreChatError
 
 
 class IngestFailed(CurreChatError):

@@ -18,7 +18,7 @@ import redis
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from currechat.errors import ProviderError
+from kernel.errors import ProviderError
 from rag.ingest.job import IngestCancelled, IngestFailed, IngestJob, IngestTracker, Outcome
 from rag.ingest.steps import STEPS, Step
 
@@ -132,7 +132,7 @@ def _ride_out_redis(ctx: RunContext, exc: Exception, deadline: float) -> None:
     """Return once Redis answers again; re-raise `exc` when it is still away at `deadline` (the
     file then fails with its sentence and a Retry). Cancel is checked meanwhile (it lives in the
     database), and the file keeps beating (its Heartbeat)."""
-    from currechat.redis_client import get_redis
+    from kernel.redis_client import get_redis
 
     ctx.progress(0.0, _("Waiting for the search index (Redis) to come back"), force=True)
     pause, longest = REDIS_POLL_SECONDS

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from currechat.errors import ProviderError
+from kernel.errors import ProviderError
 from rag.index import CollectionIndex, IndexedChunk
 from rag.ingest import chunking, office, pdf, review
 from rag.ingest.embedding import embed_texts

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self
 
-from currechat.errors import CurreChatError, ProviderError
+from kernel.errors import CurreChatError, ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class Done:
 ChatEvent = TextDelta | ToolCallEvent | Done
 
 # Told (prompt_tokens, completion_tokens, model name) of each model call made for someone, from any
-# thread: how the app counts a user's tokens (chat/usage.py) through library code that knows no app.
+# thread: how the app counts a user's tokens (chat/course/usage.py) through library code that knows no app.
 UsageSink = Callable[[int, int, str], None]
 
 

@@ -26,7 +26,7 @@ import ollama
 import pydantic
 from django.conf import settings
 
-from currechat.errors import ModelMissing, ProviderError
+from kernel.errors import ModelMissing, ProviderError
 from rag.providers.base import (
     ChatEvent,
     ChatMessage,

@@ -28,7 +28,7 @@ import httpx2
 import openai
 from django.conf import settings
 
-from currechat.errors import ModelMissing, ProviderError
+from kernel.errors import ModelMissing, ProviderError
 from rag.providers.base import (
     ChatEvent,
     ChatMessage,

@@ -23,9 +23,9 @@ ZONE = "Pacific/Auckland"  # the student's own time zone, far from the server's 
 
 SETUP = """
 from accounts.models import Role, User
-from chat.enrollment import enroll
+from chat.course.enrollment import enroll
 from chat.models import ChatSession, Message, MessageRole, MessageStatus, Prompt
-from chat.usage import UsageMeter
+from chat.course.usage import UsageMeter
 teacher = User.objects.create_user({teacher!r}, password={password!r}, role=Role.TEACHER)
 student = User.objects.create_user({student!r}, password={password!r}, role=Role.STUDENT)
 prompt = Prompt.objects.create(owner=teacher, name={name!r}, chat_model="qwen3:8b", weekly_token_budget=1000)

@@ -21,7 +21,7 @@ SLOW = "Kerro hitaasti"
 
 SETUP = """
 from accounts.models import Role, User
-from chat.enrollment import enroll
+from chat.course.enrollment import enroll
 from chat.models import Prompt
 teacher = User.objects.create_user({teacher!r}, password={password!r}, role=Role.TEACHER)
 student = User.objects.create_user({student!r}, password={password!r}, role=Role.STUDENT)

@@ -19,7 +19,7 @@ PASSWORD = "budget-journey-pass-123"  # log_in's
 SETUP = """
 from datetime import datetime, UTC
 from accounts.models import Role, User
-from chat.enrollment import enroll, remove_student
+from chat.course.enrollment import enroll, remove_student
 from chat.models import Prompt
 teacher = User.objects.create_user({teacher!r}, password={password!r}, role=Role.TEACHER)
 User.objects.create_user({student!r}, password={password!r}, role=Role.STUDENT)

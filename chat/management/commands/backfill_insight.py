@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from chat.insight import backfill
+from chat.insight.stats import backfill
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from chat.retention import purge_expired
+from chat.insight.retention import purge_expired
 
 
 class Command(BaseCommand):

@@ -19,8 +19,8 @@ import pymupdf
 import redis
 from django.conf import settings
 
-from currechat.errors import ProviderError
-from currechat.redis_client import get_redis
+from kernel.errors import ProviderError
+from kernel.redis_client import get_redis
 from rag.ingest.job import IngestCancelled, PageText
 from rag.ingest.pdf.headings import headings_by_page
 from rag.ingest.pdf.images import render_png

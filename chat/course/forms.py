@@ -1,0 +1,154 @@
+from typing import cast
+
+from django import forms
+from django.utils.text import format_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from accounts.models import active_teachers
+from chat.course.writes import MAX_EXAMPLE_QUESTIONS, attachable_collections, check_prompt
+from chat.models import Prompt
+from collections_app.models import Collection
+from currechat.health import get_health
+from kernel.forms import WriteRulesForm
+from rag.providers.languages import looks_like_embedder
+
+
+class ModelsField(forms.MultipleChoiceField):
+    """Ticks among the models offered; the names are checked by `chat.course.writes` (exists on a server,
+    none twice), so the page refuses a model with the same sentence as the API and the admin."""
+
+    def validate(self, value):
+        pass
+
+
+class PromptForm(WriteRulesForm):
+    """The prompt form of the pages. Its rules are `chat.course.writes`' (as in the API and the admin)."""
+
+    check = staticmethod(check_prompt)
+
+    collections = forms.ModelMultipleChoiceField(
+        queryset=Collection.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label=gettext_lazy("Collections"),
+        help_text=gettext_lazy("The assistant searches these collections when it needs the course material."),
+    )
+    co_teachers = forms.ModelMultipleChoiceField(
+        queryset=active_teachers(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label=gettext_lazy("Co-teachers"),
+        help_text=gettext_lazy("Teachers who edit this prompt and see its students. Only you, its owner, change this."),
+    )
+    example_questions = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        label=gettext_lazy("Example questions"),
+        help_text=format_lazy(
+            gettext_lazy("One per line, at most {count}: shown as clickable starters in an empty chat."),
+            count=MAX_EXAMPLE_QUESTIONS,
+        ),
+    )
+    student_models = ModelsField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label=gettext_lazy("Models students may choose between"),
+        help_text=gettext_lazy(
+            "Students pick one of these for each chat, above the message box; the chat model is always one of "
+            "them. None ticked: students get the chat model."
+        ),
+    )
+    opens_at = forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        label=gettext_lazy("Opens at"),
+        help_text=gettext_lazy("Students can chat from then on. Empty: as soon as it is switched on."),
+    )
+    closes_at = forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        label=gettext_lazy("Closes at"),
+        help_text=gettext_lazy("Students can no longer send messages from then on; their chats stay readable."),
+    )
+
+    class Meta:
+        model = Prompt
+        fields = [
+            "name", "description", "system_prompt", "student_instructions", "example_questions", "chat_model",
+            "temperature", "student_models", "collections", "source_policy", "curation_enabled", "active", "opens_at",
+            "closes_at", "co_teachers", "chat_visibility", "retention_days", "weekly_token_budget",
+        ]  # fmt: skip
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "system_prompt": forms.Textarea(attrs={"rows": 8}),
+            "student_instructions": forms.Textarea(attrs={"rows": 2}),
+            # Suggests the models the server has (templates/model_options.html) while allowing any name.
+            "chat_model": forms.TextInput(attrs={"list": "model-options", "autocomplete": "off"}),
+            "source_policy": forms.RadioSelect,
+            "chat_visibility": forms.RadioSelect,
+        }
+        labels = {
+            "name": gettext_lazy("Name"),
+            "description": gettext_lazy("Description"),
+            "system_prompt": gettext_lazy("System prompt"),
+            "student_instructions": gettext_lazy("Student instructions"),
+            "chat_model": gettext_lazy("Chat model"),
+            "temperature": gettext_lazy("Temperature"),
+            "source_policy": gettext_lazy("How the assistant uses the material"),
+            "curation_enabled": gettext_lazy("Curation enabled"),
+            "chat_visibility": gettext_lazy("What teachers see of students' chats"),
+            "active": gettext_lazy("Switched on"),
+            "retention_days": gettext_lazy("Retention days"),
+            "weekly_token_budget": gettext_lazy("Weekly token budget"),
+        }
+        help_texts = {
+            "system_prompt": gettext_lazy("How the assistant should behave, e.g. its role, tone and what to focus on."),
+            "chat_visibility": gettext_lazy(
+                "Students are told this when they join and above every chat. "
+                "A change applies to chats started after it."
+            ),
+            "retention_days": gettext_lazy("Chats older than this are deleted. Empty: the site's default."),
+            "weekly_token_budget": gettext_lazy("Tokens each student may use per week. Empty: no limit."),
+        }
+
+    def __init__(self, *args, actor, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._actor = actor
+        for name in ("source_policy", "chat_visibility"):  # left out of a post: the default
+            self.fields[name].required = False
+        cast(forms.ModelMultipleChoiceField, self.fields["collections"]).queryset = attachable_collections(
+            actor, self.instance
+        )
+        owner = self.instance.owner if self.instance.pk else actor
+        co_teachers = cast(forms.ModelMultipleChoiceField, self.fields["co_teachers"])
+        co_teachers.queryset = active_teachers().exclude(pk=owner.pk)
+        if self.instance.pk:
+            self.initial["example_questions"] = "\n".join(self.instance.example_questions)
+            if not self.instance.is_owned_by(actor):
+                self.fields["co_teachers"].disabled = True
+                self.fields["co_teachers"].help_text = _("Only the prompt's owner changes its co-teachers.")
+        if not co_teachers.queryset.exists():
+            del self.fields["co_teachers"]  # no other teacher to choose: no empty section
+        health = get_health()
+        cast(ModelsField, self.fields["student_models"]).choices = _student_model_choices(health, self.instance)
+        if health.model_server.ok:
+            names = ", ".join(health.available_models) or _("none")
+            self.fields["chat_model"].help_text = _("Models on the server: %(names)s.") % {"names": names}
+        else:
+            self.fields["chat_model"].help_text = _(
+                "No model server is connected; until one is, students get answers quoted from the material."
+            )
+
+    def actor(self):
+        return self._actor
+
+
+def _student_model_choices(health, prompt: Prompt) -> list[tuple[str, str]]:
+    """The chat models the servers have, and those the prompt lists or uses (marked when a server
+    lacks them, so the teacher sees why students cannot use them and can untick them)."""
+    names = [name for name in health.available_models if not looks_like_embedder(name)]
+    kept = [*(prompt.student_models if prompt.pk else []), prompt.chat_model if prompt.pk else ""]
+    names += [name for name in kept if name and name not in names]
+    away = set() if not health.model_server.ok else {name for name in names if not health.has_model(name)}
+    return [(name, _("%(name)s (not on the server now)") % {"name": name} if name in away else name) for name in names]

@@ -1,0 +1,543 @@
+"""The agent loop: one chat turn, from the student's message to a stored, cited answer.
+
+Synchronous on purpose (the `rag/` core is); the websocket and SSE edges run it in a worker
+thread. Every edge hands the loop an `EventSink`, so all of them see the same events.
+
+    start_turn()  checks (length, rate limit, one turn per chat), stores the question and an
+                  empty reply, and returns a Turn; raises CurreChatError before anything is stored
+    run_turn()    answers: with the language model and its document_search tool, or, when no
+                  model is connected, extractively (the question is the search query and the
+                  answer quotes the passages). Never raises: failures end as a failed message
+                  and an `error` event.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import redis
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from chat.course.budget import Budget, MessageTooLong, context_window, fit_history, message_tokens, tools_tokens
+from chat.course.model_choice import choose_model, offers_choice, stored_choice
+from chat.course.usage import UsageMeter, reserve
+from chat.insight import stats as insight
+from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
+from chat.serializers import message_dict
+from chat.turn import grounding
+from chat.turn.attachments import Attachment
+from chat.turn.attachments import model_text as attachment_model_text
+from chat.turn.citations import map_citations
+from chat.turn.events import ChatEventOut, ErrorEvent, EventSink, PassageView, ToolResultEvent
+from chat.turn.extractive import extractive_answer
+from chat.turn.limits import StopSignal, TurnLock, check_rate, holder_alive, token_age
+from chat.turn.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
+from kernel import draining, metrics
+from kernel.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
+from kernel.rendering import strip_citations
+from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
+from rag.providers.base import ToolCallEvent
+
+log = logging.getLogger(__name__)
+
+ROUND_SEPARATOR = "\n\n"
+# Streamed text is written to the reply at most this often, so a crashed process loses at most
+# this much of what the student already saw (never before the first token: it is sent first).
+STREAM_SAVE_SECONDS = 1.0
+# A turn lock younger than this may belong to a turn still storing its question; older, with no
+# unfinished reply in the chat, its turn ended without releasing it (Redis was away at the end).
+LOCK_GRACE_SECONDS = 15.0
+
+
+class TurnFailed(CurreChatError):
+    """The turn ended without an answer; `code` goes into the `error` event."""
+
+    def __init__(self, message: str, *, code: str = "model_failed", retryable: bool = True):
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+
+
+class TurnStopped(Exception):  # noqa: N818 — a control-flow signal, not an error
+    """The student pressed Stop: the turn ends here, keeping what it has written."""
+
+
+class TurnAbandoned(Exception):  # noqa: N818 — a control-flow signal, not an error
+    """The web process is shutting down and waited long enough (kernel/draining.py): the turn
+    ends here as a crash would have ended it, keeping what it has written."""
+
+
+@dataclass
+class Turn:
+    session: ChatSession
+    question: Message
+    reply: Message
+    lock: TurnLock
+    model: str  # the chat model that answers: the student's choice (chat/course/model_choice.py)
+    # Every model call made for the student, curation too, against the estimate set aside at the start.
+    meter: UsageMeter
+    stop: StopSignal = field(init=False)
+    # The student's language when they asked: the turn runs in a pool thread, which has none of
+    # its own, and what it stores and sends (errors, an answer without a model) is read in it.
+    language: str = field(default_factory=lambda: translation.get_language() or settings.LANGUAGE_CODE)
+
+    def __post_init__(self) -> None:
+        self.stop = StopSignal(self.session.id)
+        self.stop.watch_here()
+
+    def check_stop(self) -> None:
+        if draining.abandoned():
+            raise TurnAbandoned
+        if self.stop.requested():
+            raise TurnStopped
+
+
+@dataclass
+class _Progress:
+    """What the turn has produced so far; written to the reply message as it grows."""
+
+    text: str = ""
+    tool_calls: list[dict] = field(default_factory=list)
+    tool_results: list[dict] = field(default_factory=list)
+    passages: dict[int, PassageView] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "rounds": 0})
+    saved_at: float = field(default_factory=time.monotonic)
+
+
+def new_session(user, prompt_id: int) -> ChatSession:
+    """A new chat with a prompt the user may chat with."""
+    from access.rules import check_may_chat, get_prompt_for_chat
+
+    prompt = get_prompt_for_chat(user, prompt_id)
+    check_may_chat(user, prompt)
+    return ChatSession.objects.create(prompt=prompt, user=user, visibility=prompt.chat_visibility)
+
+
+def stop_turn(user, session_id: int) -> None:
+    """The chat's student stops the answer being written; its text so far is kept, marked stopped.
+    Raises Conflict when no answer is being written."""
+    from access.rules import current, get_session_for_read
+    from kernel.errors import Forbidden
+
+    user = current(user)
+    session = get_session_for_read(user, session_id)
+    if session.user_id != user.pk:
+        raise Forbidden(_("Only the chat's student can stop its answers."))
+    try:
+        if not TurnLock(session.id).held():
+            raise Conflict(_("Nothing is being answered in this chat."))
+        StopSignal(session.id).request()
+    except redis.RedisError as exc:
+        # Redis away: the turn still stops if it runs in this process (the one serving the
+        # student's socket); only a turn running elsewhere cannot be reached now.
+        if not StopSignal(session.id).request_here():
+            raise ServiceUnavailable(
+                _("Stop could not reach the chat service (Redis); try again in a moment.")
+            ) from exc
+
+
+def start_turn(
+    session: ChatSession,
+    content: str | None,
+    *,
+    retry: bool = False,
+    regenerate: bool = False,
+    attachment: Attachment | None = None,
+    model: str | None = None,
+) -> Turn:
+    """Check and store the student's message (and the text of a file attached to it). With
+    `retry`, answer the last question again after a failed answer; with `regenerate`, whatever its
+    answer was (the earlier answer stays in the chat). `model` is the student's choice of the
+    prompt's models for this message and the chat's next ones (None: the chat's model)."""
+    retry = retry or regenerate
+    chosen = choose_model(session, model)  # refused before anything is stored or counted
+    text = (content or "").strip()
+    if attachment is not None and not text:
+        text = f"(attached “{attachment.name}”)"
+    if retry:
+        question = _question_to_retry(session, answered=regenerate)
+    else:
+        if not text:
+            raise CurreChatError(_("Write a message first."))
+        if len(text) > settings.CHAT_MAX_MESSAGE_CHARS:
+            raise MessageTooLong(
+                _(
+                    "Your message has %(length)s characters; the most is %(most)s. "
+                    "Shorten it or split it into several questions."
+                )
+                % {"length": len(text), "most": settings.CHAT_MAX_MESSAGE_CHARS}
+            )
+    # Before the rate limit (a refusal costs no slot); given back if anything after it refuses.
+    meter = reserve(session.user_id, session.prompt)
+    lock = TurnLock(session.id)
+    try:
+        check_rate(session.user_id)
+        fail_orphaned_replies(session)
+        lock.acquire()
+    except BaseException:
+        meter.settle()
+        raise
+    try:
+        StopSignal(session.id).clear()
+        with transaction.atomic():
+            if not retry:
+                question = Message.objects.create(session=session, role=MessageRole.USER, content=text)
+                if attachment is not None:
+                    question.attachment_name, question.attachment_text = attachment.name, attachment.text
+                    question.attachment_pages = attachment.pages
+                    question.save(update_fields=["attachment_name", "attachment_text", "attachment_pages"])
+            reply = Message.objects.create(session=session, role=MessageRole.ASSISTANT, status=MessageStatus.PENDING)
+            if not session.title:
+                session.title = _title(question.content)
+            session.model = stored_choice(session, chosen)
+            session.save(update_fields=["title", "model", "updated"])
+            Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).update(
+                last_active=timezone.now()
+            )
+    except BaseException:
+        lock.release()
+        meter.settle()
+        raise
+    return Turn(session=session, question=question, reply=reply, lock=lock, model=chosen, meter=meter)
+
+
+def _title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 60 else line[:57].rstrip() + "…"
+
+
+def _question_to_retry(session: ChatSession, *, answered: bool = False) -> Message:
+    last_question = session.messages.filter(role=MessageRole.USER).last()
+    if last_question is None:
+        raise CurreChatError(_("There is no question to retry in this chat."))
+    later = session.messages.filter(role=MessageRole.ASSISTANT, id__gt=last_question.id)
+    if not answered and later.filter(status=MessageStatus.COMPLETE).exists():
+        raise CurreChatError(_("The last question already has an answer; only a failed answer can be retried."))
+    return last_question
+
+
+ORPHANED = gettext_lazy("The server stopped before this answer was finished. Ask again or retry.")
+
+
+def fail_orphaned_replies(session: ChatSession) -> None:
+    """Mark answers left unfinished by a crashed or restarted server as failed (keeping the text
+    they had streamed), and free a chat whose turn lock has no turn behind it any more.
+
+    A reply is written while its chat's turn lock is held by a live process. The lock is broken
+    when its holder is gone, or when it outlived its turn (no unfinished reply, and older than
+    LOCK_GRACE_SECONDS: Redis was away when the turn tried to release it). Ids are read before the
+    lock is checked, and the update re-checks the status, so a turn that starts or finishes
+    meanwhile is never touched.
+    """
+    unfinished = [MessageStatus.PENDING, MessageStatus.STREAMING]
+    ids = list(session.messages.filter(role=MessageRole.ASSISTANT, status__in=unfinished).values_list("id", flat=True))
+    lock = TurnLock(session.id)
+    token = lock.current()
+    if token is not None and (not holder_alive(token) or (not ids and token_age(token) > LOCK_GRACE_SECONDS)):
+        if lock.break_stale(token):
+            log.warning("Chat %s: broke the turn lock of a turn that is gone (%s)", session.id, token)
+        token = lock.current()
+    if ids and token is None:
+        Message.objects.filter(id__in=ids, status__in=unfinished).update(
+            status=MessageStatus.FAILED, error=str(ORPHANED)
+        )
+
+
+def run_turn(turn: Turn, sink: EventSink) -> Message:
+    """Answer the turn's question, emitting events to `sink`; returns the stored reply.
+
+    The last event (`message_done` or `error`) goes out only after everything of the turn is
+    stored and its lock released: a client that hears it may at once read the chat or ask again."""
+    with translation.override(turn.language), draining.running_turn():
+        return _run_turn(turn, sink)
+
+
+def _run_turn(turn: Turn, sink: EventSink) -> Message:
+    reply, progress = turn.reply, _Progress()
+    final: ChatEventOut
+    try:
+        prompt = turn.session.prompt
+        # Only the collections a teacher of the prompt may still use (co-ownership can end).
+        searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
+        tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
+        if is_available(turn.model):
+            _answer_with_model(turn, tool, progress, sink)
+        else:
+            tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
+            _answer_extractively(turn, tool, progress, sink)
+        _finish(reply, progress, MessageStatus.COMPLETE)
+        final = {"type": "message_done", "message": message_dict(reply)}
+    except TurnStopped:
+        _finish(reply, progress, MessageStatus.STOPPED)
+        log.info("Chat turn %s stopped by the student", reply.id)
+        final = {"type": "message_done", "message": message_dict(reply)}
+    except TurnAbandoned:
+        final = _fail(reply, progress, TurnFailed(str(ORPHANED)))
+    except ProviderError as exc:
+        # The provider's sentence names the server and repeats its words (and, for a model gone
+        # after the availability check, its "ollama pull" advice): for the logs. The student is
+        # told what happened in plain language, in their language. A model gone may be back, or
+        # another chosen, so Retry is offered for it too.
+        retryable = exc.retryable or isinstance(exc, ModelMissing)
+        plain = TurnFailed(_model_failed(exc, turn), code=exc.code, retryable=retryable)
+        final = _fail(reply, progress, plain, detail=exc)
+    except (TurnFailed, MessageTooLong) as exc:
+        final = _fail(reply, progress, exc)
+    except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
+        log.exception("Chat turn %s failed", reply.id)
+        final = _fail(reply, progress, TurnFailed(_("Something went wrong while answering. Try again.")), detail=exc)
+    finally:
+        turn.meter.settle()  # what the turn held and did not use goes back to the budgets
+        _mirror_usage(turn)
+        turn.lock.release()
+    sink.emit(final)
+    return reply
+
+
+def _model_failed(exc: ProviderError, turn: Turn) -> str:
+    """What a student reads when the model server failed, by the kind of failure."""
+    if exc.reason == "missing" and offers_choice(turn.session.prompt):
+        return _("The assistant is not available with this model right now. Choose another model, or try again later.")
+    if exc.reason == "timeout":
+        return _("The assistant took too long to answer. Try again in a minute.")
+    if exc.reason in ("unreachable", "missing"):
+        return _("The assistant is not available right now. Try again in a few minutes.")
+    if exc.reason == "unreadable":
+        return _("The assistant's answer could not be read. Try again.")
+    if exc.reason == "cut":
+        return _("The assistant stopped before the answer was finished. Try again.")
+    if exc.retryable:
+        return _("The assistant could not answer this time. Try again in a minute.")
+    return _("The assistant cannot answer this question. Tell your teacher if it keeps happening.")
+
+
+def _mirror_usage(turn: Turn) -> None:
+    metrics.TURNS.labels(status=turn.reply.status, mode=turn.reply.mode).inc()
+    try:
+        turn.meter.flush()
+    except Exception:  # noqa: BLE001  (statistics only: the budget counters in Redis are already right)
+        log.exception("Could not store the token usage of chat turn %s", turn.reply.id)
+
+
+def _finish(reply: Message, progress: _Progress, status: str) -> None:
+    reply.content = progress.text
+    reply.tool_calls = progress.tool_calls
+    reply.tool_results = progress.tool_results
+    reply.citations = map_citations(progress.text, progress.passages)
+    reply.token_usage = progress.usage
+    reply.status = status
+    reply.save()
+    insight.record_answer(reply)  # teachers' statistics and material gaps; never raises
+
+
+def _fail(reply: Message, progress: _Progress, exc: Exception, detail=None) -> ErrorEvent:
+    """Store the reply as failed (never complete); the `error` event that ends the turn."""
+    log.info("Chat turn %s failed: %s", reply.id, detail or exc)
+    failure = detail if isinstance(detail, ProviderError) else exc
+    if isinstance(failure, ProviderError):
+        metrics.MODEL_ERRORS.labels(retryable=str(failure.retryable).lower()).inc()
+    reply.error = str(exc)
+    try:
+        _finish(reply, progress, MessageStatus.FAILED)
+    except Exception:  # noqa: BLE001  (the database failed too: still tell the student; a read marks it later)
+        log.exception("Could not store failed chat turn %s", reply.id)
+    code = exc.code if isinstance(exc, CurreChatError) else "model_failed"
+    retryable = exc.retryable if isinstance(exc, CurreChatError) else True
+    return {"type": "error", "message_id": reply.id, "code": code, "detail": str(exc), "retryable": retryable}
+
+
+def _emit_text(reply: Message, progress: _Progress, text: str, sink: EventSink) -> None:
+    progress.text += text
+    sink.emit({"type": "token", "message_id": reply.id, "text": text})
+    now = time.monotonic()
+    if now - progress.saved_at >= STREAM_SAVE_SECONDS:
+        progress.saved_at = now
+        _save_streamed(reply, progress)
+
+
+def _save_streamed(reply: Message, progress: _Progress) -> None:
+    """Write the text streamed so far, while the reply is unfinished (a Stop or an orphan check
+    that already ended it wins). Throttled by the caller; a failed write waits for the next one."""
+    try:
+        Message.objects.filter(pk=reply.pk, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).update(
+            content=progress.text, status=MessageStatus.STREAMING, mode=reply.mode, model=reply.model
+        )
+    except Exception:  # noqa: BLE001 — the final save still stores everything
+        log.warning("Could not save the streamed text of chat reply %s", reply.id, exc_info=True)
+
+
+def _as_model_reads(question: Message) -> str:
+    """A student's message with the text of its attachment, if any."""
+    if not question.attachment_name:
+        return question.content
+    return attachment_model_text(question.content, question.attachment_name, question.attachment_text)
+
+
+def _history(turn: Turn) -> list[ChatMessage]:
+    """Earlier exchanges that got a complete answer, oldest first.
+
+    Old answers lose their [n] markers: those numbers point at an earlier turn's passages, and
+    the model must not cite them as if they were this turn's search results.
+    """
+    messages = list(turn.session.messages.filter(id__lt=turn.question.id).order_by("id"))
+    history: list[ChatMessage] = []
+    pending: Message | None = None
+    for message in messages:
+        if message.role == MessageRole.USER:
+            pending = message
+        elif pending is not None and message.status == MessageStatus.COMPLETE and message.content:
+            history.append(ChatMessage(role="user", content=_as_model_reads(pending)))
+            history.append(ChatMessage(role="assistant", content=strip_citations(message.content)))
+            pending = None
+    return history
+
+
+_thread_models = threading.local()
+
+
+def _chat_model(name: str):
+    """The chat model, kept per worker thread: its HTTP client keeps the connection to the model
+    server alive between turns, and no two concurrent turns share one client's connection pool."""
+    key = (name, settings.OLLAMA_HOST, settings.OLLAMA_TIMEOUT, settings.OPENAI_BASE_URL)
+    models = _thread_models.__dict__.setdefault("by_key", {})
+    if key not in models:
+        models[key] = get_chat_model(name)
+    return models[key]
+
+
+def _answer_with_model(turn: Turn, tool: SearchTool, progress: _Progress, sink: EventSink) -> None:
+    prompt = turn.session.prompt
+    model = _chat_model(turn.model)
+    # Kept in memory until the reply is next saved: a write here would delay the first token. The
+    # name as the prompt lists it (`openai:...` too): the chat shows which of its models answered.
+    turn.reply.model, turn.reply.mode, turn.reply.status = turn.model, AnswerMode.MODEL, MessageStatus.STREAMING
+    specs = [tool.spec()] if tool.offered else []
+    window = context_window(model)
+    budget = Budget.plan(window, has_tool=bool(specs))
+    tool.tokens_left = budget.results
+    system = ChatMessage(role="system", content=grounding.system_message(prompt.system_prompt, has_tool=bool(specs)))
+    current = ChatMessage(role="user", content=_as_model_reads(turn.question))
+    messages = fit_history(system, _history(turn), current, budget, tools_tokens(specs))
+    # What the conversation leaves free of the window: the number of passages per search follows it.
+    used = sum(message_tokens(m) for m in messages) + tools_tokens(specs)
+    tool.context_free = window - budget.answer - used
+    _ModelLoop(turn, model, specs, tool, progress, sink, window).run(messages)
+
+
+class _ModelLoop:
+    """Model rounds until the model answers without calling a tool.
+
+    The hard limit: after CHAT_MAX_TOOL_ROUNDS rounds that called tools, one last round is run
+    without offering any tool, so the model must answer with what it has.
+    """
+
+    def __init__(self, turn: Turn, model, specs, tool: SearchTool, progress: _Progress, sink: EventSink, window: int):
+        self.turn, self.model, self.specs, self.tool = turn, model, specs, tool
+        self.progress, self.sink = progress, sink
+        self.options: dict = {"num_ctx": window}  # Ollama would otherwise cut the prompt to its small default
+        if turn.session.prompt.temperature is not None:
+            self.options["temperature"] = turn.session.prompt.temperature
+
+    def run(self, messages: list[ChatMessage]) -> None:
+        limit = settings.CHAT_MAX_TOOL_ROUNDS
+        for round_no in range(limit + 1):
+            last = round_no == limit
+            if last:
+                messages.append(ChatMessage(role="system", content=grounding.LIMIT_NOTE))
+            start = len(self.progress.text)
+            calls = self._round(messages, () if last else self.specs)
+            said = self.progress.text[start:].removeprefix(ROUND_SEPARATOR)
+            if not calls or last:
+                if not said.strip():
+                    if calls:
+                        failure = _("The model kept searching and gave no answer after %(limit)s rounds. Try again.")
+                        raise TurnFailed(failure % {"limit": limit})
+                    raise TurnFailed(_("The model gave an empty answer. Try again."))
+                return
+            messages.append(ChatMessage(role="assistant", content=said, tool_calls=tuple(calls)))
+            for call in calls:
+                self.turn.check_stop()
+                outcome = _run_tool(self.turn.reply, self.tool, call, self.progress, self.sink)
+                messages.append(ChatMessage(role="tool", content=outcome.model_text, tool_name=call.name))
+
+    def _round(self, messages: list[ChatMessage], specs) -> list[ToolCall]:
+        """One model call, its text streamed as `token` events. Returns the tool calls it made."""
+        calls: list[ToolCall] = []
+        stream = self.model.stream(messages, tools=specs, options=self.options)
+        try:
+            self._read(stream, calls)
+        finally:
+            # On Stop (or any failure) the model request ends now: closing the stream closes its
+            # HTTP response, so the model server sees the connection go and stops generating.
+            stream.close()
+        return calls
+
+    def _read(self, stream, calls: list[ToolCall]) -> None:
+        started = False
+        for event in stream:
+            self.turn.check_stop()
+            if isinstance(event, TextDelta) and event.text:
+                if not started and self.progress.text:
+                    # An earlier round said something already: this round's text starts a new paragraph.
+                    _emit_text(self.turn.reply, self.progress, ROUND_SEPARATOR, self.sink)
+                started = True
+                _emit_text(self.turn.reply, self.progress, event.text, self.sink)
+            elif isinstance(event, ToolCallEvent):
+                calls.append(event.call)
+            elif isinstance(event, Done):
+                self.progress.usage["prompt_tokens"] += event.prompt_tokens
+                self.progress.usage["completion_tokens"] += event.completion_tokens
+                self.progress.usage["rounds"] += 1
+                self.turn.meter(event.prompt_tokens, event.completion_tokens, self.turn.model)
+
+
+def _run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: _Progress, sink: EventSink) -> ToolOutcome:
+    """Show the search, run it, show and store its results."""
+    query, _ = parse_query(call, tool.offered)
+    progress.tool_calls.append({"id": call.id, "name": call.name, "arguments": call.arguments, "query": query})
+    sink.emit(
+        {
+            "type": "tool_call",
+            "message_id": reply.id,
+            "call_id": call.id,
+            "name": call.name,
+            "query": query,
+            "arguments": call.arguments,
+        }
+    )
+    outcome = tool.run(call)
+    for passage in outcome.passages:
+        progress.passages[passage["n"]] = passage
+    progress.tool_results.append(outcome.record())
+    reply.tool_calls, reply.tool_results = progress.tool_calls, progress.tool_results
+    reply.save(update_fields=["tool_calls", "tool_results", "status", "mode", "model"])
+    sink.emit(
+        ToolResultEvent(
+            type="tool_result",
+            message_id=reply.id,
+            call_id=call.id,
+            query=outcome.query,
+            status=outcome.status,
+            error=outcome.error,
+            passages=outcome.passages,
+        )
+    )
+    return outcome
+
+
+def _answer_extractively(turn: Turn, tool: SearchTool, progress: _Progress, sink: EventSink) -> None:
+    """No language model: the question is the search query; the answer quotes what was found."""
+    turn.reply.mode, turn.reply.status, turn.reply.model = AnswerMode.EXTRACTIVE, MessageStatus.STREAMING, ""
+    outcome = None
+    if tool.offered:
+        tool.tokens_left = 10**9  # no model context to fit: every curated passage is shown
+        call = ToolCall(id="extractive", name=TOOL_NAME, arguments={"query": turn.question.content})
+        outcome = _run_tool(turn.reply, tool, call, progress, sink)
+    _emit_text(turn.reply, progress, extractive_answer(outcome, offered=tool.offered), sink)

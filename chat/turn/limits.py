@@ -1,0 +1,295 @@
+"""Per-user rate limit and one turn at a time per chat, kept in Redis so every web process agrees."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable
+
+import redis
+from django.conf import settings
+from django.utils.translation import gettext as _
+
+from kernel.errors import Conflict
+from kernel.ratelimit import RateLimited, SlidingWindow
+from kernel.redis_client import get_redis, quick_redis
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ChatBusy", "RateLimited", "StopSignal", "TurnLock", "check_rate", "defer_until_redis"]
+
+# A turn that crashed without releasing its lock frees the chat after this long, at the latest:
+# a lock whose process is gone is broken at once (`TurnLock.holder_alive`).
+TURN_LOCK_SECONDS = 600
+# Every process that runs turns says it is alive this often; silent for ALIVE_TTL, it is gone.
+ALIVE_BEAT_SECONDS = 2.0
+ALIVE_TTL = 10
+
+
+class ChatBusy(Conflict):
+    """A turn is already running in this chat."""
+
+    code = "busy"
+    retryable = True
+
+
+def _key(*parts: object) -> str:
+    return ":".join([settings.REDIS_INDEX_PREFIX, "chat", *map(str, parts)])
+
+
+def check_rate(user_id: int) -> None:
+    """Count one message for the user; raise RateLimited when the last window already holds the
+    limit (the shared sliding window of kernel/ratelimit.py)."""
+    SlidingWindow(
+        "chat",
+        settings.CHAT_RATE_LIMIT,
+        settings.CHAT_RATE_WINDOW_SECONDS,
+        _(
+            "You have sent {limit} messages in the last {window} seconds, the most allowed. "
+            "Try again in {retry_after} seconds."
+        ),
+    ).hit(user_id)
+
+
+class _ProcessBeacon:
+    """This process's sign of life in Redis, so another process can tell a turn lock whose
+    holder died (a crash, `kill -9`, a restart) from one whose turn is still being answered. A
+    daemon thread refreshes a short-lived key; a new id after a fork (the child is another process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = 0
+        self.id = ""
+
+    def ensure(self) -> str:
+        """This process's id, its beacon running (started on first use)."""
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid, self.id = os.getpid(), f"{uuid.uuid4().hex[:12]}"
+                self._beat()
+                threading.Thread(target=self._run, args=(self.id,), name="alive-beacon", daemon=True).start()
+            else:
+                self._beat()  # a turn starts: say so now, in case Redis lost the key since the last beat
+            return self.id
+
+    def is_me(self, process_id: str) -> bool:
+        return self._pid == os.getpid() and process_id == self.id
+
+    def _beat(self) -> None:
+        get_redis().set(alive_key(self.id), "1", ex=ALIVE_TTL)
+
+    def _run(self, beacon_id: str) -> None:
+        while beacon_id == self.id and self._pid == os.getpid():
+            time.sleep(ALIVE_BEAT_SECONDS)
+            try:
+                self._beat()
+            except Exception:  # noqa: BLE001 — Redis away: the next beat retries
+                log.debug("alive beacon missed a beat", exc_info=True)
+
+
+def alive_key(process_id: str) -> str:
+    return _key("alive", process_id)
+
+
+_beacon = _ProcessBeacon()
+
+
+class TurnLock:
+    """Held while a chat's answer is being written, so two tabs cannot interleave turns.
+
+    The lock's value names the process that holds it ("<process id>:<time>"), so a lock left by a
+    process that is gone can be broken at once instead of after TURN_LOCK_SECONDS."""
+
+    def __init__(self, session_id: int):
+        self.key = _key("turn", session_id)
+        self.token = ""
+
+    def acquire(self) -> None:
+        self.token = f"{_beacon.ensure()}:{time.time_ns()}"
+        if not get_redis().set(self.key, self.token, nx=True, ex=TURN_LOCK_SECONDS):
+            raise ChatBusy(_("The assistant is still answering your previous message in this chat. Wait for it."))
+
+    def current(self) -> str | None:
+        """The holder's token, or None when the chat is free."""
+        value = get_redis().get(self.key)
+        return value.decode() if isinstance(value, bytes) else value
+
+    def held(self) -> bool:
+        """Whether a live process holds this chat's lock."""
+        token = self.current()
+        return token is not None and holder_alive(token)
+
+    def break_stale(self, token: str) -> bool:
+        """Remove the lock if it still holds `token` (whose holder is gone or whose turn ended)."""
+        return bool(get_redis().eval(_COMPARE_AND_DELETE, 1, self.key, token))
+
+    def release(self) -> None:
+        """Only the holder releases (compare-and-delete), in case the lock expired and was retaken.
+        Never raises: with Redis away the release is done as soon as Redis answers again
+        (`defer_until_redis`), so the chat takes the next question then, not after a timeout."""
+        try:
+            self._release()
+        except Exception:  # noqa: BLE001 — see above
+            log.warning("Could not release the turn lock %s; releasing it when Redis is back", self.key)
+            defer_until_redis(self._release)
+
+    def _release(self) -> None:
+        quick_redis().eval(_COMPARE_AND_DELETE, 1, self.key, self.token)
+
+
+_COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+def holder_alive(token: str) -> bool:
+    """Whether the process named in a lock token still shows signs of life."""
+    process_id, _, _ = token.partition(":")
+    if _beacon.is_me(process_id):
+        return True
+    return bool(process_id) and bool(get_redis().exists(alive_key(process_id)))
+
+
+def token_age(token: str) -> float:
+    """Seconds since the lock with this token was taken."""
+    _, _, stamp = token.partition(":")
+    try:
+        return time.time() - int(stamp) / 1e9
+    except ValueError:
+        return float("inf")
+
+
+STOP_CHECK_SECONDS = 0.2
+# After Redis failed to answer a Stop check, it is not asked again for this long: each failed
+# attempt may take up to the quick client's timeouts, and tokens must keep flowing meanwhile.
+STOP_REDIS_PAUSE_SECONDS = 2.0
+
+# The Stop of each turn running in this process, by chat: a Stop that reaches this process (the
+# websocket or API call of the student whose turn runs here) stops the turn without Redis.
+_local_stops: weakref.WeakValueDictionary[int, threading.Event] = weakref.WeakValueDictionary()
+_local_lock = threading.Lock()
+
+
+class StopSignal:
+    """A student's Stop for the turn running in a chat, through Redis so that the process serving
+    the student's websocket or API call reaches the turn in whichever process runs it, and through
+    this process's memory when both are here (so Stop works while Redis is away)."""
+
+    def __init__(self, session_id: int):
+        self.session_id = session_id
+        self.key = _key("stop", session_id)
+        self._checked = 0.0
+        self._stopped = False
+        self._local: threading.Event | None = None
+
+    def clear(self) -> None:
+        """At the start of a turn: a Stop sent before it began does not stop it."""
+        get_redis().delete(self.key)
+
+    def watch_here(self) -> None:
+        """Make this the signal of the chat's turn running in this process, so a Stop reaching
+        this process finds it (`request_here`); forgotten when the turn is."""
+        self._local = threading.Event()
+        with _local_lock:
+            _local_stops[self.session_id] = self._local
+
+    def request(self) -> None:
+        """Stop the chat's running turn: in this process at once, elsewhere through Redis. Raises
+        a Redis error only when Redis is away and no turn of this chat runs in this process."""
+        here = self.request_here()
+        try:
+            get_redis().set(self.key, "1", ex=TURN_LOCK_SECONDS)
+        except redis.RedisError:
+            if not here:
+                raise
+            log.warning("Stop for chat %s reached its turn in this process; Redis was away", self.session_id)
+
+    def request_here(self) -> bool:
+        """Stop the chat's turn if it runs in this process; whether one does."""
+        with _local_lock:
+            event = _local_stops.get(self.session_id)
+        if event is None:
+            return False
+        event.set()
+        return True
+
+    def requested(self) -> bool:
+        """Checked between streamed tokens: this process's signal every time, Redis at most every
+        STOP_CHECK_SECONDS. Redis away is not a reason to end the answer: the check then relies on
+        this process's signal and asks Redis again after STOP_REDIS_PAUSE_SECONDS."""
+        if self._stopped or (self._local is not None and self._local.is_set()):
+            self._stopped = True
+            return True
+        now = time.monotonic()
+        if now - self._checked >= STOP_CHECK_SECONDS:
+            self._checked = now
+            try:
+                self._stopped = bool(quick_redis().exists(self.key))
+            except redis.RedisError:
+                log.info("Stop check could not reach Redis; relying on this process's signal")
+                self._checked = now + STOP_REDIS_PAUSE_SECONDS
+        return self._stopped
+
+
+# Redis calls on a chat's streaming path (through `quick_redis`) ------------------------------------
+
+SETTLE_PAUSE_SECONDS = (0.5, 5.0)  # first and longest pause between tries while Redis is away
+
+
+class _Settler:
+    """Writes that must reach Redis but found it away (a turn's token counts, its lock's
+    release), done by one thread of the process as soon as Redis answers again, in order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[Callable[[], None]] = []
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def add(self, write: Callable[[], None]) -> None:
+        with self._lock:
+            self._pending.append(write)
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="redis-settler", daemon=True)
+                self._thread.start()
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def _run(self) -> None:
+        pause, longest = SETTLE_PAUSE_SECONDS
+        while True:
+            with self._lock:
+                if not self._pending:
+                    self._thread = None
+                    return
+                write = self._pending[0]
+            try:
+                write()
+            except redis.RedisError:
+                time.sleep(pause)
+                pause = min(pause * 2, longest)
+                continue
+            except Exception:  # noqa: BLE001 — a write that cannot succeed must not block the others
+                log.exception("A deferred Redis write failed")
+            with self._lock:
+                self._pending.pop(0)
+            pause = SETTLE_PAUSE_SECONDS[0]
+
+
+_settler = _Settler()
+
+
+def defer_until_redis(write: Callable[[], None]) -> None:
+    """Run `write` (a Redis write) in the background as soon as Redis answers again. Kept in this
+    process's memory: what it settles is also stored in the database (token counts in `TokenUsage`)."""
+    _settler.add(write)
+
+
+def deferred_writes() -> int:
+    """How many deferred writes wait for Redis (for tests and health)."""
+    return _settler.pending()
