@@ -74,11 +74,13 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 run: $(STAMP) redis-libssl messages xmlsec-if-saml
 	$(BIN)/python scripts/run.py
 
-# mypy's Django plugin loads the settings, which need a SECRET_KEY unless DEBUG is on.
+# mypy's Django plugin loads the settings, which need a SECRET_KEY unless DEBUG is on. lint-imports
+# checks the layer contracts of .importlinter (docs/ARCHITECTURE.md).
 lint: $(STAMP)
 	$(BIN)/ruff check --no-cache .
 	$(BIN)/ruff format --no-cache --check .
 	DEBUG=1 $(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -122,7 +122,7 @@ def build(name: str, collection_id: int, split: str, questions: int) -> Corpus:
 
 def greedy(texts: list[str], budget: int) -> list[str]:
     """Passages in rank order while they fit (chat/tools' rule before the assembly)."""
-    from chat.course.budget import PASSAGE_OVERHEAD, estimate_tokens
+    from chat.turn.budget import PASSAGE_OVERHEAD, estimate_tokens
 
     kept, left = [], budget
     for text in texts:
@@ -171,7 +171,7 @@ def run_set(corpus: Corpus, mode: str, configs: dict[str, Callable[[], None]] | 
     from rank_bm25 import BM25Okapi
 
     from bench.datasets import EmbeddingCache, minilm_embed_batch
-    from chat.course.budget import PASSAGE_OVERHEAD, estimate_tokens
+    from chat.turn.budget import PASSAGE_OVERHEAD, estimate_tokens
     from chat.turn.tools import further_hits
     from rag.search import search_collections
 

@@ -17,21 +17,17 @@ from __future__ import annotations
 
 import logging
 import shutil
-import threading
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections, connection
 from django.db.models import F
 from django.utils import timezone, translation
-from django.utils.functional import Promise
-from django.utils.text import format_lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import ngettext
 
+from collections_app.liveness import Heartbeat, is_stalled
 from collections_app.models import Collection, FileStatus, SourceFile, corrections_in_force
-from collections_app.progress import file_event, publish
+from collections_app.progress import announce, file_event, in_teachers_language, publish
 from kernel.errors import Conflict, ServiceUnavailable
 from rag.index import ChunkStore
 from rag.ingest import chunking, pipeline
@@ -48,105 +44,6 @@ def stored_index(collection_id: int) -> ChunkStore:
     """The collection's stored chunks, for reading or removing them (neither needs the index's
     language or vector size, and neither creates the index)."""
     return ChunkStore(collection_id)
-
-
-def announce(source: SourceFile) -> None:
-    """Reload `source` from the database and publish its state; nothing when it was deleted."""
-    try:
-        source.refresh_from_db()
-    except SourceFile.DoesNotExist:
-        return
-    publish(source.collection_id, file_event(source, source.progress_detail))
-
-
-LOST = gettext_lazy(
-    "The worker reading this file stopped before it finished (%(why)s). Nothing of this attempt was indexed; "
-    "press Retry."
-)
-
-
-def in_teachers_language(collection_id: int, language: str = "") -> translation.override:
-    """The language of the sentences a worker stores for a collection's teachers to read: the one of
-    the teacher who queued the file (`language`, passed with the job), else the owner's chosen
-    interface language, else the site's default."""
-    if language not in dict(settings.LANGUAGES):
-        owner = Collection.objects.filter(pk=collection_id).values_list("owner__language", flat=True).first()
-        language = owner or settings.LANGUAGE_CODE
-    return translation.override(language)
-
-
-def _stale_before():
-    return timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS)
-
-
-def is_stalled(source: SourceFile) -> bool:
-    """Processing without a sign of life (progress or heartbeat) for INGEST_STALE_SECONDS: the
-    process running it is gone (a running job touches its file every INGEST_HEARTBEAT_SECONDS)."""
-    return source.status == FileStatus.PROCESSING and source.updated < _stale_before()
-
-
-def fail_lost(file_id: int, attempt: int, why: str | Promise, language: str = "") -> bool:
-    """The process running this attempt died (the worker saw its job process end without a
-    result): fail the file with a reason and a Retry (`why`, lazy so it is read in the teachers' language).
-    False when the attempt was no longer live."""
-    collection_id = SourceFile.objects.filter(pk=file_id).values_list("collection_id", flat=True).first()
-    with in_teachers_language(collection_id or 0, language):
-        error = LOST % {"why": why}
-    changed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.PROCESSING).update(
-        status=FileStatus.FAILED, error=error, progress_detail="", updated=timezone.now()
-    )
-    if changed:
-        log.warning("file %s attempt %s lost its worker: %s", file_id, attempt, why)
-        announce(SourceFile(pk=file_id))
-    return bool(changed)
-
-
-def fail_stalled_files() -> int:
-    """Fail every file whose job stopped showing signs of life (its worker was killed, its
-    machine went away). Workers call this as they start and then periodically; returns how many."""
-    lost = list(
-        SourceFile.objects.filter(status=FileStatus.PROCESSING, updated__lt=_stale_before()).values_list(
-            "pk", "attempt"
-        )
-    )
-    seconds = settings.INGEST_STALE_SECONDS
-    why = format_lazy(gettext_lazy("no sign of life for over {seconds} seconds"), seconds=seconds)
-    return sum(fail_lost(pk, attempt, why) for pk, attempt in lost)
-
-
-class Heartbeat:
-    """While a job runs, touch its file every INGEST_HEARTBEAT_SECONDS from a thread, so a step
-    that reports no progress for minutes (one slow VLM page) is not taken for a dead worker, and a
-    dead one is noticed within INGEST_STALE_SECONDS. Writes nothing once the attempt is not live."""
-
-    def __init__(self, file_id: int, attempt: int):
-        self.file_id, self.attempt = file_id, attempt
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{file_id}", daemon=True)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _beat(self) -> None:
-        try:
-            while not self._stop.wait(settings.INGEST_HEARTBEAT_SECONDS):
-                try:
-                    live = SourceFile.objects.filter(
-                        pk=self.file_id, attempt=self.attempt, status=FileStatus.PROCESSING
-                    ).update(updated=timezone.now())
-                except Exception:  # noqa: BLE001 — a missed beat is harmless; the next one retries
-                    log.warning("file %s: heartbeat failed", self.file_id, exc_info=True)
-                    close_old_connections()
-                    continue
-                if not live:
-                    return
-        finally:
-            connection.close()  # this thread's own connection
 
 
 # The teacher's side ------------------------------------------------------------------------------

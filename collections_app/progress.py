@@ -7,6 +7,10 @@ from typing import Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
+from django.utils import translation
+
+from collections_app.models import Collection, SourceFile
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +59,22 @@ def publish(collection_id: int, event: FileProgressEvent) -> None:
         async_to_sync(layer.group_send)(group_name(collection_id), {"type": "progress.event", "event": event})
     except Exception:  # noqa: BLE001 — progress is best effort; the database holds the truth
         log.warning("Could not publish progress for collection %s", collection_id, exc_info=True)
+
+
+def announce(source: SourceFile) -> None:
+    """Reload `source` from the database and publish its state; nothing when it was deleted."""
+    try:
+        source.refresh_from_db()
+    except SourceFile.DoesNotExist:
+        return
+    publish(source.collection_id, file_event(source, source.progress_detail))
+
+
+def in_teachers_language(collection_id: int, language: str = "") -> translation.override:
+    """The language of the sentences a worker stores for a collection's teachers to read: the one of
+    the teacher who queued the file (`language`, passed with the job), else the owner's chosen
+    interface language, else the site's default."""
+    if language not in dict(settings.LANGUAGES):
+        owner = Collection.objects.filter(pk=collection_id).values_list("owner__language", flat=True).first()
+        language = owner or settings.LANGUAGE_CODE
+    return translation.override(language)

@@ -11,7 +11,7 @@ thread pools must not be started in a process that forks afterwards.
 
 It also keeps files from being stuck when a process dies (docs/RELIABILITY.md):
 - a job's process that dies (killed, out of memory) fails its file at once, with a Retry;
-- every worker fails the files whose job stopped beating (`lifecycle.fail_stalled_files`) when it
+- every worker fails the files whose job stopped beating (`liveness.fail_stalled_files`) when it
   starts and then every few seconds, so a whole worker or machine that vanished is noticed too;
 - a job's process dies with its worker (Linux `PR_SET_PDEATHSIG`) instead of running on orphaned;
 - Redis going away makes rq's loop quit: this worker waits for Redis and carries on instead;
@@ -43,7 +43,7 @@ from rq import Worker
 from rq.exceptions import StopRequested
 from rq.scheduler import RQScheduler
 
-from collections_app import lifecycle
+from collections_app import liveness
 from currechat import lifeline
 
 INGEST_TASK = "collections_app.tasks.ingest_file"
@@ -255,7 +255,7 @@ class PreloadingWorker(Worker):
         if now - self._swept_at >= settings.WORKER_HEARTBEAT_SECONDS / 2:
             self._swept_at = now
             try:
-                lifecycle.fail_stalled_files()
+                liveness.fail_stalled_files()
             except Exception:  # noqa: BLE001 — the database may be briefly away; the next beat retries
                 log.warning("Could not check for files whose worker died", exc_info=True)
         self._revive_scheduler(now)
@@ -288,7 +288,7 @@ class PreloadingWorker(Worker):
         if job.func_name != INGEST_TASK or len(job.args) < 2:
             return
         signal_no = ret_val & 0x7F if ret_val else 0
-        # Lazy: the sentence is stored in the language of the collection's owner (lifecycle.fail_lost).
+        # Lazy: the sentence is stored in the language of the collection's owner (liveness.fail_lost).
         if signal_no == signal.SIGKILL:
             why = gettext_lazy(
                 "its process was killed by signal 9, which usually means the server ran out of memory or an "
@@ -300,6 +300,6 @@ class PreloadingWorker(Worker):
             why = gettext_lazy("its process ended unexpectedly")
         try:
             language = str(job.args[3]) if len(job.args) > 3 else ""
-            lifecycle.fail_lost(int(job.args[0]), int(job.args[1]), why, language)
+            liveness.fail_lost(int(job.args[0]), int(job.args[1]), why, language)
         except Exception:  # noqa: BLE001 — the periodic sweep fails it later
             log.exception("Could not mark the file of job %s failed", job.id)

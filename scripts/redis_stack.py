@@ -9,7 +9,7 @@ which starts its own server on a free port.
 The embedded server listens on 127.0.0.1 only and requires a password, generated on its first
 start and kept in `var/redis/password` (mode 0600). The password reaches redis-server through a
 config file of the same mode, never the command line (which `ps` shows to every local user), and
-is never printed: the app reads the file (currechat/settings.py).
+is never printed: the app reads the file (currechat/settings/).
 """
 
 from __future__ import annotations

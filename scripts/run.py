@@ -6,7 +6,7 @@ pause that grows while it keeps failing, rather than taking the whole app down. 
 dies with it, however it ends (Ctrl-C, SIGTERM, a closed terminal, SIGKILL, the out-of-memory
 killer): Linux sends each child a signal when this process is gone (`currechat.lifeline`), so the
 next `make run` finds no web server holding the port and no worker taking jobs.
-On its first run it writes `.env` with a generated SECRET_KEY (currechat/settings.py reads it), so
+On its first run it writes `.env` with a generated SECRET_KEY (currechat/settings/ reads it), so
 sessions survive restarts and `manage.py` commands work in a plain shell with the same settings.
 """
 
@@ -105,7 +105,7 @@ def ensure_env_file(path: Path = ENV_FILE) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(
-            "# Written by `make run`; read by currechat/settings.py (environment variables win).\n"
+            "# Written by `make run`; read by currechat/settings/ (environment variables win).\n"
             "# Keep it secret: whoever has SECRET_KEY can forge sessions.\n"
             f"SECRET_KEY={secrets.token_urlsafe(50)}\n"
             "# This machine serves plain http (make run), so manage.py in a plain shell (DEBUG off) may too.\n"

@@ -7,8 +7,8 @@ import json
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from chat.course.budget import forget_windows
 from chat.models import ChatSession
+from chat.turn.budget import forget_windows
 from rag.index import CollectionIndex, IndexedChunk
 from rag.providers import get_embedding_model
 from tests.websockets import open_websocket

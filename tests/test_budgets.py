@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from chat.course import usage
-from chat.course.usage import BudgetExhausted, UsageMeter, allowance, current_week
+from chat.course import allowances, usage
+from chat.course.allowances import allowance
+from chat.course.usage import BudgetExhausted, UsageMeter, current_week
 from chat.models import ChatSession, Enrollment, Message, Prompt, TokenUsage
 from chat.turn.agent import run_turn, start_turn
 from chat.turn.events import ListSink
@@ -230,7 +231,7 @@ def test_an_exemption_ends_with_teaching(prompt, co_owner):
     prompt.weekly_token_budget = 100
     prompt.save()
     prompt.co_teachers.add(co_owner)
-    usage.set_exempt(co_owner.pk, prompt, True)
+    allowances.set_exempt(co_owner.pk, prompt, True)
     assert allowance(co_owner.pk, prompt).exempt
     prompt.co_teachers.remove(co_owner)
     assert not allowance(co_owner.pk, prompt).exempt

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from chat.course.budget import MessageTooLong
 from chat.models import Message, MessageStatus
 from chat.serializers import message_dict
 from chat.turn.agent import run_turn, start_turn
+from chat.turn.budget import MessageTooLong
 from chat.turn.events import ListSink
 from chat.turn.extractive import QUOTED_PASSAGES
 from chat.turn.limits import RateLimited

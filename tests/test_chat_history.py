@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.course.budget import Budget, MessageTooLong, fit_history, message_tokens
+from chat.turn.budget import Budget, MessageTooLong, fit_history, message_tokens
 from rag.providers import ChatMessage
 
 SYSTEM = ChatMessage("system", "You help with the statistics course.")

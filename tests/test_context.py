@@ -1,5 +1,5 @@
 """What the chat model reads for a search: hits grown within their section (rag/context.py), the
-number of passages per search (chat/course/budget.passage_count), near-duplicates giving way."""
+number of passages per search (chat/turn/budget.passage_count), near-duplicates giving way."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from chat.course.budget import passage_chars, passage_count
+from chat.turn.budget import passage_chars, passage_count
 from kernel.redis_client import get_redis
 from rag.context import assemble, join_chunks
 from rag.index import CollectionIndex, IndexedChunk

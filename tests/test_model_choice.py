@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from prometheus_client import REGISTRY
 
 from chat.course import writes
-from chat.course.usage import allowance
+from chat.course.allowances import allowance
 from chat.models import ChatSession, Message, MessageStatus
 from tests.fake_ollama import Reply
 from tests.fake_openai import FakeOpenAI

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from chat.course.usage import allowance
+from chat.course.allowances import allowance
 from chat.models import MessageStatus
 from chat.turn.agent import run_turn, start_turn
 from chat.turn.events import ListSink

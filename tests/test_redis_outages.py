@@ -25,7 +25,7 @@ from django.db import connections
 from rq import Queue
 from rq.job import Job
 
-from chat.course.usage import used_this_week
+from chat.course.allowances import used_this_week
 from chat.models import Message, MessageStatus
 from chat.turn.agent import run_turn, start_turn
 from chat.turn.events import CallbackSink

@@ -21,7 +21,7 @@ from chat.models import Message, MessageStatus
 from chat.turn.agent import ORPHANED, run_turn, start_turn
 from chat.turn.events import CallbackSink
 from chat.turn.limits import ALIVE_TTL, TurnLock, alive_key
-from collections_app import lifecycle
+from collections_app import lifecycle, liveness
 from collections_app.models import FileStatus, SourceFile
 from currechat.health import check_workers
 from currechat.worker import PreloadingWorker
@@ -79,7 +79,7 @@ def test_a_worker_fails_files_whose_job_stopped_beating(fast_collection, client_
     alive = _processing(fast_collection, client_for(owner), "waves.md", b"# Waves\n\nWaves carry energy.\n")
     long_ago = timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS + 1)
     SourceFile.objects.filter(pk=lost.pk).update(updated=long_ago)
-    assert lifecycle.fail_stalled_files() == 1
+    assert liveness.fail_stalled_files() == 1
     lost.refresh_from_db()
     alive.refresh_from_db()
     assert lost.status == FileStatus.FAILED and "no sign of life" in lost.error
@@ -94,10 +94,10 @@ def test_a_running_job_beats_so_a_slow_step_is_not_taken_for_a_dead_worker(
     source = _processing(fast_collection, client_for(owner))
     long_ago = timezone.now() - timedelta(hours=1)
     SourceFile.objects.filter(pk=source.pk).update(updated=long_ago)
-    with lifecycle.Heartbeat(source.pk, source.attempt):
+    with liveness.Heartbeat(source.pk, source.attempt):
         time.sleep(0.5)  # a step that reports nothing (one slow VLM page)
     source.refresh_from_db()
-    assert not lifecycle.is_stalled(source) and lifecycle.fail_stalled_files() == 0
+    assert not liveness.is_stalled(source) and liveness.fail_stalled_files() == 0
 
 
 def test_health_counts_only_workers_that_beat_recently(db):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from chat.course.usage import UsageMeter, allowance
+from chat.course.allowances import allowance
+from chat.course.usage import UsageMeter
 from chat.models import Enrollment
 
 

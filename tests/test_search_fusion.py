@@ -29,7 +29,7 @@ def test_a_zero_weight_retriever_adds_nothing_and_ties_keep_first_seen_order():
 
 
 def test_exact_match_outranks_a_chunk_first_in_two_weaker_lists_with_default_weights(settings):
-    # The tuned defaults (currechat/settings.py); if they change, work the example below out again.
+    # The tuned defaults (currechat/settings/); if they change, work the example below out again.
     assert settings.SEARCH_RRF_K == 2.0
     assert settings.SEARCH_WEIGHTS == {"vector": 1.0, "exact": 3.0, "substring": 0.5, "all_words": 1.0, "any_word": 1.0}
     lists = {"exact": ["e"], "vector": ["v", "s", "e"], "any_word": ["v", "e"], "substring": ["s", "v"]}

@@ -14,7 +14,7 @@ from access.rules import (
     require_teacher,
 )
 from accounts.models import User
-from chat.course import enrollment, roster, usage, writes
+from chat.course import allowances, enrollment, roster, writes
 from chat.models import EnrollmentStatus, Prompt
 from kernel.ratelimit import client_address, join_by_address, limit_failures
 
@@ -299,7 +299,7 @@ def my_usage(request, prompt_id: int | None = None):
     prompts = Prompt.objects.visible_to(request.user).order_by("name", "id")
     if prompt_id is not None:
         prompts = prompts.filter(pk=prompt_id)
-    return usage.usage_for(request.user, list(prompts))
+    return allowances.usage_for(request.user, list(prompts))
 
 
 @router.post("/prompts/{int:prompt_id}/students/{int:student_id}/budget", response=StudentOut)
@@ -308,8 +308,8 @@ def student_budget(request, prompt_id: int, student_id: int, data: BudgetIn):
     (`{weekly_token_budget: n}`; null goes back to the prompt's); both may be sent together."""
     prompt = get_prompt_for_edit(request.user, prompt_id)
     student = roster.enrollment_by_number(prompt, student_id).student_id
-    budget = data.weekly_token_budget if "weekly_token_budget" in data.model_fields_set else usage.KEEP
-    usage.change_student_budget(prompt, student, reset=data.reset, weekly_token_budget=budget)
+    budget = data.weekly_token_budget if "weekly_token_budget" in data.model_fields_set else allowances.KEEP
+    allowances.change_student_budget(prompt, student, reset=data.reset, weekly_token_budget=budget)
     return next(row for row in roster.roster(prompt) if row.id == student_id)
 
 
@@ -317,5 +317,5 @@ def student_budget(request, prompt_id: int, student_id: int, data: BudgetIn):
 def exempt_myself(request, prompt_id: int, data: ExemptIn):
     """Teachers of the prompt (owner, co-teachers) switch its budgets off or on for themselves."""
     prompt = get_prompt_for_edit(request.user, prompt_id)
-    usage.set_exempt(request.user.pk, prompt, data.exempt)
-    return usage.usage_for(request.user, [prompt])["prompts"][0]
+    allowances.set_exempt(request.user.pk, prompt, data.exempt)
+    return allowances.usage_for(request.user, [prompt])["prompts"][0]

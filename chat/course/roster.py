@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db.models import Count, Q
 from django.utils.translation import gettext as _
 
-from chat.course import usage
+from chat.course import allowances
 from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, MessageRole, Prompt
 from kernel.errors import NotFound
 
@@ -98,7 +98,7 @@ def roster(prompt: Prompt, *, include_removed: bool = True) -> list[RosterRow]:
     if not include_removed:
         enrollments = [e for e in enrollments if e.status == EnrollmentStatus.ENROLLED]
     student_ids = [e.student_id for e in enrollments]
-    used, budgets = usage.used_this_week(prompt, student_ids), usage.budgets_of(prompt, student_ids)
+    used, budgets = allowances.used_this_week(prompt, student_ids), allowances.budgets_of(prompt, student_ids)
     questions = Count("messages", filter=Q(messages__role=MessageRole.USER))
     unnamed = Count("id", distinct=True, filter=~Q(visibility=ChatVisibility.NAMED))
     per_user = ChatSession.objects.filter(prompt=prompt).values("user_id")

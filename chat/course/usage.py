@@ -39,7 +39,7 @@ from chat.insight.stats import add_to_day
 from chat.models import BudgetOverride, Enrollment, Prompt, TokenUsage
 from chat.turn.limits import defer_until_redis
 from kernel import metrics
-from kernel.errors import CurreChatError, InvalidInput
+from kernel.errors import CurreChatError
 from kernel.redis_client import get_redis, quick_redis
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def describe_reset(week: Week) -> str:
     return f"{dateformat.format(week.end, shape)} ({settings.TIME_ZONE})"
 
 
-def _key(week: Week, user_id: int, prompt_id: int | None = None) -> str:
+def count_key(week: Week, user_id: int, prompt_id: int | None = None) -> str:
     where = f":p{prompt_id}" if prompt_id is not None else ""
     return f"{settings.REDIS_INDEX_PREFIX}:usage:{week.key}:u{user_id}{where}"
 
@@ -104,77 +104,6 @@ def _key(week: Week, user_id: int, prompt_id: int | None = None) -> str:
 def _expiry(week: Week) -> int:
     # Kept a day past the week, so a turn running across the reset still finds its key.
     return week.seconds_left() + 86400
-
-
-@dataclass(frozen=True)
-class Allowance:
-    """One user's standing in one prompt this week. A budget of None means no limit."""
-
-    week: Week
-    used: int  # counted against the prompt's budget (a teacher's reset starts it again)
-    budget: int | None
-    total_used: int  # across all prompts
-    total_budget: int | None
-    exempt: bool = False
-
-    @property
-    def exhausted(self) -> str | None:
-        """Which limit is reached ('prompt' or 'user'), or None."""
-        if self.exempt:
-            return None
-        if self.budget is not None and self.used >= self.budget:
-            return "prompt"
-        if self.total_budget is not None and self.total_used >= self.total_budget:
-            return "user"
-        return None
-
-    @property
-    def warning(self) -> bool:
-        """From WARNING_SHARE of either limit on."""
-        if self.exempt:
-            return False
-        shares = [u / b for u, b in ((self.used, self.budget), (self.total_used, self.total_budget)) if b]
-        return any(share >= WARNING_SHARE for share in shares) or self.exhausted is not None
-
-    @property
-    def share(self) -> float | None:
-        """The larger share used of the two limits (0..1, capped), None when neither applies."""
-        if self.exempt:
-            return None
-        limits = ((self.used, self.budget), (self.total_used, self.total_budget))
-        shares = [u / b if b else 1.0 for u, b in limits if b is not None]
-        return min(max(shares), 1.0) if shares else None
-
-    def as_dict(self) -> dict:
-        return {
-            "week_resets_at": self.week.end.isoformat(),
-            "used": self.used,
-            "budget": self.budget,
-            "total_used": self.total_used,
-            "total_budget": self.total_budget,
-            "exempt": self.exempt,
-            "warning": self.warning,
-            "exhausted": self.exhausted is not None,
-            "share": self.share,
-        }
-
-
-def usage_sentence(standing: Allowance) -> str:
-    """The chat's usage line in plain words, a share of the week's allowance ('You have used 45% of
-    this week's allowance.'), with when it starts again near the end. Students never read "tokens":
-    a token count means nothing to them, a share of what they may use does."""
-    if standing.exempt:
-        return _("You have no weekly limit in this assistant (you exempted yourself).")
-    share = standing.share
-    if share is None:
-        return _("You have no weekly limit in this assistant.")
-    when = {"when": describe_reset(standing.week)}
-    if standing.exhausted:
-        return _("You have used this week's allowance. It starts again on %(when)s.") % when
-    text = _("You have used %(percent)s%% of this week's allowance.") % {"percent": math.floor(share * 100)}
-    if standing.warning:
-        text += " " + _("It starts again on %(when)s.") % when
-    return text
 
 
 def budget_for(prompt: Prompt, user_id: int) -> tuple[int | None, bool]:
@@ -187,23 +116,6 @@ def budget_for(prompt: Prompt, user_id: int) -> tuple[int | None, bool]:
     if override.weekly_token_budget is not None:
         return override.weekly_token_budget, False
     return prompt.weekly_token_budget, False
-
-
-def allowance(
-    user_id: int, prompt: Prompt, *, week: Week | None = None, limits: tuple[int | None, bool] | None = None
-) -> Allowance:
-    """`limits` is `budget_for`'s answer when the caller has it already."""
-    week = week or current_week()
-    budget, exempt = limits or budget_for(prompt, user_id)
-    used, total = get_redis().mget([_key(week, user_id, prompt.pk), _key(week, user_id)])
-    return Allowance(
-        week=week,
-        used=int(used or 0),
-        budget=budget,
-        total_used=int(total or 0),
-        total_budget=settings.USER_WEEKLY_TOKEN_BUDGET,
-        exempt=exempt,
-    )
 
 
 def reserve(user_id: int, prompt: Prompt | None, *, week: Week | None = None) -> UsageMeter:
@@ -229,7 +141,7 @@ def reserve(user_id: int, prompt: Prompt | None, *, week: Week | None = None) ->
     estimate = _estimate(week, user_id, meter.prompt_id)
     scopes = meter.scopes()
     budgets = [budget if scope is not None else user_budget for scope in scopes]
-    keys = [key for scope in scopes for key in (_key(week, user_id, scope), _held_key(week, user_id, scope))]
+    keys = [key for scope in scopes for key in (count_key(week, user_id, scope), _held_key(week, user_id, scope))]
     now_ms = int(now_seconds() * 1000)
     args: list[str | int] = [meter.id, estimate, now_ms + RESERVATION_LEASE_SECONDS * 1000, _expiry(week), now_ms]
     args += [-1 if b is None else b for b in budgets]
@@ -259,11 +171,11 @@ def _refusal(code: int, scope: int | None, week: Week) -> BudgetExhausted:
 
 def _held_key(week: Week, user_id: int, prompt_id: int | None) -> str:
     """What running work holds of a budget: {meter id: "tokens:deadline in ms"}."""
-    return f"{_key(week, user_id, prompt_id)}:held"
+    return f"{count_key(week, user_id, prompt_id)}:held"
 
 
 def _largest_key(week: Week, user_id: int, prompt_id: int | None) -> str:
-    return f"{_key(week, user_id, prompt_id)}:largest"
+    return f"{count_key(week, user_id, prompt_id)}:largest"
 
 
 def _estimate(week: Week, user_id: int, prompt_id: int | None) -> int:
@@ -353,7 +265,7 @@ class UsageMeter:
         """The counters the work counts against: its prompt's (if any), then the user's total."""
         return [self.prompt_id, None] if self.prompt_id is not None else [None]
 
-    def _keys(self, name=_key) -> list[str]:
+    def _keys(self, name=count_key) -> list[str]:
         return [name(self.week, self.user_id, scope) for scope in self.scopes()]
 
     def __call__(self, prompt_tokens: int, completion_tokens: int, model: str = "") -> None:
@@ -434,7 +346,7 @@ class UsageMeter:
                 add_to_day(self.prompt_id, day or timezone.localdate(), tokens=delta[0] + delta[1])
 
 
-_RESET_SCRIPT = """
+RESET_SCRIPT = """
 local spent = tonumber(redis.call('GET', KEYS[1]) or '0')
 redis.call('DEL', KEYS[1])
 if spent > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
@@ -442,83 +354,3 @@ if spent > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
 end
 return spent
 """
-
-
-def reset_week(user_id: int, prompt: Prompt) -> int:
-    """Forget what the user spent in the prompt this week (also in their total across prompts);
-    returns the tokens forgiven. The statistics keep them. Atomic against running turns."""
-    week = current_week()
-    keys = [_key(week, user_id, prompt.pk), _key(week, user_id)]
-    return int(get_redis().eval(_RESET_SCRIPT, 2, *keys) or 0)
-
-
-def set_budget(user_id: int, prompt: Prompt, weekly_token_budget: int | None) -> None:
-    """The user's own budget in the prompt (None: the prompt's again)."""
-    if weekly_token_budget is not None and weekly_token_budget < 0:
-        raise InvalidInput(_("A weekly token budget is 0 or more tokens."), field="weekly_token_budget")
-    BudgetOverride.objects.update_or_create(
-        prompt=prompt, user_id=user_id, defaults={"weekly_token_budget": weekly_token_budget}
-    )
-
-
-KEEP = object()  # `change_student_budget`: leave the student's own budget as it is
-
-
-def change_student_budget(prompt: Prompt, user_id: int, *, reset: bool = False, weekly_token_budget=KEEP) -> None:
-    """A teacher's change to one student's week (the caller checked they teach the prompt): the one
-    write the roster page and `POST /prompts/{id}/students/{n}/budget` both make. `reset` forgets
-    what they used this week; `weekly_token_budget` gives them a budget of their own (None: the
-    prompt's again). Raises InvalidInput when neither is asked or the budget is negative."""
-    if weekly_token_budget is KEEP and not reset:
-        raise InvalidInput(_("Reset the week or give a weekly budget."), field="weekly_token_budget")
-    if weekly_token_budget is not KEEP:
-        set_budget(user_id, prompt, weekly_token_budget)
-    if reset:
-        reset_week(user_id, prompt)
-
-
-def set_exempt(user_id: int, prompt: Prompt, exempt: bool) -> None:
-    """A teacher's own exemption from the prompt's budgets (the caller checked they teach it)."""
-    BudgetOverride.objects.update_or_create(prompt=prompt, user_id=user_id, defaults={"exempt": exempt})
-
-
-def used_this_week(prompt: Prompt, user_ids: list[int]) -> dict[int, int]:
-    """Each user's tokens counted against the prompt's budget this week (one round trip)."""
-    if not user_ids:
-        return {}
-    week = current_week()
-    values = get_redis().mget([_key(week, uid, prompt.pk) for uid in user_ids])
-    return {uid: int(v or 0) for uid, v in zip(user_ids, values, strict=True)}
-
-
-def budgets_of(prompt: Prompt, user_ids: list[int]) -> dict[int, int | None]:
-    """Each user's weekly budget in the prompt, overrides applied (one query)."""
-    budgets: dict[int, int | None] = dict.fromkeys(user_ids, prompt.weekly_token_budget)
-    for row in BudgetOverride.objects.filter(prompt=prompt, user_id__in=user_ids):
-        if row.weekly_token_budget is not None:
-            budgets[row.user_id] = row.weekly_token_budget
-    return budgets
-
-
-def usage_for(user, prompts: list[Prompt]) -> dict:
-    """`GET /me/usage`: the user's week in each prompt given and in total."""
-    week = current_week()
-    rows = [allowance(user.pk, prompt, week=week) for prompt in prompts]
-    total_used = rows[0].total_used if rows else int(get_redis().get(_key(week, user.pk)) or 0)
-    return {
-        "week_resets_at": week.end.isoformat(),
-        "prompts": [
-            {
-                "prompt_id": p.pk,
-                "used": r.used,
-                "budget": r.budget,
-                "exempt": r.exempt,
-                "warning": r.warning,
-                "exhausted": r.exhausted is not None,
-                "share": r.share,
-                "text": usage_sentence(r),
-            }
-            for p, r in zip(prompts, rows, strict=True)
-        ],
-        "total": {"used": total_used, "budget": settings.USER_WEEKLY_TOKEN_BUDGET},
-    }

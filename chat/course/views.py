@@ -22,7 +22,7 @@ from access.rules import (
     state_sentence,
 )
 from accounts.resets import mail_configured, mail_reset_to_student
-from chat.course import enrollment, roster, usage, writes
+from chat.course import allowances, enrollment, roster, usage, writes
 from chat.course.forms import PromptForm
 from chat.models import ChatSession, EnrollmentStatus
 from kernel.errors import InvalidInput, NotFound
@@ -155,12 +155,12 @@ def student_budget(request, pk: int, number: int):
     found = roster.enrollment_by_number(prompt, number)
     label = roster.label_for(prompt, found)
     if request.POST.get("action") == "reset":
-        usage.change_student_budget(prompt, found.student_id, reset=True)
+        allowances.change_student_budget(prompt, found.student_id, reset=True)
         messages.success(request, _("%(label)s can use their whole weekly budget again.") % {"label": label})
     else:
         raw = "".join(request.POST.get("weekly_token_budget", "").split())
         try:
-            usage.change_student_budget(prompt, found.student_id, weekly_token_budget=int(raw) if raw else None)
+            allowances.change_student_budget(prompt, found.student_id, weekly_token_budget=int(raw) if raw else None)
         except (ValueError, InvalidInput):
             messages.error(request, _("Give the weekly budget as a whole number of tokens, 0 or more."))
         else:
@@ -174,7 +174,7 @@ def exempt_myself(request, pk: int):
     """A teacher of the prompt switches its budgets off (or on again) for their own chats."""
     prompt = get_prompt_for_edit(request.user, pk)
     exempt = request.POST.get("exempt") == "1"
-    usage.set_exempt(request.user.pk, prompt, exempt)
+    allowances.set_exempt(request.user.pk, prompt, exempt)
     if exempt:
         messages.success(request, _("The weekly budget no longer applies to your own chats here."))
     else:

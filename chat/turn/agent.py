@@ -14,8 +14,6 @@ thread. Every edge hands the loop an `EventSink`, so all of them see the same ev
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from dataclasses import dataclass, field
 
 import redis
@@ -25,44 +23,27 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from chat.course.budget import Budget, MessageTooLong, context_window, fit_history, message_tokens, tools_tokens
 from chat.course.model_choice import choose_model, offers_choice, stored_choice
 from chat.course.usage import UsageMeter, reserve
 from chat.insight import stats as insight
-from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
+from chat.models import ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
-from chat.turn import grounding
+from chat.turn.answering import Progress, TurnFailed, answer_extractively, answer_with_model
 from chat.turn.attachments import Attachment
-from chat.turn.attachments import model_text as attachment_model_text
+from chat.turn.budget import MessageTooLong
 from chat.turn.citations import map_citations
-from chat.turn.events import ChatEventOut, ErrorEvent, EventSink, PassageView, ToolResultEvent
-from chat.turn.extractive import extractive_answer
+from chat.turn.events import ChatEventOut, ErrorEvent, EventSink
 from chat.turn.limits import StopSignal, TurnLock, check_rate, holder_alive, token_age
-from chat.turn.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
+from chat.turn.tools import SearchTool
 from kernel import draining, metrics
 from kernel.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
-from kernel.rendering import strip_citations
-from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model, is_available
-from rag.providers.base import ToolCallEvent
+from rag.providers import is_available
 
 log = logging.getLogger(__name__)
 
-ROUND_SEPARATOR = "\n\n"
-# Streamed text is written to the reply at most this often, so a crashed process loses at most
-# this much of what the student already saw (never before the first token: it is sent first).
-STREAM_SAVE_SECONDS = 1.0
 # A turn lock younger than this may belong to a turn still storing its question; older, with no
 # unfinished reply in the chat, its turn ended without releasing it (Redis was away at the end).
 LOCK_GRACE_SECONDS = 15.0
-
-
-class TurnFailed(CurreChatError):
-    """The turn ended without an answer; `code` goes into the `error` event."""
-
-    def __init__(self, message: str, *, code: str = "model_failed", retryable: bool = True):
-        super().__init__(message)
-        self.code = code
-        self.retryable = retryable
 
 
 class TurnStopped(Exception):  # noqa: N818 — a control-flow signal, not an error
@@ -97,18 +78,6 @@ class Turn:
             raise TurnAbandoned
         if self.stop.requested():
             raise TurnStopped
-
-
-@dataclass
-class _Progress:
-    """What the turn has produced so far; written to the reply message as it grows."""
-
-    text: str = ""
-    tool_calls: list[dict] = field(default_factory=list)
-    tool_results: list[dict] = field(default_factory=list)
-    passages: dict[int, PassageView] = field(default_factory=dict)
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "rounds": 0})
-    saved_at: float = field(default_factory=time.monotonic)
 
 
 def new_session(user, prompt_id: int) -> ChatSession:
@@ -260,7 +229,7 @@ def run_turn(turn: Turn, sink: EventSink) -> Message:
 
 
 def _run_turn(turn: Turn, sink: EventSink) -> Message:
-    reply, progress = turn.reply, _Progress()
+    reply, progress = turn.reply, Progress()
     final: ChatEventOut
     try:
         prompt = turn.session.prompt
@@ -268,10 +237,10 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
         searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
         tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
         if is_available(turn.model):
-            _answer_with_model(turn, tool, progress, sink)
+            answer_with_model(turn, tool, progress, sink)
         else:
             tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
-            _answer_extractively(turn, tool, progress, sink)
+            answer_extractively(turn, tool, progress, sink)
         _finish(reply, progress, MessageStatus.COMPLETE)
         final = {"type": "message_done", "message": message_dict(reply)}
     except TurnStopped:
@@ -326,7 +295,7 @@ def _mirror_usage(turn: Turn) -> None:
         log.exception("Could not store the token usage of chat turn %s", turn.reply.id)
 
 
-def _finish(reply: Message, progress: _Progress, status: str) -> None:
+def _finish(reply: Message, progress: Progress, status: str) -> None:
     reply.content = progress.text
     reply.tool_calls = progress.tool_calls
     reply.tool_results = progress.tool_results
@@ -337,7 +306,7 @@ def _finish(reply: Message, progress: _Progress, status: str) -> None:
     insight.record_answer(reply)  # teachers' statistics and material gaps; never raises
 
 
-def _fail(reply: Message, progress: _Progress, exc: Exception, detail=None) -> ErrorEvent:
+def _fail(reply: Message, progress: Progress, exc: Exception, detail=None) -> ErrorEvent:
     """Store the reply as failed (never complete); the `error` event that ends the turn."""
     log.info("Chat turn %s failed: %s", reply.id, detail or exc)
     failure = detail if isinstance(detail, ProviderError) else exc
@@ -351,193 +320,3 @@ def _fail(reply: Message, progress: _Progress, exc: Exception, detail=None) -> E
     code = exc.code if isinstance(exc, CurreChatError) else "model_failed"
     retryable = exc.retryable if isinstance(exc, CurreChatError) else True
     return {"type": "error", "message_id": reply.id, "code": code, "detail": str(exc), "retryable": retryable}
-
-
-def _emit_text(reply: Message, progress: _Progress, text: str, sink: EventSink) -> None:
-    progress.text += text
-    sink.emit({"type": "token", "message_id": reply.id, "text": text})
-    now = time.monotonic()
-    if now - progress.saved_at >= STREAM_SAVE_SECONDS:
-        progress.saved_at = now
-        _save_streamed(reply, progress)
-
-
-def _save_streamed(reply: Message, progress: _Progress) -> None:
-    """Write the text streamed so far, while the reply is unfinished (a Stop or an orphan check
-    that already ended it wins). Throttled by the caller; a failed write waits for the next one."""
-    try:
-        Message.objects.filter(pk=reply.pk, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).update(
-            content=progress.text, status=MessageStatus.STREAMING, mode=reply.mode, model=reply.model
-        )
-    except Exception:  # noqa: BLE001 — the final save still stores everything
-        log.warning("Could not save the streamed text of chat reply %s", reply.id, exc_info=True)
-
-
-def _as_model_reads(question: Message) -> str:
-    """A student's message with the text of its attachment, if any."""
-    if not question.attachment_name:
-        return question.content
-    return attachment_model_text(question.content, question.attachment_name, question.attachment_text)
-
-
-def _history(turn: Turn) -> list[ChatMessage]:
-    """Earlier exchanges that got a complete answer, oldest first.
-
-    Old answers lose their [n] markers: those numbers point at an earlier turn's passages, and
-    the model must not cite them as if they were this turn's search results.
-    """
-    messages = list(turn.session.messages.filter(id__lt=turn.question.id).order_by("id"))
-    history: list[ChatMessage] = []
-    pending: Message | None = None
-    for message in messages:
-        if message.role == MessageRole.USER:
-            pending = message
-        elif pending is not None and message.status == MessageStatus.COMPLETE and message.content:
-            history.append(ChatMessage(role="user", content=_as_model_reads(pending)))
-            history.append(ChatMessage(role="assistant", content=strip_citations(message.content)))
-            pending = None
-    return history
-
-
-_thread_models = threading.local()
-
-
-def _chat_model(name: str):
-    """The chat model, kept per worker thread: its HTTP client keeps the connection to the model
-    server alive between turns, and no two concurrent turns share one client's connection pool."""
-    key = (name, settings.OLLAMA_HOST, settings.OLLAMA_TIMEOUT, settings.OPENAI_BASE_URL)
-    models = _thread_models.__dict__.setdefault("by_key", {})
-    if key not in models:
-        models[key] = get_chat_model(name)
-    return models[key]
-
-
-def _answer_with_model(turn: Turn, tool: SearchTool, progress: _Progress, sink: EventSink) -> None:
-    prompt = turn.session.prompt
-    model = _chat_model(turn.model)
-    # Kept in memory until the reply is next saved: a write here would delay the first token. The
-    # name as the prompt lists it (`openai:...` too): the chat shows which of its models answered.
-    turn.reply.model, turn.reply.mode, turn.reply.status = turn.model, AnswerMode.MODEL, MessageStatus.STREAMING
-    specs = [tool.spec()] if tool.offered else []
-    window = context_window(model)
-    budget = Budget.plan(window, has_tool=bool(specs))
-    tool.tokens_left = budget.results
-    system = ChatMessage(role="system", content=grounding.system_message(prompt.system_prompt, has_tool=bool(specs)))
-    current = ChatMessage(role="user", content=_as_model_reads(turn.question))
-    messages = fit_history(system, _history(turn), current, budget, tools_tokens(specs))
-    # What the conversation leaves free of the window: the number of passages per search follows it.
-    used = sum(message_tokens(m) for m in messages) + tools_tokens(specs)
-    tool.context_free = window - budget.answer - used
-    _ModelLoop(turn, model, specs, tool, progress, sink, window).run(messages)
-
-
-class _ModelLoop:
-    """Model rounds until the model answers without calling a tool.
-
-    The hard limit: after CHAT_MAX_TOOL_ROUNDS rounds that called tools, one last round is run
-    without offering any tool, so the model must answer with what it has.
-    """
-
-    def __init__(self, turn: Turn, model, specs, tool: SearchTool, progress: _Progress, sink: EventSink, window: int):
-        self.turn, self.model, self.specs, self.tool = turn, model, specs, tool
-        self.progress, self.sink = progress, sink
-        self.options: dict = {"num_ctx": window}  # Ollama would otherwise cut the prompt to its small default
-        if turn.session.prompt.temperature is not None:
-            self.options["temperature"] = turn.session.prompt.temperature
-
-    def run(self, messages: list[ChatMessage]) -> None:
-        limit = settings.CHAT_MAX_TOOL_ROUNDS
-        for round_no in range(limit + 1):
-            last = round_no == limit
-            if last:
-                messages.append(ChatMessage(role="system", content=grounding.LIMIT_NOTE))
-            start = len(self.progress.text)
-            calls = self._round(messages, () if last else self.specs)
-            said = self.progress.text[start:].removeprefix(ROUND_SEPARATOR)
-            if not calls or last:
-                if not said.strip():
-                    if calls:
-                        failure = _("The model kept searching and gave no answer after %(limit)s rounds. Try again.")
-                        raise TurnFailed(failure % {"limit": limit})
-                    raise TurnFailed(_("The model gave an empty answer. Try again."))
-                return
-            messages.append(ChatMessage(role="assistant", content=said, tool_calls=tuple(calls)))
-            for call in calls:
-                self.turn.check_stop()
-                outcome = _run_tool(self.turn.reply, self.tool, call, self.progress, self.sink)
-                messages.append(ChatMessage(role="tool", content=outcome.model_text, tool_name=call.name))
-
-    def _round(self, messages: list[ChatMessage], specs) -> list[ToolCall]:
-        """One model call, its text streamed as `token` events. Returns the tool calls it made."""
-        calls: list[ToolCall] = []
-        stream = self.model.stream(messages, tools=specs, options=self.options)
-        try:
-            self._read(stream, calls)
-        finally:
-            # On Stop (or any failure) the model request ends now: closing the stream closes its
-            # HTTP response, so the model server sees the connection go and stops generating.
-            stream.close()
-        return calls
-
-    def _read(self, stream, calls: list[ToolCall]) -> None:
-        started = False
-        for event in stream:
-            self.turn.check_stop()
-            if isinstance(event, TextDelta) and event.text:
-                if not started and self.progress.text:
-                    # An earlier round said something already: this round's text starts a new paragraph.
-                    _emit_text(self.turn.reply, self.progress, ROUND_SEPARATOR, self.sink)
-                started = True
-                _emit_text(self.turn.reply, self.progress, event.text, self.sink)
-            elif isinstance(event, ToolCallEvent):
-                calls.append(event.call)
-            elif isinstance(event, Done):
-                self.progress.usage["prompt_tokens"] += event.prompt_tokens
-                self.progress.usage["completion_tokens"] += event.completion_tokens
-                self.progress.usage["rounds"] += 1
-                self.turn.meter(event.prompt_tokens, event.completion_tokens, self.turn.model)
-
-
-def _run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: _Progress, sink: EventSink) -> ToolOutcome:
-    """Show the search, run it, show and store its results."""
-    query, _ = parse_query(call, tool.offered)
-    progress.tool_calls.append({"id": call.id, "name": call.name, "arguments": call.arguments, "query": query})
-    sink.emit(
-        {
-            "type": "tool_call",
-            "message_id": reply.id,
-            "call_id": call.id,
-            "name": call.name,
-            "query": query,
-            "arguments": call.arguments,
-        }
-    )
-    outcome = tool.run(call)
-    for passage in outcome.passages:
-        progress.passages[passage["n"]] = passage
-    progress.tool_results.append(outcome.record())
-    reply.tool_calls, reply.tool_results = progress.tool_calls, progress.tool_results
-    reply.save(update_fields=["tool_calls", "tool_results", "status", "mode", "model"])
-    sink.emit(
-        ToolResultEvent(
-            type="tool_result",
-            message_id=reply.id,
-            call_id=call.id,
-            query=outcome.query,
-            status=outcome.status,
-            error=outcome.error,
-            passages=outcome.passages,
-        )
-    )
-    return outcome
-
-
-def _answer_extractively(turn: Turn, tool: SearchTool, progress: _Progress, sink: EventSink) -> None:
-    """No language model: the question is the search query; the answer quotes what was found."""
-    turn.reply.mode, turn.reply.status, turn.reply.model = AnswerMode.EXTRACTIVE, MessageStatus.STREAMING, ""
-    outcome = None
-    if tool.offered:
-        tool.tokens_left = 10**9  # no model context to fit: every curated passage is shown
-        call = ToolCall(id="extractive", name=TOOL_NAME, arguments={"query": turn.question.content})
-        outcome = _run_tool(turn.reply, tool, call, progress, sink)
-    _emit_text(turn.reply, progress, extractive_answer(outcome, offered=tool.offered), sink)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.course.budget import MessageTooLong, estimate_tokens
+from chat.turn.budget import MessageTooLong, estimate_tokens
 from rag.ingest import sniff
 from rag.ingest.html import html_to_markdown
 from rag.ingest.job import IngestFailed, TooLarge

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import redis
 from django.conf import settings
 
-from chat.course.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, estimate_tokens, passage_chars, passage_count
 from chat.turn import grounding
+from chat.turn.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, estimate_tokens, passage_chars, passage_count
 from chat.turn.events import PassageView, passage_view
 from kernel import metrics
 from kernel.errors import CurreChatError
@@ -215,7 +215,7 @@ def further_hits(curate: bool) -> int:
 def context_for(client: redis.Redis, hits: Sequence[Passage], room: int, free: int) -> Assembly:
     """The passages a search gives the model with `room` tokens left for results and `free` tokens
     of its context free (rag/context.py): room planned for as many passages as the free context
-    calls for (chat/course/budget.passage_count), each hit grown within its section up to an equal share.
+    calls for (chat/turn/budget.passage_count), each hit grown within its section up to an equal share.
     The first CHAT_SEARCH_LIMIT hits are placed first (what a search gave before the assembly);
     near-duplicates and sections too short for their share leave their room to further hits or to
     the text around the strongest hits, whichever the search scores higher."""

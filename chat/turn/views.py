@@ -17,7 +17,7 @@ from access.rules import (
     get_session_for_read,
     state_sentence,
 )
-from chat.course import usage
+from chat.course import allowances
 from chat.course.model_choice import current_model, model_choices, offers_choice
 from chat.insight import feedback
 from chat.models import STUDENT_SENTENCES, ChatSession, PromptState
@@ -67,10 +67,10 @@ def _model_select(prompt, model: str) -> list[dict] | None:
 
 def _usage(user, prompt) -> dict:
     """The chat's usage line as the page starts with it; its script refreshes it after each answer."""
-    standing = usage.allowance(user.pk, prompt)
+    standing = allowances.allowance(user.pk, prompt)
     return {
         "path": f"/api/v1/me/usage?prompt_id={prompt.pk}",
-        "text": usage.usage_sentence(standing),
+        "text": allowances.usage_sentence(standing),
         "warning": standing.warning,
         "exhausted": standing.exhausted is not None,
         "share": standing.share,

@@ -1,0 +1,35 @@
+"""The chat app's models: the course and its chats (prompts.py), and what teachers read and students
+use of it (records.py). Everything is importable from `chat.models`, as Django and the migrations expect."""
+
+from chat.models.prompts import (  # noqa: F401
+    _JOIN_ALPHABET,
+    STUDENT_SENTENCES,
+    AnswerMode,
+    ChatSession,
+    ChatSessionQuerySet,
+    ChatVisibility,
+    Enrollment,
+    EnrollmentStatus,
+    Message,
+    MessageRole,
+    MessageStatus,
+    Prompt,
+    PromptQuerySet,
+    PromptState,
+    SourcePolicy,
+    _default_chat_model,
+    _default_weekly_token_budget,
+    enrolled_q,
+    new_join_code,
+    open_now_q,
+    teaches_q,
+)
+from chat.models.records import (  # noqa: F401
+    BudgetOverride,
+    Feedback,
+    FeedbackRating,
+    MaterialGap,
+    PromptDay,
+    SourceDay,
+    TokenUsage,
+)

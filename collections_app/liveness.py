@@ -1,0 +1,99 @@
+"""Whether a file's worker is alive: a running ingestion beats a heartbeat, and a file whose
+worker fell silent is failed with a Retry offered (INGEST_HEARTBEAT_SECONDS, INGEST_STALE_SECONDS)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils import timezone
+from django.utils.functional import Promise
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
+
+from collections_app.models import FileStatus, SourceFile
+from collections_app.progress import announce, in_teachers_language
+
+log = logging.getLogger(__name__)
+
+LOST = gettext_lazy(
+    "The worker reading this file stopped before it finished (%(why)s). Nothing of this attempt was indexed; "
+    "press Retry."
+)
+
+
+def _stale_before():
+    return timezone.now() - timedelta(seconds=settings.INGEST_STALE_SECONDS)
+
+
+def is_stalled(source: SourceFile) -> bool:
+    """Processing without a sign of life (progress or heartbeat) for INGEST_STALE_SECONDS: the
+    process running it is gone (a running job touches its file every INGEST_HEARTBEAT_SECONDS)."""
+    return source.status == FileStatus.PROCESSING and source.updated < _stale_before()
+
+
+def fail_lost(file_id: int, attempt: int, why: str | Promise, language: str = "") -> bool:
+    """The process running this attempt died (the worker saw its job process end without a
+    result): fail the file with a reason and a Retry (`why`, lazy so it is read in the teachers' language).
+    False when the attempt was no longer live."""
+    collection_id = SourceFile.objects.filter(pk=file_id).values_list("collection_id", flat=True).first()
+    with in_teachers_language(collection_id or 0, language):
+        error = LOST % {"why": why}
+    changed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.PROCESSING).update(
+        status=FileStatus.FAILED, error=error, progress_detail="", updated=timezone.now()
+    )
+    if changed:
+        log.warning("file %s attempt %s lost its worker: %s", file_id, attempt, why)
+        announce(SourceFile(pk=file_id))
+    return bool(changed)
+
+
+def fail_stalled_files() -> int:
+    """Fail every file whose job stopped showing signs of life (its worker was killed, its
+    machine went away). Workers call this as they start and then periodically; returns how many."""
+    lost = list(
+        SourceFile.objects.filter(status=FileStatus.PROCESSING, updated__lt=_stale_before()).values_list(
+            "pk", "attempt"
+        )
+    )
+    seconds = settings.INGEST_STALE_SECONDS
+    why = format_lazy(gettext_lazy("no sign of life for over {seconds} seconds"), seconds=seconds)
+    return sum(fail_lost(pk, attempt, why) for pk, attempt in lost)
+
+
+class Heartbeat:
+    """While a job runs, touch its file every INGEST_HEARTBEAT_SECONDS from a thread, so a step
+    that reports no progress for minutes (one slow VLM page) is not taken for a dead worker, and a
+    dead one is noticed within INGEST_STALE_SECONDS. Writes nothing once the attempt is not live."""
+
+    def __init__(self, file_id: int, attempt: int):
+        self.file_id, self.attempt = file_id, attempt
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{file_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(settings.INGEST_HEARTBEAT_SECONDS):
+                try:
+                    live = SourceFile.objects.filter(
+                        pk=self.file_id, attempt=self.attempt, status=FileStatus.PROCESSING
+                    ).update(updated=timezone.now())
+                except Exception:  # noqa: BLE001 — a missed beat is harmless; the next one retries
+                    log.warning("file %s: heartbeat failed", self.file_id, exc_info=True)
+                    close_old_connections()
+                    continue
+                if not live:
+                    return
+        finally:
+            connection.close()  # this thread's own connection
