@@ -96,7 +96,7 @@ def search_collections(
     """
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     if not query:
-        raise EmptyQuery("Type something to search for.")
+        raise EmptyQuery(_("Type something to search for."))
     clock, client = _Clock(), client or get_redis()
     notes: list[str] = []
     with clock.stage("embed"):

@@ -102,7 +102,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             return
         model = content.get("model")
         if model is not None and not isinstance(model, str):
-            await self.send_json(error_event(CurreChatError("'model' must be a model's name.")))
+            await self.send_json(error_event(CurreChatError(_("'model' must be a model's name."))))
             return
         if not await database_sync_to_async(self._signed_in)():
             await self.send_json(error_event(NotAuthenticated(_("You were signed out. Log in again to continue."))))

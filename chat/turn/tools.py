@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import redis
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from chat.turn import grounding
 from chat.turn.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, estimate_tokens, passage_chars, passage_count
@@ -144,13 +145,13 @@ class SearchTool:
             return ToolOutcome(call.id, None, "error", problem, error=problem.removeprefix("Error: "))
         if self.searches >= settings.CHAT_MAX_SEARCHES:
             text = "Error: the search limit for this answer is reached. Answer with the passages you have."
-            return ToolOutcome(call.id, query, "error", text, error="Search limit reached.")
+            return ToolOutcome(call.id, query, "error", text, error=_("Search limit reached."))
         self.searches += 1
         try:
             outcome = self._search(query)
         except (CurreChatError, redis.RedisError) as exc:
             log.warning("document_search failed for %r: %s", query, exc)
-            detail = str(exc) if isinstance(exc, CurreChatError) else "The search index cannot be reached."
+            detail = str(exc) if isinstance(exc, CurreChatError) else _("The search index cannot be reached.")
             return ToolOutcome(call.id, query, "error", f"Error: the search failed ({detail})", error=detail)
         if outcome.nothing_relevant or not outcome.results:
             return ToolOutcome(
@@ -200,7 +201,7 @@ class SearchTool:
             kept.append(self.registry.number(passage))
         if not kept:
             text = "Error: no room is left for more passages. Answer with the passages you already have."
-            return ToolOutcome(call_id, query, "error", text, error="No room for more passages.", notes=notes)
+            return ToolOutcome(call_id, query, "error", text, error=_("No room for more passages."), notes=notes)
         text = grounding.format_passages(query, kept)
         return ToolOutcome(call_id, query, "ok", text, passages=kept, notes=notes, dropped=len(outcome.dropped))
 

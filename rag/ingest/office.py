@@ -171,7 +171,8 @@ def _picture(shape, slide_number: int, describe: DescribeFn | None) -> Iterable[
             yield text
             return
     if alt:
-        yield f"[{_('Picture')}: {_plain(alt)}]"
+        label = _("Picture")  # not inside the f-string, where makemessages would not find it
+        yield f"[{label}: {_plain(alt)}]"
 
 
 def _text_frame(frame, *, listed: bool) -> Iterable[str]:
@@ -194,7 +195,8 @@ def _notes(slide) -> str:
         return ""
     # Marked as notes (a quotation under a label), so neither the reader nor the model takes what
     # the teacher meant to say aloud for the slide's own text.
-    return "\n".join([f"> **{_('Speaker notes')}:**", *(f"> {line}" for line in lines)])
+    label = _("Speaker notes")  # not inside the f-string, where makemessages would not find it
+    return "\n".join([f"> **{label}:**", *(f"> {line}" for line in lines)])
 
 
 def pptx_pages(

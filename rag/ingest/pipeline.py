@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import redis
 from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from kernel.errors import ProviderError
 from rag.ingest.job import IngestCancelled, IngestFailed, IngestJob, IngestTracker, Outcome
@@ -24,7 +25,7 @@ from rag.ingest.steps import STEPS, Step
 
 log = logging.getLogger(__name__)
 
-INTERNAL_ERROR = (
+INTERNAL_ERROR = gettext_lazy(
     "Ingestion stopped because of an unexpected error. Press Retry; if it fails again, tell your "
     "administrator (the server log has the details)."
 )
@@ -161,14 +162,15 @@ def _finish(job: IngestJob, tracker: IngestTracker) -> Outcome:
 
 
 def failure_message(exc: Exception) -> str:
-    """The sentence a teacher sees for a run that ended with `exc` (the log keeps the detail)."""
+    """The sentence a teacher sees for a run that ended with `exc` (the log keeps the detail), in
+    the active language (the worker runs the job in the teacher's: collections_app.lifecycle)."""
     if isinstance(exc, IngestFailed):
         return str(exc)
     if isinstance(exc, ProviderError):
-        return f"{exc} Press Retry when the model server is back."
+        return _("%(error)s Press Retry when the model server is back.") % {"error": exc}
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-        return "The search index (Redis) could not be reached. Press Retry once it is back."
-    return INTERNAL_ERROR
+        return _("The search index (Redis) could not be reached. Press Retry once it is back.")
+    return str(INTERNAL_ERROR)
 
 
 def _fail(job: IngestJob, tracker: IngestTracker, exc: Exception) -> Outcome:

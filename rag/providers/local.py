@@ -7,6 +7,8 @@ import threading
 from collections.abc import Sequence
 from typing import Self
 
+from django.utils.translation import gettext as _
+
 from rag.providers.base import UnknownModel
 
 _lock = threading.Lock()
@@ -43,7 +45,9 @@ class MiniLMEmbedder:
     @classmethod
     def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
         if model != cls.model:
-            raise UnknownModel(f"There is no local embedding model '{model}'; use {cls.name}.")
+            raise UnknownModel(
+                _("There is no local embedding model '%(model)s'; use %(name)s.") % {"model": model, "name": cls.name}
+            )
         return cls()
 
     @classmethod

@@ -25,6 +25,7 @@ import httpx
 import ollama
 import pydantic
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from kernel.errors import ModelMissing, ProviderError
 from rag.providers.base import (
@@ -91,20 +92,25 @@ def _status_error(host: str, model: str, status: int, text: str) -> ProviderErro
 def _transport_error(exc: Exception, host: str, *, mid_answer: bool = False) -> ProviderError:
     """A connection that failed or timed out, as a ProviderError (its `reason` for plain words)."""
     if isinstance(exc, httpx.TimeoutException):
-        return ProviderError(f"The model server at {host} did not answer in time.", reason="timeout")
+        return ProviderError(
+            _("The model server at %(host)s did not answer in time.") % {"host": host}, reason="timeout"
+        )
     if mid_answer:  # the connection dropped while the answer streamed
-        return ProviderError("The model server closed the answer before it was finished.", reason="cut")
-    return ProviderError(f"The model server at {host} cannot be reached.", reason="unreachable")
+        return ProviderError(_("The model server closed the answer before it was finished."), reason="cut")
+    return ProviderError(_("The model server at %(host)s cannot be reached.") % {"host": host}, reason="unreachable")
 
 
 def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> ProviderError:
     if exc.status_code == 404:
         return ModelMissing(
-            f"The model server at {host} does not have the model '{model}'. Pull it there "
-            f"(ollama pull {model}) or choose another model."
+            _(
+                "The model server at %(host)s does not have the model '%(model)s'. Pull it there "
+                "(ollama pull %(model)s) or choose another model."
+            )
+            % {"host": host, "model": model}
         )
     retryable = exc.status_code < 0 or exc.status_code >= 500 or exc.status_code == 429
-    return ProviderError(f"The model server failed: {exc.error}.", retryable=retryable)
+    return ProviderError(_("The model server failed: %(error)s.") % {"error": exc.error}, retryable=retryable)
 
 
 @contextmanager
@@ -118,7 +124,8 @@ def _translate_errors(host: str, model: str):
         # Embeddings or the model list in a shape the client does not accept.
         log.warning("Unreadable reply from the model server at %s: %s", host, exc)
         raise ProviderError(
-            f"The model server at {host} sent a reply that could not be read. Try again.", reason="unreadable"
+            _("The model server at %(host)s sent a reply that could not be read. Try again.") % {"host": host},
+            reason="unreadable",
         ) from exc
     except (ConnectionError, httpx.TransportError) as exc:
         raise _transport_error(exc, host) from exc
@@ -185,8 +192,11 @@ def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
     calls: list[ToolCall] = []
     unreadable = UnreadableLines(
         host,
-        f"The model server at {host} sent replies that could not be read; it may not be an Ollama "
-        "server, or a proxy in between changed them. Try again, or ask an administrator to check OLLAMA_HOST.",
+        _(
+            "The model server at %(host)s sent replies that could not be read; it may not be an Ollama "
+            "server, or a proxy in between changed them. Try again, or ask an administrator to check OLLAMA_HOST."
+        )
+        % {"host": host},
     )
     for raw in lines:
         if not raw.strip():
@@ -196,7 +206,7 @@ def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
         except json.JSONDecodeError:
             line = None
         if isinstance(line, dict) and line.get("error"):
-            raise ProviderError(f"The model server failed: {line['error']}.")
+            raise ProviderError(_("The model server failed: %(error)s.") % {"error": line["error"]})
         part = _part(line) if isinstance(line, dict) else None
         if part is None:
             unreadable.skip(raw)
@@ -210,7 +220,7 @@ def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
             yield Done(part.prompt_tokens, part.completion_tokens, tuple(calls))
             return
     # A stream that ends without `done` was cut off: never pass it off as a complete answer.
-    raise ProviderError("The model server closed the answer before it was finished.", reason="cut")
+    raise ProviderError(_("The model server closed the answer before it was finished."), reason="cut")
 
 
 class _OllamaModel:
@@ -272,7 +282,8 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
             model_info, parameters = shown.get("model_info") or {}, shown.get("parameters") or ""
         except (ValueError, AttributeError) as exc:
             raise ProviderError(
-                f"The model server at {self.host} sent a reply that could not be read.", reason="unreadable"
+                _("The model server at %(host)s sent a reply that could not be read.") % {"host": self.host},
+                reason="unreadable",
             ) from exc
         context = None
         for key, value in model_info.items():
@@ -318,7 +329,10 @@ class OllamaEmbeddingModel(_OllamaModel):
             response = self._client.embed(model=self.name, input=list(texts))
         vectors = [list(v) for v in response.embeddings]
         if len(vectors) != len(texts):
-            raise ProviderError(f"The model server returned {len(vectors)} embeddings for {len(texts)} texts.")
+            raise ProviderError(
+                _("The model server returned %(vectors)s embeddings for %(texts)s texts.")
+                % {"vectors": len(vectors), "texts": len(texts)}
+            )
         self._dimensions = len(vectors[0])
         return vectors
 

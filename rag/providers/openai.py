@@ -27,6 +27,7 @@ from typing import Any, Self, cast
 import httpx2
 import openai
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from kernel.errors import ModelMissing, ProviderError
 from rag.providers.base import (
@@ -67,23 +68,33 @@ def _translate_errors(base_url: str, model: str):
         yield
     except openai.NotFoundError as exc:
         raise ModelMissing(
-            f"The model server at {base_url} does not have the model '{model}'. Choose another model."
+            _("The model server at %(host)s does not have the model '%(model)s'. Choose another model.")
+            % {"host": base_url, "model": model}
         ) from exc
     except openai.APIStatusError as exc:
         retryable = exc.status_code >= 500 or exc.status_code == 429
-        raise ProviderError(f"The model server failed: {_message(exc)}.", retryable=retryable) from exc
+        raise ProviderError(
+            _("The model server failed: %(error)s.") % {"error": _message(exc)}, retryable=retryable
+        ) from exc
     except openai.APITimeoutError as exc:
-        raise ProviderError(f"The model server at {base_url} did not answer in time.", reason="timeout") from exc
+        raise ProviderError(
+            _("The model server at %(host)s did not answer in time.") % {"host": base_url}, reason="timeout"
+        ) from exc
     except openai.APIConnectionError as exc:
-        raise ProviderError(f"The model server at {base_url} cannot be reached.", reason="unreachable") from exc
+        raise ProviderError(
+            _("The model server at %(host)s cannot be reached.") % {"host": base_url}, reason="unreachable"
+        ) from exc
     except openai.APIError as exc:  # an error event mid-stream (vLLM sends one when generation fails)
-        raise ProviderError(f"The model server failed: {exc.message}.") from exc
+        raise ProviderError(_("The model server failed: %(error)s.") % {"error": exc.message}) from exc
     except json.JSONDecodeError as exc:
         # A non-streamed reply (the model list, embeddings) whose body is not JSON.
         log.warning("Unreadable reply from the model server at %s: %s", base_url, exc)
         raise ProviderError(
-            f"The model server at {base_url} sent a reply that could not be read "
-            f"(the model '{model}' or a proxy in between may have garbled it). Try again.",
+            _(
+                "The model server at %(host)s sent a reply that could not be read "
+                "(the model '%(model)s' or a proxy in between may have garbled it). Try again."
+            )
+            % {"host": base_url, "model": model},
             reason="unreadable",
         ) from exc
 
@@ -179,9 +190,12 @@ def _stream_events(events: Iterable[str], host: str) -> Iterator[ChatEvent]:
     finished, usage = False, None
     unreadable = UnreadableLines(
         host,
-        f"The model server at {host} sent replies that could not be read; it may not be an "
-        "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
-        "administrator to check OPENAI_BASE_URL.",
+        _(
+            "The model server at %(host)s sent replies that could not be read; it may not be an "
+            "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
+            "administrator to check OPENAI_BASE_URL."
+        )
+        % {"host": host},
     )
     for data in events:
         try:
@@ -191,7 +205,7 @@ def _stream_events(events: Iterable[str], host: str) -> Iterator[ChatEvent]:
         if isinstance(chunk, dict) and chunk.get("error"):
             error = chunk["error"]
             message = error.get("message") if isinstance(error, dict) else error
-            raise ProviderError(f"The model server failed: {message}.")
+            raise ProviderError(_("The model server failed: %(error)s.") % {"error": message})
         choices = chunk.get("choices") if isinstance(chunk, dict) else None
         if not isinstance(choices, list):
             unreadable.skip(data)
@@ -207,7 +221,7 @@ def _stream_events(events: Iterable[str], host: str) -> Iterator[ChatEvent]:
             finished = finished or choice.get("finish_reason") is not None
     if not finished:
         # A stream that ends without a finish reason was cut off: never a complete answer.
-        raise ProviderError("The model server closed the answer before it was finished.", reason="cut")
+        raise ProviderError(_("The model server closed the answer before it was finished."), reason="cut")
     calls = tuple(pending[i].call(i) for i in sorted(pending))
     for made in calls:
         yield ToolCallEvent(made)
@@ -245,9 +259,11 @@ class _OpenAIModel:
     @classmethod
     def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
         if not settings.OPENAI_BASE_URL:
-            raise UnknownModel(f"'openai:{model}' needs an OpenAI-compatible server: set OPENAI_BASE_URL.")
+            raise UnknownModel(
+                _("'openai:%(model)s' needs an OpenAI-compatible server: set OPENAI_BASE_URL.") % {"model": model}
+            )
         if not model:
-            raise UnknownModel("Name the model after 'openai:', e.g. openai:Qwen/Qwen3-8B.")
+            raise UnknownModel(_("Name the model after 'openai:', e.g. openai:Qwen/Qwen3-8B."))
         return cls(model, base_url=settings.OPENAI_BASE_URL, timeout=timeout or settings.OPENAI_TIMEOUT)
 
     @classmethod
@@ -285,13 +301,15 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
                     started = True
                     yield from _stream_events(_sse_data(response.iter_lines()), self.host)
         except httpx2.TimeoutException as exc:
-            raise ProviderError(f"The model server at {self.host} did not answer in time.", reason="timeout") from exc
+            raise ProviderError(
+                _("The model server at %(host)s did not answer in time.") % {"host": self.host}, reason="timeout"
+            ) from exc
         except httpx2.TransportError as exc:
             if not started:
                 raise ProviderError(
-                    f"The model server at {self.host} cannot be reached.", reason="unreachable"
+                    _("The model server at %(host)s cannot be reached.") % {"host": self.host}, reason="unreachable"
                 ) from exc
-            raise ProviderError("The model server closed the answer before it was finished.", reason="cut") from exc
+            raise ProviderError(_("The model server closed the answer before it was finished."), reason="cut") from exc
 
     def info(self) -> ModelInfo:
         """The context window where the server's model list says it (vLLM: `max_model_len`,
@@ -328,7 +346,10 @@ class OpenAIEmbeddingModel(_OpenAIModel):
             response = self._client.embeddings.create(model=self.name, input=list(texts))
         vectors = [list(item.embedding) for item in sorted(response.data, key=lambda d: d.index)]
         if len(vectors) != len(texts):
-            raise ProviderError(f"The model server returned {len(vectors)} embeddings for {len(texts)} texts.")
+            raise ProviderError(
+                _("The model server returned %(vectors)s embeddings for %(texts)s texts.")
+                % {"vectors": len(vectors), "texts": len(texts)}
+            )
         self._dimensions = len(vectors[0])
         return vectors
 

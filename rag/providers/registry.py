@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext as _
 
 from rag.providers.base import ChatModel, EmbeddingModel, Provider, UnknownModel
 
@@ -43,7 +44,8 @@ def get_chat_model(name: str | None = None, *, timeout: float | None = None) -> 
     provider, model = split_name(name or settings.CHAT_MODEL)
     if provider not in CHAT_PROVIDERS:
         raise UnknownModel(
-            f"'{name}' is not a chat model; use an Ollama model name such as qwen3:8b or openai:<model>."
+            _("'%(name)s' is not a chat model; use an Ollama model name such as qwen3:8b or openai:<model>.")
+            % {"name": name}
         )
     return import_string(CHAT_PROVIDERS[provider]).from_name(model, timeout=timeout)
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 import pymupdf
 import redis
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from kernel.errors import ProviderError
 from kernel.redis_client import get_redis
@@ -84,13 +85,13 @@ def _read_page(
             role="user", content=request or f"Page {number} of {total}. Transcribe it as Markdown.", images=(png,)
         ),
     ]
-    error: ProviderError = ProviderError("The vision model returned an empty page.")
+    error: ProviderError = ProviderError(_("The vision model returned an empty page."))
     for attempt in range(retries + 1):
         try:
             text = clean_vlm_markdown(_transcribe(model, messages, stop))
             if text:
                 return text
-            error = ProviderError("The vision model returned an empty page.")
+            error = ProviderError(_("The vision model returned an empty page."))
         except ProviderError as exc:
             if not exc.retryable:
                 raise
@@ -167,7 +168,7 @@ def vlm_pages(
                 else:
                     pending[pool.submit(_read_page, model, png, next_index + 1, total, retries, stop)] = next_index
                 next_index += 1
-            done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            done, _not_done = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             if cancelled():
                 raise IngestCancelled
             for future in done:
