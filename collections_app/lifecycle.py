@@ -30,7 +30,7 @@ from collections_app.models import Collection, FileStatus, SourceFile, correctio
 from collections_app.progress import announce, file_event, in_teachers_language, publish
 from kernel.errors import Conflict, ServiceUnavailable
 from rag.index import ChunkStore
-from rag.ingest import chunking, pipeline
+from rag.ingest import chunking, pipeline, slides
 from rag.ingest.job import IngestJob, Outcome
 from rag.ingest.steps import expected_extractor
 
@@ -155,6 +155,7 @@ def delete_file(source: SourceFile) -> None:
     SourceFile.objects.filter(pk=source.pk).update(status=FileStatus.CANCELLED)  # a running worker stops
     stored_index(source.collection_id).delete_file(source.pk)
     if source.file:
+        slides.rendered_pdf(Path(source.file.path)).unlink(missing_ok=True)  # a presentation's slide images
         source.file.delete(save=False)
     collection_id, file_id, name = source.collection_id, source.pk, source.original_name
     source.delete()

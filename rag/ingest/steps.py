@@ -16,7 +16,7 @@ from django.utils.translation import ngettext
 
 from kernel.errors import ProviderError
 from rag.index import CollectionIndex, IndexedChunk
-from rag.ingest import chunking, office, pdf, review
+from rag.ingest import chunking, office, pdf, review, slides
 from rag.ingest.embedding import embed_texts
 from rag.ingest.html import html_to_markdown
 from rag.ingest.image import NEEDS_VISION, image_png
@@ -60,6 +60,8 @@ class Extract:
 
     def run(self, job: IngestJob, ctx: Context) -> None:
         if job.pages:  # re-chunking stored Markdown, or Markdown reused from an identical file
+            if job.file_type == "pptx":  # reused text still needs this file's slide images
+                slides.render(job.path, job.page_count or len(job.pages))
             return
         data = job.path.read_bytes()
         if job.file_type == "pdf":
@@ -110,6 +112,8 @@ class Extract:
         vision = job.extractor != "pptx"
         job.pages = office.pptx_pages(data, describe if vision else None, ctx.cancelled)
         job.page_count = len(job.pages)
+        ctx.progress(0.9, _("Text extracted"))
+        slides.render(job.path, job.page_count)  # the slides' images; without them, their text is shown
         if missed:
             job.extractor += " (partial)"  # never reused: a retry should try the model again
             job.notes.append(
