@@ -122,6 +122,9 @@ def test_teacher_uploads_and_corrects_then_a_student_sees_the_cited_passage_mark
     expect(pane).to_be_visible()
     expect(pane.locator("mark.cited").first).to_be_visible()
     expect(pane.locator("mark.cited", has_text="thylakoid membranes")).to_be_visible()
+    # The slide itself, rendered by LibreOffice, with the quoted words marked on it.
+    expect(pane.get_by_test_id("source-page-image")).to_be_visible()
+    expect(pane.get_by_test_id("page-marks").locator("rect").first).to_be_attached()
     box, viewport = pane.bounding_box(), student.viewport_size
     if width < 800:  # a phone: the whole screen
         assert box["x"] <= 1 and box["width"] >= viewport["width"] - 2
