@@ -274,6 +274,9 @@ class FileTracker:
 
     def cancelled(self, job: IngestJob) -> None:
         current = SourceFile.objects.filter(pk=job.file_id).values_list("attempt", flat=True).first()
+        if current is None and not SourceFile.objects.filter(file=self.source.file.name).exists():
+            # Deleted while LibreOffice drew its slides: delete_file found no PDF to remove yet.
+            slides.rendered_pdf(job.path).unlink(missing_ok=True)
         if current is None or current == job.attempt:  # a newer attempt owns the index entries otherwise
             index = stored_index(job.collection_id)
             index.delete_file(job.file_id)
