@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml nginx libreoffice gettext messages makemessages clean
+.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml nginx libreoffice libreoffice-if-root gettext messages makemessages clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,6 +55,13 @@ libreoffice:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq libreoffice-impress-nogui >/dev/null; \
 	  else echo "Slide images need Debian's LibreOffice: sudo apt-get install libreoffice-impress-nogui"; exit 1; fi; }
 
+# make run installs it when it can, and otherwise goes on: the slides are then shown as text (a note
+# on the file says why).
+libreoffice-if-root:
+	@command -v soffice >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory libreoffice; \
+	  else echo "Slides are shown as text only until LibreOffice draws them: sudo apt-get install libreoffice-impress-nogui"; fi; }
+
 # Debian's gettext for compiling the translation catalogues (locale/*/LC_MESSAGES/*.po).
 gettext:
 	@command -v msgfmt >/dev/null || { \
@@ -78,7 +85,7 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
 
-run: $(STAMP) redis-libssl messages xmlsec-if-saml libreoffice
+run: $(STAMP) redis-libssl messages xmlsec-if-saml libreoffice-if-root
 	$(BIN)/python scripts/run.py
 
 # mypy's Django plugin loads the settings, which need a SECRET_KEY unless DEBUG is on. lint-imports
