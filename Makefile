@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml nginx gettext messages makemessages clean
+.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml nginx libreoffice libreoffice-if-root gettext messages makemessages clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -48,6 +48,20 @@ nginx:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nginx >/dev/null; \
 	  else echo "The deployment test needs Debian's nginx: sudo apt-get install nginx"; exit 1; fi; }
 
+# Debian's LibreOffice (Impress, no GUI): slides get page images from the PDF it makes of them at
+# ingestion (rag/ingest/slides.py). Without it, slides are still read and shown as text.
+libreoffice:
+	@command -v soffice >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq libreoffice-impress-nogui >/dev/null; \
+	  else echo "Slide images need Debian's LibreOffice: sudo apt-get install libreoffice-impress-nogui"; exit 1; fi; }
+
+# make run installs it when it can, and otherwise goes on: the slides are then shown as text (a note
+# on the file says why).
+libreoffice-if-root:
+	@command -v soffice >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory libreoffice; \
+	  else echo "Slides are shown as text only until LibreOffice draws them: sudo apt-get install libreoffice-impress-nogui"; fi; }
+
 # Debian's gettext for compiling the translation catalogues (locale/*/LC_MESSAGES/*.po).
 gettext:
 	@command -v msgfmt >/dev/null || { \
@@ -71,7 +85,7 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
 
-run: $(STAMP) redis-libssl messages xmlsec-if-saml
+run: $(STAMP) redis-libssl messages xmlsec-if-saml libreoffice-if-root
 	$(BIN)/python scripts/run.py
 
 # mypy's Django plugin loads the settings, which need a SECRET_KEY unless DEBUG is on. lint-imports
@@ -91,7 +105,7 @@ format: $(STAMP)
 PYTEST_WORKERS ?= 2
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
-test: $(STAMP) redis-libssl browser postgres xmlsec nginx gettext messages node_modules/axe-core/axe.min.js lint
+test: $(STAMP) redis-libssl browser postgres xmlsec nginx libreoffice gettext messages node_modules/axe-core/axe.min.js lint
 	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-postgres
 

@@ -30,7 +30,7 @@ from collections_app.models import Collection, FileStatus, SourceFile, correctio
 from collections_app.progress import announce, file_event, in_teachers_language, publish
 from kernel.errors import Conflict, ServiceUnavailable
 from rag.index import ChunkStore
-from rag.ingest import chunking, pipeline
+from rag.ingest import chunking, pipeline, slides
 from rag.ingest.job import IngestJob, Outcome
 from rag.ingest.steps import expected_extractor
 
@@ -155,6 +155,7 @@ def delete_file(source: SourceFile) -> None:
     SourceFile.objects.filter(pk=source.pk).update(status=FileStatus.CANCELLED)  # a running worker stops
     stored_index(source.collection_id).delete_file(source.pk)
     if source.file:
+        slides.rendered_pdf(Path(source.file.path)).unlink(missing_ok=True)  # a presentation's slide images
         source.file.delete(save=False)
     collection_id, file_id, name = source.collection_id, source.pk, source.original_name
     source.delete()
@@ -273,6 +274,9 @@ class FileTracker:
 
     def cancelled(self, job: IngestJob) -> None:
         current = SourceFile.objects.filter(pk=job.file_id).values_list("attempt", flat=True).first()
+        if current is None and not SourceFile.objects.filter(file=self.source.file.name).exists():
+            # Deleted while LibreOffice drew its slides: delete_file found no PDF to remove yet.
+            slides.rendered_pdf(job.path).unlink(missing_ok=True)
         if current is None or current == job.attempt:  # a newer attempt owns the index entries otherwise
             index = stored_index(job.collection_id)
             index.delete_file(job.file_id)

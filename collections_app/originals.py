@@ -17,13 +17,15 @@ from rag.index import ChunkStore, IndexedChunk
 from rag.ingest import chunking
 from rag.ingest.image import image_png
 from rag.ingest.pdf import open_pdf, render_png
+from rag.ingest.slides import rendered_pdf
 from rag.locate import Located, locate_on_page, tokens
 
 PAGE_DPI = 110
 
 
 def page_image(source: SourceFile, page: int) -> bytes:
-    """Page `page` (1-based) of a PDF as PNG, rendered once and kept beside the media files."""
+    """Page `page` (1-based) of a PDF, a picture or a presentation's slide as PNG, rendered once and
+    kept beside the media files."""
     if not has_page_images(source):
         raise NotFound(_("This file has no page images."))
     if not 1 <= page <= (source.pages or 0):
@@ -34,7 +36,7 @@ def page_image(source: SourceFile, page: int) -> bytes:
     if source.file_type == FileType.IMAGE:
         png = image_png(Path(source.file.path).read_bytes(), source.original_name)
     else:
-        doc = open_pdf(Path(source.file.path), check_streams=False)
+        doc = open_pdf(_page_pdf(source) or Path(source.file.path), check_streams=False)
         try:
             png = render_png(doc[page - 1], PAGE_DPI)
         finally:
@@ -104,16 +106,31 @@ def page_markdown(source: SourceFile, page: int) -> str:
     return next((p.markdown for p in chunking.decompose(source.markdown) if p.number == page), "")
 
 
+def _page_pdf(source: SourceFile) -> Path | None:
+    """The PDF whose pages are the file's pages: a PDF itself, or the one LibreOffice made of a
+    presentation at ingestion (None when it could not: its slides are shown as text)."""
+    if not source.file:
+        return None
+    if source.file_type == FileType.PDF:
+        return Path(source.file.path)
+    if source.file_type == FileType.PPTX:
+        rendered = rendered_pdf(Path(source.file.path))
+        return rendered if rendered.exists() else None
+    return None
+
+
 def has_page_images(source: SourceFile) -> bool:
-    return source.file_type in (FileType.PDF, FileType.IMAGE)
+    return source.file_type == FileType.IMAGE or _page_pdf(source) is not None
 
 
 def passage_on_page(source: SourceFile, page: int, position: int) -> Located | None:
-    """Where the passage at `position` is on page `page` of a PDF (None for other files)."""
-    if source.file_type != FileType.PDF:
+    """Where the passage at `position` is on page `page` of a PDF or a rendered slide (None for
+    other files)."""
+    path = _page_pdf(source)
+    if path is None:
         return None
     chunk = cited_chunk(source, position)
-    doc = open_pdf(Path(source.file.path), check_streams=False)
+    doc = open_pdf(path, check_streams=False)
     try:
         return locate_on_page(doc[page - 1], chunk.text)
     finally:

@@ -264,6 +264,7 @@ def source_page(request, pk: int, page: int):
         "image": images,
         "located": located,
         "marks": [(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in located.boxes] if located else [],
+        # A slide's text stays below its image: its speaker notes are not on the slide.
         "page_html": "" if source.file_type == FileType.PDF else render_markdown(originals.page_markdown(source, page)),
         "words": words,
         "previous": max((n for n in shown if n < page), default=None),

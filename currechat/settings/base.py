@@ -162,6 +162,10 @@ INGEST_VLM_DPI = env_int("INGEST_VLM_DPI", 150, minimum=36)
 # Decompression-bomb guard: no single PDF stream may inflate beyond this, no image beyond this many pixels.
 INGEST_MAX_STREAM_BYTES = env_int("INGEST_MAX_STREAM_BYTES", 100 * 1024 * 1024, minimum=1024)
 INGEST_MAX_IMAGE_PIXELS = env_int("INGEST_MAX_IMAGE_PIXELS", 100_000_000, minimum=1)
+# Slides get page images from a PDF that LibreOffice makes once at ingestion (rag/ingest/slides.py);
+# without it (binary missing, conversion failed or slower than the timeout) slides show their text.
+LIBREOFFICE_BINARY = env_str("LIBREOFFICE_BINARY", "soffice")
+LIBREOFFICE_TIMEOUT = env_float("LIBREOFFICE_TIMEOUT", 120.0, minimum=1)
 # Extracted text beyond this many characters is refused (a sign of a broken or hostile file).
 INGEST_MAX_TEXT_CHARS = env_int("INGEST_MAX_TEXT_CHARS", 20_000_000, minimum=1000)
 # A step that fails in a way that may pass (model server or Redis briefly down) is tried again.

@@ -16,7 +16,7 @@ from django.utils.translation import ngettext
 
 from kernel.errors import ProviderError
 from rag.index import CollectionIndex, IndexedChunk
-from rag.ingest import chunking, office, pdf, review
+from rag.ingest import chunking, office, pdf, review, slides
 from rag.ingest.embedding import embed_texts
 from rag.ingest.html import html_to_markdown
 from rag.ingest.image import NEEDS_VISION, image_png
@@ -60,6 +60,8 @@ class Extract:
 
     def run(self, job: IngestJob, ctx: Context) -> None:
         if job.pages:  # re-chunking stored Markdown, or Markdown reused from an identical file
+            if job.file_type == "pptx":  # reused text still needs this file's slide images
+                self._slide_images(job, ctx)
             return
         data = job.path.read_bytes()
         if job.file_type == "pdf":
@@ -110,6 +112,7 @@ class Extract:
         vision = job.extractor != "pptx"
         job.pages = office.pptx_pages(data, describe if vision else None, ctx.cancelled)
         job.page_count = len(job.pages)
+        self._slide_images(job, ctx)
         if missed:
             job.extractor += " (partial)"  # never reused: a retry should try the model again
             job.notes.append(
@@ -119,6 +122,14 @@ class Extract:
                 )
                 % {"pages": _ranges(sorted(set(missed)))}
             )
+
+    def _slide_images(self, job: IngestJob, ctx: Context) -> None:
+        """The slides' pictures (LibreOffice's PDF of the deck); without them their text is shown,
+        and the note says why. A note copied with reused text is replaced by this run's finding."""
+        ctx.progress(0.9, _("Drawing the slides"))
+        job.notes = [note for note in job.notes if not slides.is_note(note)]
+        if note := slides.render(job.path, job.page_count or len(job.pages), ctx.cancelled):
+            job.notes.append(note)
 
     def _pdf(self, job: IngestJob, data: bytes, ctx: Context) -> None:
         doc = pdf.open_pdf(data)

@@ -77,6 +77,26 @@ def test_teacher_uploads_and_corrects_then_a_student_sees_the_cited_passage_mark
     no_overflow(page)
     journey.shot(page, f"formats-collection-{width}")
 
+    # The slides as LibreOffice drew them, each beside its text; one opens whole, to zoom.
+    page.locator("#file-table").get_by_role("link", name="week2.pptx").click()
+    pictures = page.get_by_test_id("review-page").locator(".review-image img")
+    expect(pictures).to_have_count(2)
+    for picture in (pictures.first, pictures.last):
+        picture.scroll_into_view_if_needed()
+        expect(picture).to_be_visible()
+        page.wait_for_function("img => img.complete && img.naturalWidth > 300", arg=picture.element_handle())
+    journey.look(page, f"formats-slides-{width}")
+    pictures.last.click()
+    expect(page.get_by_test_id("source-page-image")).to_be_visible()
+    expect(page.get_by_test_id("page-text")).to_contain_text("Mitochondria release the energy")
+    journey.look(page, f"formats-slide-2-{width}")
+    page.get_by_test_id("zoom").click()  # twice as wide, scrolled inside its frame
+    expect(page.get_by_test_id("zoom")).to_have_attribute("aria-pressed", "true")
+    no_overflow(page)
+    page.go_back()
+    page.go_back()
+    no_overflow(page)
+
     page.get_by_test_id("flagged-count").get_by_role("link", name="board.png").click()
     flagged = page.locator('[data-testid="review-page"]', has=page.get_by_test_id("page-flag"))
     expect(flagged).to_have_count(1)
@@ -122,6 +142,9 @@ def test_teacher_uploads_and_corrects_then_a_student_sees_the_cited_passage_mark
     expect(pane).to_be_visible()
     expect(pane.locator("mark.cited").first).to_be_visible()
     expect(pane.locator("mark.cited", has_text="thylakoid membranes")).to_be_visible()
+    # The slide itself, rendered by LibreOffice, with the quoted words marked on it.
+    expect(pane.get_by_test_id("source-page-image")).to_be_visible()
+    expect(pane.get_by_test_id("page-marks").locator("rect").first).to_be_attached()
     box, viewport = pane.bounding_box(), student.viewport_size
     if width < 800:  # a phone: the whole screen
         assert box["x"] <= 1 and box["width"] >= viewport["width"] - 2
