@@ -13,7 +13,7 @@ from rag.providers.base import (
     ToolCall,
     ToolSpec,
 )
-from rag.providers.registry import get_chat_model, get_embedding_model, is_available
+from rag.providers.registry import available_models, get_chat_model, get_embedding_model, is_available
 
 __all__ = [
     "ChatEvent",
@@ -24,6 +24,7 @@ __all__ = [
     "TextDelta",
     "ToolCall",
     "ToolSpec",
+    "available_models",
     "get_chat_model",
     "get_embedding_model",
     "is_available",
