@@ -119,9 +119,10 @@ def check_redis() -> ServiceState:
 def check_workers() -> ServiceState:
     """Background workers that showed a sign of life recently, busy or idle.
 
-    Every CurreChat worker beats every WORKER_HEARTBEAT_SECONDS, waiting for a job or in one
-    (currechat.worker); one silent for WORKER_DEAD_BEATS beats has died, although rq keeps its
-    registration a minute longer."""
+    Every CurreChat worker beats every WORKER_HEARTBEAT_SECONDS from a thread of its own, from
+    before its imports to its end, whatever it is doing (currechat.worker.Liveness); one silent for
+    WORKER_DEAD_BEATS beats has died, although rq keeps its registration a minute longer. A worker
+    still starting (importing its libraries) takes no file yet: it counts as busy."""
     from rq import Worker
     from rq.worker import WorkerStatus
 
@@ -142,7 +143,7 @@ def check_workers() -> ServiceState:
         return ServiceState(
             False, gettext_noop("No background worker is running: uploaded files wait until one starts."), 0
         )
-    count, busy = len(live), sum(1 for w in live if w.get_state() == WorkerStatus.BUSY)
+    count, busy = len(live), sum(1 for w in live if w.get_state() in (WorkerStatus.BUSY, WorkerStatus.STARTED))
     detail = f"{count} background worker{'s' if count != 1 else ''} running ({busy} busy, {count - busy} idle)."
     return ServiceState(True, detail, count, busy=busy, idle=count - busy)
 
