@@ -23,8 +23,7 @@ from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from currechat.redis_client import get_redis
-from rag.providers import available_models, is_available
-from rag.providers.registry import Listing
+from rag.providers import Listing, available_models, is_available
 
 
 @dataclass(frozen=True)
