@@ -41,6 +41,11 @@ def current(user):
     return fresh
 
 
+def shows_details(user) -> bool:
+    """Whether `user` may see addresses, model names and worker counts: teachers and staff."""
+    return bool(user is not None and user.is_authenticated and user.is_active and (user.is_teacher or user.is_staff))
+
+
 def require_login(user) -> None:
     if not user.is_authenticated or not user.is_active:
         raise NotAuthenticated(_("Log in first."))

@@ -9,15 +9,15 @@ from accounts.models import active_teachers
 from collections_app.models import Collection
 from collections_app.writes import check_collection
 from kernel.forms import WriteRulesForm
+from rag.providers import available_models
 from rag.providers.languages import MODEL_LANGUAGES, model_languages
-from rag.providers.ollama import server_models
 
 
 def embedding_choices(current: str) -> list[tuple[str, str]]:
     """The embedding models that exist: the offline one, the model server's embedders, and the
     collection's own; each says whether it knows every language or English only."""
     names = [settings.EMBEDDING_MODEL, "local:all-MiniLM-L6-v2"]
-    for model in server_models() or []:
+    for model in available_models().of("ollama"):
         base = model.lower().split(":", 1)[0]
         if base in MODEL_LANGUAGES or model.lower() in MODEL_LANGUAGES or "embed" in base:
             names.append(f"ollama:{model.removesuffix(':latest')}")

@@ -16,8 +16,9 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer, SessionAuth
 
+from access.rules import shows_details
 from accounts.models import ApiToken
-from currechat.health import get_health, shows_details
+from currechat.health import get_health
 from kernel.errors import CurreChatError
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-from currechat.health import get_health, shows_details
+from access.rules import shows_details
+from currechat.health import get_health
 
 
 def service_status(request):

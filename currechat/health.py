@@ -1,12 +1,13 @@
 """Is Redis (with search) reachable? Is the model server? Which models are configured?
 
 The result feeds the status badge on every page and `/api/v1/health`. Only teachers and staff see
-the details (`shows_details`); visitors and students learn "ok" or "degraded" (`public_summary`):
+the details (`access.rules.shows_details`); visitors and students learn "ok" or "degraded" (`public_summary`):
 addresses and model names help an attacker and no student needs them. Addresses in the details
 never carry a password (`redact_url`). It is cached for a few
-seconds per process so a busy page doesn't ping both services on every request. Whether a model
-is available is the provider registry's answer (`rag.providers.is_available`), the same one search,
-ingestion and the agent ask.
+seconds per process so a busy page doesn't ping both services on every request. Which models the
+servers have, and whether a model is available, is the provider registry's answer
+(`rag.providers.available_models`, `is_available`), the same one search, ingestion, the agent,
+forms and write rules ask.
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from kernel.redis_client import get_redis
-from rag.providers import is_available
-from rag.providers import openai as openai_provider
-from rag.providers.ollama import server_models
+from rag.providers import Listing, available_models, is_available
 
 
 @dataclass(frozen=True)
@@ -81,11 +80,6 @@ class Health:
         return data
 
 
-def shows_details(user) -> bool:
-    """Whether `user` may see addresses, model names and worker counts: teachers and staff."""
-    return bool(user is not None and user.is_authenticated and user.is_active and (user.is_teacher or user.is_staff))
-
-
 def redact_url(url: str) -> str:
     """`url` without its password (redis://:secret@host → redis://:***@host)."""
     parts = urlsplit(url)
@@ -119,9 +113,10 @@ def check_redis() -> ServiceState:
 def check_workers() -> ServiceState:
     """Background workers that showed a sign of life recently, busy or idle.
 
-    Every CurreChat worker beats every WORKER_HEARTBEAT_SECONDS, waiting for a job or in one
-    (currechat.worker); one silent for WORKER_DEAD_BEATS beats has died, although rq keeps its
-    registration a minute longer."""
+    Every CurreChat worker beats every WORKER_HEARTBEAT_SECONDS from a thread of its own, from
+    before its imports to its end, whatever it is doing (currechat.worker.Liveness); one silent for
+    WORKER_DEAD_BEATS beats has died, although rq keeps its registration a minute longer. A worker
+    still starting (importing its libraries) takes no file yet: it counts as busy."""
     from rq import Worker
     from rq.worker import WorkerStatus
 
@@ -142,29 +137,29 @@ def check_workers() -> ServiceState:
         return ServiceState(
             False, gettext_noop("No background worker is running: uploaded files wait until one starts."), 0
         )
-    count, busy = len(live), sum(1 for w in live if w.get_state() == WorkerStatus.BUSY)
+    count, busy = len(live), sum(1 for w in live if w.get_state() in (WorkerStatus.BUSY, WorkerStatus.STARTED))
     detail = f"{count} background worker{'s' if count != 1 else ''} running ({busy} busy, {count - busy} idle)."
     return ServiceState(True, detail, count, busy=busy, idle=count - busy)
 
 
-def check_model_server(*, fresh: bool = False) -> tuple[ServiceState, list[str]]:
-    available = server_models(fresh=fresh)
-    if available is None:
-        return ServiceState(False, f"No model server at {redact_url(settings.OLLAMA_HOST)}."), []
-    return ServiceState(
-        True, f"Model server at {redact_url(settings.OLLAMA_HOST)} lists {len(available)} models."
-    ), available
+def check_model_server(listing: Listing | None = None) -> ServiceState:
+    """The Ollama-protocol server (OLLAMA_HOST), from the registry's `listing` (asked if not given)."""
+    listing = available_models() if listing is None else listing
+    if not listing.reachable("ollama"):
+        return ServiceState(False, f"No model server at {redact_url(settings.OLLAMA_HOST)}.")
+    count = len(listing.of("ollama"))
+    return ServiceState(True, f"Model server at {redact_url(settings.OLLAMA_HOST)} lists {count} models.")
 
 
-def check_openai_server(*, fresh: bool = False) -> tuple[ServiceState | None, list[str]]:
-    """The OpenAI-compatible server and its models (named `openai:<id>`, as settings take them)."""
+def check_openai_server(listing: Listing | None = None) -> ServiceState | None:
+    """The OpenAI-compatible server, when one is configured (OPENAI_BASE_URL); None otherwise."""
     if not settings.OPENAI_BASE_URL:
-        return None, []
-    listed = openai_provider.server_models(fresh=fresh)
-    if listed is None:
-        return ServiceState(False, f"No OpenAI-compatible server at {settings.OPENAI_BASE_URL}."), []
-    detail = f"OpenAI-compatible server at {settings.OPENAI_BASE_URL} lists {len(listed)} models."
-    return ServiceState(True, detail), [f"openai:{name}" for name in listed]
+        return None
+    listing = available_models() if listing is None else listing
+    if not listing.reachable("openai"):
+        return ServiceState(False, f"No OpenAI-compatible server at {settings.OPENAI_BASE_URL}.")
+    count = len(listing.of("openai"))
+    return ServiceState(True, f"OpenAI-compatible server at {settings.OPENAI_BASE_URL} lists {count} models.")
 
 
 def configured_models() -> dict[str, str]:
@@ -187,15 +182,14 @@ def get_health(*, fresh: bool = False) -> Health:
     with _lock:
         if not fresh and _cached and _cached[1] == key and now - _cached[0] < settings.HEALTH_CACHE_SECONDS:
             return _cached[2]
-    model_state, available = check_model_server(fresh=fresh)
-    openai_state, openai_models = check_openai_server(fresh=fresh)
+    listing = available_models(fresh=fresh)
     health = Health(
         redis=check_redis(),
-        model_server=model_state,
+        model_server=check_model_server(listing),
         models=configured_models(),
-        available_models=available + openai_models,
+        available_models=listing.names(),
         workers=check_workers(),
-        openai_server=openai_state,
+        openai_server=check_openai_server(listing),
     )
     with _lock:
         _cached = (time.monotonic(), key, health)

@@ -18,6 +18,8 @@ It also keeps files from being stuck when a process dies (docs/RELIABILITY.md):
 - it beats every WORKER_HEARTBEAT_SECONDS, idle or in a job, whatever command line started it
   (`manage.py rqworker` passes rq's `--worker-ttl` of 420 s, under which an idle worker beat, and
   looked for dead workers' files, only every 405 s); health counts a silent worker as dead;
+- it registers before its imports, and beats from a thread of its own (`Liveness`), so a worker
+  busy importing torch (20-40 s on a loaded machine) or in a long job is never taken for a dead one;
 - rq's scheduler process dies with its worker too;
 - rq's scheduler process ended at the first Redis error and came back only at the worker's next
   maintenance (up to 10 minutes): ours waits for Redis and goes on (`SteadyScheduler`);
@@ -32,6 +34,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -42,6 +45,8 @@ from django.utils.translation import gettext_lazy
 from rq import Worker
 from rq.exceptions import StopRequested
 from rq.scheduler import RQScheduler
+from rq.utils import now, utcformat
+from rq.worker import WorkerStatus
 
 from collections_app import liveness
 from currechat import lifeline
@@ -119,6 +124,57 @@ def redis_is_back(connection: redis.Redis, *, max_wait: float = 30.0, stop: Call
     return False
 
 
+# Refreshes a live registration only: a worker's hash that expired or records its death stays so.
+_BEAT = """
+if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('HEXISTS', KEYS[1], 'death') == 0 then
+  redis.call('HSET', KEYS[1], 'last_heartbeat', ARGV[1])
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+class Liveness:
+    """A registered worker's heartbeat, from a thread of its own, every WORKER_HEARTBEAT_SECONDS.
+
+    rq beats only from the worker's main thread, between the things that thread does; while it
+    imported torch (20-40 s on a loaded machine) or waited on the database, no beat came, and the
+    status band said "No background worker is running" about a worker that was busy. The thread
+    says only that the process is alive; what it does (idle, busy) is still the main thread's
+    `state`. A process that dies takes its thread along, so a dead worker still falls silent, and
+    a job's process (forked) has no copy of the thread."""
+
+    def __init__(self, worker: Worker):
+        self.worker = worker
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._beat = worker.connection.register_script(_BEAT)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(self._stop,), name="worker-liveness", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(settings.WORKER_HEARTBEAT_SECONDS):
+            try:
+                self._beat(keys=[self.worker.key], args=[utcformat(now()), self.worker.worker_ttl + 60])
+            except redis.RedisError:  # Redis is away: the main thread waits for it, health says so
+                log.debug("Worker %s: no heartbeat, Redis is unreachable", self.worker.name)
+
+
 class SteadyScheduler(RQScheduler):
     """rq's scheduler (the process `--with-scheduler` forks: the daily purge and other delayed
     jobs), riding out Redis outages. rq's own loop raises at the first connection error and its
@@ -158,10 +214,17 @@ class PreloadingWorker(Worker):
         self._scheduler_tried_at = 0.0
         self._own_pid = os.getpid()  # heartbeat also runs in a job's process, which has no scheduler
         self._signalled = False
+        self._liveness = Liveness(self)
+        self._announced = False  # registered before the imports; rq's own registration keeps that
+        self._preloaded = False
         try:
             schedule_daily_jobs()
         except Exception:  # noqa: BLE001  (a worker that cannot schedule still ingests files)
             log.exception("Could not schedule the daily purge of expired chats")
+
+    def _preload(self) -> None:
+        """Import what every job needs, once, before the first fork (the module's docstring)."""
+        self._preloaded = True
         try:
             seconds = preload_modules()
         except ImportError:  # the horse will raise the same error where a user can see it
@@ -244,8 +307,29 @@ class PreloadingWorker(Worker):
         return settings.WORKER_HEARTBEAT_SECONDS
 
     def bootstrap(self, *args, **kwargs):
+        """rq's start (registration, "*** Listening on"), after the imports. The worker registers
+        before them, as starting (health counts it busy), and beats from then on: for the 20-40 s
+        that importing torch takes on a loaded machine, the band used to say no worker was running."""
         tie_forks_to_this_process()  # before rq forks its scheduler
+        if not self._preloaded:
+            self.register_birth()
+            self.set_state(WorkerStatus.STARTED)
+            self._announced = True
+            self._preload()
         super().bootstrap(*args, **kwargs)
+
+    def register_birth(self):
+        """rq's registration, then the beat from a thread (`Liveness`) until the death is registered.
+        rq's own call just after an early registration (`bootstrap`) keeps that one."""
+        if self._announced:
+            self._announced = False
+            return
+        super().register_birth()
+        self._liveness.start()
+
+    def register_death(self):
+        self._liveness.stop()  # first: even when Redis is away and rq's registration fails
+        super().register_death()
 
     def heartbeat(self, *args, **kwargs):
         """rq's heartbeat, then (at most every half beat) a look for files whose worker died: a file

@@ -92,6 +92,7 @@ class FakeOllama:
         self.abandoned = 0
         self._script: deque[Reply | Responder] = deque()
         self._lock = threading.Lock()
+        self._abandoned = threading.Condition(self._lock)  # told each time an answer is abandoned
         self._server = _Server((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
@@ -121,6 +122,13 @@ class FakeOllama:
             self.responder = None
             self.abandoned = 0  # streamed answers whose client hung up before the end
             self._script.clear()
+
+    def wait_for_abandoned(self, count: int, timeout: float) -> int:
+        """Block until `count` streamed answers were abandoned by their client (the server saw the
+        connection go), or `timeout` seconds passed; how many were."""
+        with self._abandoned:
+            self._abandoned.wait_for(lambda: self.abandoned >= count, timeout)
+            return self.abandoned
 
     def pull(self, model: str) -> None:
         """As `ollama pull` of a newer version under the same name: new digest, other vectors."""
@@ -293,7 +301,8 @@ class FakeOllama:
                     self._line(done)
                     self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
-                    with fake._lock:
+                    with fake._abandoned:
                         fake.abandoned += 1
+                        fake._abandoned.notify_all()
 
         return Handler

@@ -11,6 +11,7 @@ from chat.models import Message, MessageStatus
 from chat.turn.consumers import CLOSE_NOT_ALLOWED
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn, search_call
+from tests.websockets import EVENT_SECONDS, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,9 +72,9 @@ async def test_refusals_are_in_the_students_language(student, session, settings)
     finnish = [(b"accept-language", b"fi-FI,fi;q=0.9,en;q=0.5")]
     ws, _, _ = await connect_ws(student, session.id, headers=finnish)
     await ws.send_json_to({"type": "user_message", "content": "far too long for the limit"})
-    too_long = await ws.receive_json_from(timeout=5)
+    too_long = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.send_json_to({"type": "dance"})
-    unknown = await ws.receive_json_from(timeout=5)
+    unknown = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.disconnect()
     assert too_long["code"] == "too_long" and too_long["detail"].startswith("Viestissäsi on 26 merkkiä")
     assert unknown["code"] == "bad_request" and unknown["detail"].startswith("Lähetä {'type'")
@@ -82,7 +83,7 @@ async def test_refusals_are_in_the_students_language(student, session, settings)
     await database_sync_to_async(student.save)()
     ws, _, _ = await connect_ws(student, session.id, headers=finnish)
     await ws.send_json_to({"type": "user_message", "content": "far too long for the limit"})
-    saved = await ws.receive_json_from(timeout=5)
+    saved = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.disconnect()
     assert saved["detail"].startswith("Ditt meddelande har 26 tecken")
 
@@ -91,9 +92,9 @@ async def test_a_refused_message_gets_an_error_event_without_a_message(student, 
     settings.CHAT_MAX_MESSAGE_CHARS = 10
     ws, _, _ = await connect_ws(student, session.id)
     await ws.send_json_to({"type": "user_message", "content": "far too long for the limit"})
-    event = await ws.receive_json_from(timeout=5)
+    event = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.send_json_to({"type": "dance"})
-    unknown = await ws.receive_json_from(timeout=5)
+    unknown = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.disconnect()
     assert event["type"] == "error" and event["code"] == "too_long" and event["message_id"] is None
     assert unknown["type"] == "error" and unknown["code"] == "bad_request"
@@ -104,13 +105,14 @@ async def test_the_answer_is_stored_even_if_the_student_leaves(student, session,
     ollama.script(Reply(chunks=[f"t{i} " for i in range(20)], delay=0.02))
     ws, _, _ = await connect_ws(student, session.id)
     await ws.send_json_to({"type": "user_message", "content": "Long answer please"})
-    await ws.receive_json_from(timeout=5)  # the first token
+    await ws.receive_json_from(timeout=EVENT_SECONDS)  # the first token
     await ws.disconnect()
-    for _ in range(100):
-        reply = await database_sync_to_async(session.messages.filter(role="assistant").last)()
-        if reply.status == MessageStatus.COMPLETE:
-            break
-        await asyncio.sleep(0.05)
+
+    def ended() -> Message | None:
+        reply = session.messages.filter(role="assistant").last()
+        return reply if reply and reply.status not in (MessageStatus.PENDING, MessageStatus.STREAMING) else None
+
+    reply = await until(database_sync_to_async(ended), "the turn to end after the student left")
     assert reply.status == MessageStatus.COMPLETE and reply.content.startswith("t0 t1")
 
 

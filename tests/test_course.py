@@ -16,6 +16,7 @@ from chat.models import ChatSession, Enrollment, EnrollmentStatus, Message, Mess
 from collections_app.models import Collection
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn, search_call
+from tests.websockets import EVENT_SECONDS
 
 
 def api(client, method: str, url: str, data=None):
@@ -240,11 +241,8 @@ async def test_stop_keeps_the_partial_answer_and_the_next_message_works(student,
     assert streamed and done["message"]["content"] == streamed and len(streamed.split()) < 300
     stored = await database_sync_to_async(Message.objects.get)(pk=done["message"]["id"])
     assert stored.status == MessageStatus.STOPPED and stored.content == streamed
-    for _ in range(50):  # the model server sees the request end
-        if ollama.abandoned:
-            break
-        await asyncio.sleep(0.1)
-    assert ollama.abandoned == 1
+    # The model server sees the request end.
+    assert await asyncio.to_thread(ollama.wait_for_abandoned, 1, EVENT_SECONDS) == 1
     await ws.send_json_to({"type": "user_message", "content": "And now?"})
     nxt = await receive_turn(ws)
     await ws.disconnect()

@@ -16,8 +16,18 @@ from chat.turn.agent import run_turn, start_turn
 from chat.turn.events import ListSink
 from kernel.errors import ProviderError
 from rag import curation
-from rag.providers import ChatMessage, Done, TextDelta, ToolSpec, get_chat_model, get_embedding_model, is_available
+from rag.providers import (
+    ChatMessage,
+    Done,
+    TextDelta,
+    ToolSpec,
+    available_models,
+    get_chat_model,
+    get_embedding_model,
+    is_available,
+)
 from rag.providers.base import ToolCallEvent, UnknownModel
+from rag.providers.registry import split_name
 from rag.results import Passage
 from tests.fake_ollama import FakeOllama, Reply, hashed_embedding
 from tests.fake_openai import FakeOpenAI
@@ -160,6 +170,17 @@ def test_availability_follows_the_servers_list(served):
     assert is_available(served.chat) and is_available(served.embedding)
     served.fake.models.remove(served.chat.removeprefix("openai:"))
     assert not is_available(served.chat, fresh=True)
+
+
+def test_a_servers_model_list_is_kept_for_the_health_cache_time(served, settings):
+    """One list per server, kept HEALTH_CACHE_SECONDS for both protocols alike (the badge, search
+    and the agent ask on every request); a fresh look asks the server again and is kept in turn."""
+    settings.HEALTH_CACHE_SECONDS = 60
+    assert served.chat in available_models(fresh=True).names()
+    served.fake.models.remove(split_name(served.chat)[1])
+    assert is_available(served.chat) and served.chat in available_models().names()
+    assert not is_available(served.chat, fresh=True)
+    assert served.chat not in available_models().names()
 
 
 def test_an_openai_model_needs_a_configured_server(settings, openai_server):

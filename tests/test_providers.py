@@ -11,7 +11,7 @@ from kernel.errors import ProviderError
 from rag.providers import ChatMessage, Done, TextDelta, ToolSpec, get_chat_model, get_embedding_model, registry
 from rag.providers.base import ToolCallEvent
 from rag.providers.local import MiniLMEmbedder
-from rag.providers.registry import UnknownModel, is_available, split_name
+from rag.providers.registry import UnknownModel, available_models, is_available, split_name
 from tests.fake_ollama import Reply
 
 TOOL = ToolSpec("document_search", "Search.", {"type": "object", "properties": {"query": {"type": "string"}}})
@@ -129,7 +129,7 @@ def test_availability_is_the_servers_model_list(ollama, settings):
 
 
 class EchoModel:
-    """A provider written the way any new one is: built from its name, asked about availability."""
+    """A provider written the way any new one is: built from its name, asked which models it has."""
 
     def __init__(self, model: str, timeout: float | None):
         self.name, self.timeout = model, timeout
@@ -139,12 +139,17 @@ class EchoModel:
         return cls(model, timeout)
 
     @classmethod
-    def is_available(cls, model, *, fresh=False):
-        return model == "echo-1"
+    def list_models(cls):
+        return ["echo-1"]
+
+    @classmethod
+    def serves(cls, listed, model):
+        return model in listed
 
 
-def test_a_new_provider_is_one_class_and_one_registry_entry(monkeypatch):
+def test_a_new_provider_is_one_class_and_one_registry_entry(monkeypatch, ollama):
     monkeypatch.setitem(registry.CHAT_PROVIDERS, "echo", f"{__name__}.EchoModel")
     model = get_chat_model("echo:echo-1", timeout=3.0)
     assert isinstance(model, EchoModel) and (model.name, model.timeout) == ("echo-1", 3.0)
     assert is_available("echo:echo-1") and not is_available("echo:echo-2")
+    assert "echo:echo-1" in available_models().names()  # offered to teachers beside the servers' models

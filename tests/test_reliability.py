@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pymupdf
 import pytest
@@ -39,6 +40,25 @@ from tests.fixtures_chat import search_call
 from tests.fixtures_ingest import PDFS, chunk_keys, upload
 
 NOTES = b"# Optics\n\nLight bends when it passes from air into water, which is called refraction.\n"
+
+
+def _until(check, what: str, timeout: float = 30.0):
+    """Poll `check` until it gives something true, and return that; fail naming `what` after
+    `timeout` seconds (a budget for a loaded machine, not a measurement)."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+    return value
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has died: only its parent has not read its exit code yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def api(client, method: str, url: str, data=None):
@@ -94,10 +114,10 @@ def test_a_running_job_beats_so_a_slow_step_is_not_taken_for_a_dead_worker(
     source = _processing(fast_collection, client_for(owner))
     long_ago = timezone.now() - timedelta(hours=1)
     SourceFile.objects.filter(pk=source.pk).update(updated=long_ago)
-    with liveness.Heartbeat(source.pk, source.attempt):
-        time.sleep(0.5)  # a step that reports nothing (one slow VLM page)
-    source.refresh_from_db()
-    assert not liveness.is_stalled(source) and liveness.fail_stalled_files() == 0
+    assert liveness.is_stalled(SourceFile.objects.get(pk=source.pk))
+    with liveness.Heartbeat(source.pk, source.attempt):  # a step that reports nothing (one slow VLM page)
+        _until(lambda: not liveness.is_stalled(SourceFile.objects.get(pk=source.pk)), "the job's heartbeat")
+    assert liveness.fail_stalled_files() == 0
 
 
 def test_health_counts_only_workers_that_beat_recently(db):
@@ -407,24 +427,29 @@ def test_job_processes_die_with_their_worker():
     """The horse asks Linux for SIGKILL when its parent dies (no orphaned job holding the file)."""
     from currechat.worker import die_with_parent
 
-    read, write = os.pipe()
+    asked_read, asked_write = os.pipe()  # the job tells its worker it has asked for the signal
+    pid_read, pid_write = os.pipe()  # the worker tells this test its job's pid
     middle = os.fork()
-    if middle == 0:  # the "worker": starts a "job" and is then killed
-        job = os.fork()
-        if job == 0:
-            die_with_parent()
-            time.sleep(30)
-            os._exit(0)
-        os.write(write, str(job).encode())
-        time.sleep(0.5)  # the job has asked for the signal by now
-        os._exit(0)
-    os.waitpid(middle, 0)
-    job_pid = int(os.read(read, 32))
-    for _ in range(50):
+    if middle == 0:  # the "worker": starts a "job" and dies once the job asked
         try:
-            os.kill(job_pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    os.kill(job_pid, signal.SIGKILL)
-    pytest.fail("the job process outlived its worker")
+            job = os.fork()
+            if job == 0:
+                try:
+                    die_with_parent()
+                    os.write(asked_write, b"1")
+                    time.sleep(60)
+                finally:
+                    os._exit(0)
+            os.read(asked_read, 1)
+            os.write(pid_write, str(job).encode())
+        finally:
+            os._exit(0)
+    os.waitpid(middle, 0)
+    job_pid = int(os.read(pid_read, 32))
+    try:
+        _until(lambda: not _alive(job_pid), "the job process to die with its worker")
+    finally:
+        if _alive(job_pid):
+            os.kill(job_pid, signal.SIGKILL)
+        for fd in (asked_read, asked_write, pid_read, pid_write):
+            os.close(fd)

@@ -1,7 +1,7 @@
 """The real worker, started by the command line `make run` uses (`manage.py rqworker … --with-scheduler
-default ingest`), is counted while idle and while in a long job, and a worker killed mid-job is
-noticed: health stops counting it and its file is failed, with a Retry, by the worker still alive
-(docs/RELIABILITY.md, scenario 1b)."""
+default ingest`), is counted while it imports its libraries, while idle and while in a long job, and
+a worker killed mid-job is noticed: health stops counting it and its file is failed, with a Retry,
+by the worker still alive (docs/RELIABILITY.md, scenario 1b)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from scripts.run import WORKER
 from tests.fixtures_ingest import FAST_EMBEDDER
 
 ROOT = Path(__file__).resolve().parent.parent
+LISTENING = "*** Listening on"  # rq's line once a worker takes jobs
 BEAT = 3  # WORKER_HEARTBEAT_SECONDS of the workers started here (and of this process's health check)
 STALE = 15  # INGEST_STALE_SECONDS: a file without a sign of life this long lost its worker
 OLD_THRESHOLD = 60  # health used to count only workers that beat in the last 60 s
@@ -111,6 +112,35 @@ def live_workers(tmp_path):
     workers.manage("migrate", "--noinput")
     yield workers
     workers.stop()
+
+
+@pytest.mark.slow
+def test_a_worker_importing_its_libraries_counts_as_running_and_busy(live_workers, settings, client_for, owner):
+    """A new worker imports torch and sentence-transformers before it takes a file: 6-9 s on an idle
+    machine here, 20-40 s on a loaded one, longer than health waits for a heartbeat. The band used to
+    say "No background worker is running" all that time."""
+    beat = 1  # several beats fit in the import even on an idle machine
+    settings.WORKER_HEARTBEAT_SECONDS = beat
+    live_workers.env.update({"WORKER_HEARTBEAT_SECONDS": str(beat), "EMBEDDING_MODEL": "local:all-MiniLM-L6-v2"})
+    live_workers.start()
+    wait_for(lambda: check_workers().count == 1, 120, "the worker to register", live_workers.log)
+    band = client_for(owner).get("/").content.decode()
+    workers = client_for(owner).get("/api/v1/health").json()["workers"]
+    assert LISTENING not in live_workers.log(), "the worker finished importing before the page was read"
+    assert "1 background worker running. Busy: 1, idle: 0. New files wait until one is free." in band
+    assert workers["detail"] == "1 background worker running (1 busy, 0 idle)."
+
+    # Counted all along its imports, however long they take, by the heartbeats it keeps sending
+    # while its main thread imports; then idle once it takes jobs.
+    beats = set()
+    deadline = time.monotonic() + 300
+    while LISTENING not in live_workers.log():
+        assert time.monotonic() < deadline, f"the worker did not finish importing in 300 s\n{live_workers.log()}"
+        assert check_workers().count == 1, live_workers.log()
+        beats.update(w.last_heartbeat for w in Worker.all(connection=get_redis()))
+        time.sleep(0.2)
+    assert len(beats) >= 2, f"no heartbeat while the worker imported: {beats}"
+    wait_for(lambda: check_workers().idle == 1, 30, "the worker to wait for a job", live_workers.log)
 
 
 UPLOAD = """

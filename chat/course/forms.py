@@ -9,8 +9,8 @@ from accounts.models import active_teachers
 from chat.course.writes import MAX_EXAMPLE_QUESTIONS, attachable_collections, check_prompt
 from chat.models import Prompt
 from collections_app.models import Collection
-from currechat.health import get_health
 from kernel.forms import WriteRulesForm
+from rag.providers import Listing, available_models, is_available
 from rag.providers.languages import looks_like_embedder
 
 
@@ -130,10 +130,10 @@ class PromptForm(WriteRulesForm):
                 self.fields["co_teachers"].help_text = _("Only the prompt's owner changes its co-teachers.")
         if not co_teachers.queryset.exists():
             del self.fields["co_teachers"]  # no other teacher to choose: no empty section
-        health = get_health()
-        cast(ModelsField, self.fields["student_models"]).choices = _student_model_choices(health, self.instance)
-        if health.model_server.ok:
-            names = ", ".join(health.available_models) or _("none")
+        listing = available_models()
+        cast(ModelsField, self.fields["student_models"]).choices = _student_model_choices(listing, self.instance)
+        if listing.reachable("ollama"):  # "the model server": OLLAMA_HOST
+            names = ", ".join(listing.names()) or _("none")
             self.fields["chat_model"].help_text = _("Models on the server: %(names)s.") % {"names": names}
         else:
             self.fields["chat_model"].help_text = _(
@@ -144,11 +144,11 @@ class PromptForm(WriteRulesForm):
         return self._actor
 
 
-def _student_model_choices(health, prompt: Prompt) -> list[tuple[str, str]]:
+def _student_model_choices(listing: Listing, prompt: Prompt) -> list[tuple[str, str]]:
     """The chat models the servers have, and those the prompt lists or uses (marked when a server
     lacks them, so the teacher sees why students cannot use them and can untick them)."""
-    names = [name for name in health.available_models if not looks_like_embedder(name)]
+    names = [name for name in listing.names() if not looks_like_embedder(name)]
     kept = [*(prompt.student_models if prompt.pk else []), prompt.chat_model if prompt.pk else ""]
     names += [name for name in kept if name and name not in names]
-    away = set() if not health.model_server.ok else {name for name in names if not health.has_model(name)}
+    away = set() if not listing.reachable("ollama") else {name for name in names if not is_available(name)}
     return [(name, _("%(name)s (not on the server now)") % {"name": name} if name in away else name) for name in names]

@@ -28,9 +28,8 @@ from django.utils.translation import gettext_lazy
 from accounts.models import User, teachers_named
 from chat.models import ChatVisibility, Prompt, SourcePolicy
 from collections_app.models import Collection
-from currechat.health import get_health
 from kernel.errors import Forbidden, InvalidInput
-from rag.providers.registry import UnknownModel, get_chat_model
+from rag.providers.registry import UnknownModel, available_models, get_chat_model, is_available
 
 FIELDS = (
     "name", "description", "system_prompt", "chat_model", "collections", "curation_enabled", "active", "owner",
@@ -215,9 +214,9 @@ def _check_model_exists(name: str, *, field: str) -> None:
         get_chat_model(name)  # a name no chat provider serves; contacts no server
     except UnknownModel as exc:
         raise InvalidInput(str(exc), field=field) from exc
-    health = get_health()
-    if health.model_server.ok and not health.has_model(name):
-        choices = ", ".join(health.available_models) or _("none")
+    listing = available_models()
+    if listing.reachable("ollama") and not is_available(name):  # "the model server": OLLAMA_HOST
+        choices = ", ".join(listing.names()) or _("none")
         sentence = _("The model server has no model “%(name)s”. Choose one of: %(choices)s.")
         raise InvalidInput(sentence % {"name": name, "choices": choices}, field=field)
 

@@ -15,6 +15,7 @@ from access.rules import (
     get_prompt_for_chat,
     get_session_for_delete,
     get_session_for_read,
+    shows_details,
     state_sentence,
 )
 from chat.course import allowances
@@ -23,9 +24,10 @@ from chat.insight import feedback
 from chat.models import STUDENT_SENTENCES, ChatSession, PromptState
 from chat.serializers import message_dict, student_label
 from chat.turn.agent import fail_orphaned_replies
-from currechat.health import get_health, shows_details
 from kernel.errors import CurreChatError, NotFound
 from kernel.framing import embeddable
+from rag.providers import available_models, is_available
+from rag.providers.registry import split_name
 
 # --- Chat pages ------------------------------------------------------------------------------------
 
@@ -33,8 +35,7 @@ from kernel.framing import embeddable
 def _model_status(model: str, user) -> dict:
     """The status line of a chat: is the chat's model connected, or do answers quote passages?
     Teachers and staff read the model's name; students only whether the assistant is available."""
-    health = get_health()
-    connected = health.has_model(model)
+    connected = is_available(model)
     if not shows_details(user):
         # chat.js writes the same two sentences (its catalogue) as answers arrive.
         available = _("The assistant is available (connected).")
@@ -42,7 +43,7 @@ def _model_status(model: str, user) -> dict:
         return {"connected": connected, "model": "", "text": available if connected else quoting}
     if connected:
         text = _("Model %(model)s connected.") % {"model": model}
-    elif health.model_server.ok:
+    elif available_models().reachable(split_name(model)[0]):  # the model's server answered without it
         text = _("Model %(model)s is not on the model server: answers quote the material without it.") % {
             "model": model
         }
@@ -56,10 +57,9 @@ def _model_select(prompt, model: str) -> list[dict] | None:
     can answer now (a model gone from its server says so in plain words, not why)."""
     if not offers_choice(prompt):
         return None
-    health = get_health()
     options = []
     for name in model_choices(prompt):
-        available = health.has_model(name)
+        available = is_available(name)
         label = name if available else _("%(model)s (not available now)") % {"model": name}
         options.append({"name": name, "label": label, "selected": name == model})
     return options

@@ -13,7 +13,7 @@ from rag.providers.base import (
     ToolCall,
     ToolSpec,
 )
-from rag.providers.registry import get_chat_model, get_embedding_model, is_available
+from rag.providers.registry import Listing, available_models, get_chat_model, get_embedding_model, is_available
 
 __all__ = [
     "ChatEvent",
@@ -21,9 +21,11 @@ __all__ = [
     "ChatModel",
     "Done",
     "EmbeddingModel",
+    "Listing",
     "TextDelta",
     "ToolCall",
     "ToolSpec",
+    "available_models",
     "get_chat_model",
     "get_embedding_model",
     "is_available",

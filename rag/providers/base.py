@@ -12,6 +12,7 @@ from kernel.errors import CurreChatError, ProviderError
 
 log = logging.getLogger(__name__)
 
+LIST_TIMEOUT = 2.0  # seconds to list a server's models: a status check must not hang a page on a dead server
 # Lines (events) of one reply that may be skipped as unreadable before the stream is taken for
 # something other than a model server's (a proxy's error page, the wrong port).
 MAX_UNREADABLE_LINES = 3
@@ -135,11 +136,11 @@ class ModelInfo:
 
 
 class Provider(Protocol):
-    """How the registry builds any model class and asks whether its server has a model.
+    """How the registry builds any model class and asks which models its server has.
 
     Every provider class (chat or embedding) is built the same way, from its model name (the
     part after `<provider>:`) and the settings, so adding a provider is one class and one
-    registry entry."""
+    registry entry. A provider's chat and embedding classes share one server, hence one list."""
 
     @classmethod
     def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
@@ -148,8 +149,17 @@ class Provider(Protocol):
         ...
 
     @classmethod
-    def is_available(cls, model: str, *, fresh: bool = False) -> bool:
-        """Whether `model` can be used right now (its server is reachable and has it)."""
+    def list_models(cls) -> list[str]:
+        """The models it can serve now, by their names after `<provider>:`, as its server lists them
+        (none when no server is configured). Asks every time, within LIST_TIMEOUT: the registry keeps
+        the list (`available_models`). Raises ProviderError when the server cannot be reached or
+        its answer cannot be read."""
+        ...
+
+    @classmethod
+    def serves(cls, listed: Sequence[str], model: str) -> bool:
+        """Whether the name `model` is one of `listed` (what `list_models` gave): a provider knows
+        which spellings of a name mean the same model."""
         ...
 
 

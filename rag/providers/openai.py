@@ -17,8 +17,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +29,7 @@ from django.utils.translation import gettext as _
 
 from kernel.errors import ModelMissing, ProviderError
 from rag.providers.base import (
+    LIST_TIMEOUT,
     ChatEvent,
     ChatMessage,
     CompletesFromStream,
@@ -43,7 +42,7 @@ from rag.providers.base import (
     UnknownModel,
     UnreadableLines,
 )
-from rag.providers.ollama import LIST_TIMEOUT, _tls_context
+from rag.providers.ollama import _tls_context
 
 log = logging.getLogger(__name__)
 NO_KEY = "none"  # local servers need no key, but the client insists on one
@@ -267,8 +266,21 @@ class _OpenAIModel:
         return cls(model, base_url=settings.OPENAI_BASE_URL, timeout=timeout or settings.OPENAI_TIMEOUT)
 
     @classmethod
-    def is_available(cls, model: str, *, fresh: bool = False) -> bool:
-        return model in (server_models(fresh=fresh) or [])
+    def list_models(cls) -> list[str]:
+        """The ids OPENAI_BASE_URL lists at /v1/models; none while no server is configured."""
+        base_url = settings.OPENAI_BASE_URL
+        if not base_url:
+            return []
+        client = make_client(base_url, LIST_TIMEOUT)
+        try:
+            with _translate_errors(base_url, "(list)"):
+                return [m.id for m in client.models.list()]
+        finally:
+            client.close()
+
+    @classmethod
+    def serves(cls, listed: Sequence[str], model: str) -> bool:
+        return model in listed
 
 
 class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
@@ -355,37 +367,3 @@ class OpenAIEmbeddingModel(_OpenAIModel):
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_batch([self.query_prefix + text])[0]
-
-
-def list_models(base_url: str, timeout: float = LIST_TIMEOUT) -> list[str]:
-    """Ids the server lists at /v1/models; raises ProviderError when it cannot be reached."""
-    client = make_client(base_url, timeout)
-    try:
-        with _translate_errors(base_url, "(list)"):
-            return [m.id for m in client.models.list()]
-    finally:
-        client.close()
-
-
-_listing_lock = threading.Lock()
-_listing: tuple[float, str, list[str] | None] | None = None
-
-
-def server_models(*, fresh: bool = False) -> list[str] | None:
-    """The models OPENAI_BASE_URL lists; None when it is not configured or cannot be reached.
-    Kept HEALTH_CACHE_SECONDS per process, as for Ollama."""
-    global _listing
-    base_url = settings.OPENAI_BASE_URL
-    if not base_url:
-        return None
-    with _listing_lock:
-        cached = _listing
-    if not fresh and cached and cached[1] == base_url and time.monotonic() - cached[0] < settings.HEALTH_CACHE_SECONDS:
-        return cached[2]
-    try:
-        models: list[str] | None = list_models(base_url)
-    except ProviderError:
-        models = None
-    with _listing_lock:
-        _listing = (time.monotonic(), base_url, models)
-    return models

@@ -4,19 +4,28 @@ Names are `<provider>:<model>`: `ollama:qwen3:8b`, `openai:Qwen/Qwen3-8B` (an Op
 server at OPENAI_BASE_URL), `local:all-MiniLM-L6-v2`. A bare name means
 Ollama, since that is what teachers see in Ollama's own model list. The registry maps provider
 kinds to dotted class paths so a deployment can add one without touching callers.
+
+Which models exist is asked here too, the same way for every provider (`available_models`,
+`is_available`): each provider lists its server's models, and the registry keeps the lists.
 """
 
 from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
+from kernel.errors import ProviderError
 from rag.providers.base import ChatModel, EmbeddingModel, Provider, UnknownModel
 
-# Provider kind -> class path. Each class is built by `from_name(model, timeout=...)` and answers
-# `is_available(model)` (rag/providers/base.py Provider), so a new provider is one class and
-# one entry here.
+# Provider kind -> class path. Each class is built by `from_name(model, timeout=...)`, lists the
+# models it can serve (`list_models()`) and says whether a name is one of them (`serves`)
+# (rag/providers/base.py Provider), so a new provider is one class and one entry here.
 CHAT_PROVIDERS = {
     "ollama": "rag.providers.ollama.OllamaChatModel",
     "openai": "rag.providers.openai.OpenAIChatModel",
@@ -29,7 +38,15 @@ EMBEDDING_PROVIDERS = {
 
 _embedders: dict[str, EmbeddingModel] = {}
 
-__all__ = ["UnknownModel", "get_chat_model", "get_embedding_model", "is_available", "split_name"]
+__all__ = [
+    "Listing",
+    "UnknownModel",
+    "available_models",
+    "get_chat_model",
+    "get_embedding_model",
+    "is_available",
+    "split_name",
+]
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -53,31 +70,87 @@ def get_chat_model(name: str | None = None, *, timeout: float | None = None) -> 
 def get_embedding_model(name: str | None = None) -> EmbeddingModel:
     """The embedder for a name; instances are kept so the local model loads once per process."""
     name = name or settings.EMBEDDING_MODEL
-    key = f"{name}@{settings.OLLAMA_HOST}@{settings.OPENAI_BASE_URL}"
+    key = f"{name}@{_servers()}"
     if key not in _embedders:
         provider, model = split_name(name)
         _embedders[key] = import_string(EMBEDDING_PROVIDERS[provider]).from_name(model)
     return _embedders[key]
 
 
-def is_available(name: str, *, fresh: bool = False) -> bool:
-    """Whether the model `name` (chat, VLM, curation or embedding) can be used right now.
+def _servers() -> str:
+    """The model servers' addresses: what a kept embedder or model list belongs to."""
+    return f"{settings.OLLAMA_HOST}@{settings.OPENAI_BASE_URL}"
 
-    Asks the provider that serves the name: Ollama lists its models (the list is kept for
-    HEALTH_CACHE_SECONDS per process; `fresh` looks again), a local embedder is always there.
-    Never raises: an unreachable server or an unknown name is simply "not available"."""
-    provider, model = split_name(name)
-    paths = {path for path in (CHAT_PROVIDERS.get(provider), EMBEDDING_PROVIDERS.get(provider)) if path}
-    classes: list[type[Provider]] = [import_string(path) for path in sorted(paths)]
-    return any(cls.is_available(model, fresh=fresh) for cls in classes)
+
+def _provider(kind: str) -> type[Provider]:
+    """The class that lists provider `kind`'s models (its chat and embedding classes share a server)."""
+    return import_string(CHAT_PROVIDERS.get(kind) or EMBEDDING_PROVIDERS[kind])
+
+
+# The one model-list cache of a process: provider kind -> (looked up at, servers, models or None).
+_lists_lock = threading.Lock()
+_lists: dict[str, tuple[float, str, list[str] | None]] = {}
+
+
+def _listed(kind: str, *, fresh: bool) -> list[str] | None:
+    """Provider `kind`'s models, or None when its server cannot be reached. Kept for
+    HEALTH_CACHE_SECONDS per process, so the status badge, search and the agent, which all ask on
+    every request, reach each server at most once in that time; `fresh` asks again."""
+    servers = _servers()
+    with _lists_lock:
+        kept = _lists.get(kind)
+    if not fresh and kept and kept[1] == servers and time.monotonic() - kept[0] < settings.HEALTH_CACHE_SECONDS:
+        return kept[2]
+    try:
+        models: list[str] | None = _provider(kind).list_models()
+    except ProviderError:
+        models = None
+    with _lists_lock:
+        _lists[kind] = (time.monotonic(), servers, models)
+    return models
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What the providers can serve, at one look (`available_models`)."""
+
+    models: Mapping[str, list[str] | None]  # provider kind -> names after `<kind>:`; None: server unreachable
+
+    def reachable(self, kind: str) -> bool:
+        """Provider `kind`'s server answered (one with no server configured answers with no models)."""
+        return self.models.get(kind) is not None
+
+    def of(self, kind: str) -> list[str]:
+        """Provider `kind`'s models, by their names after `<kind>:` (none when unreachable)."""
+        return list(self.models.get(kind) or [])
+
+    def names(self) -> list[str]:
+        """The chat providers' models by the names settings and prompts take: Ollama's as its own
+        list shows them (a bare name means Ollama), the others' as `<kind>:<model>`. Servers do not
+        say which models can chat, so their embedders are among them (`languages.looks_like_embedder`)."""
+        return [model if kind == "ollama" else f"{kind}:{model}" for kind in CHAT_PROVIDERS for model in self.of(kind)]
+
+
+def available_models(*, fresh: bool = False) -> Listing:
+    """Every provider's models now, the one answer health, pages and write rules ask for.
+    Never raises: a server that cannot be reached lists nothing (`Listing.reachable`)."""
+    return Listing({kind: _listed(kind, fresh=fresh) for kind in CHAT_PROVIDERS | EMBEDDING_PROVIDERS})
+
+
+def is_available(name: str, *, fresh: bool = False) -> bool:
+    """Whether the model `name` (chat, VLM, curation or embedding) can be used right now: the list
+    of the provider that serves the name has it (`available_models`; `fresh` asks that provider's
+    server again). A local embedder is always there. Never raises: an unreachable server or an
+    unknown name is simply "not available"."""
+    kind, model = split_name(name)
+    listed = _listed(kind, fresh=fresh)
+    return listed is not None and _provider(kind).serves(listed, model)
 
 
 def warm_up_local_embedder(name: str | None = None) -> float | None:
     """Load an in-process embedder now and embed one word, so the first student's search does
     not wait for it (about 4 s on our machines). Returns the seconds it took; None for models
     that run on a server, which loads them itself."""
-    import time
-
     name = name or settings.EMBEDDING_MODEL
     if split_name(name)[0] != "local":
         return None

@@ -19,7 +19,7 @@ class Command(BaseCommand):
                     "some words are not found until they are rebuilt with `python manage.py reindex --stale`."
                 )
             )
-        models, _ = check_model_server()
+        models = check_model_server()
         self.stdout.write(models.detail + ("" if models.ok else " Chat answers will quote passages without an LLM."))
 
 
