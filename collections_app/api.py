@@ -12,6 +12,7 @@ from ninja.files import UploadedFile
 
 from access.rules import get_collection_for_edit, get_file_for_edit, require_teacher
 from collections_app import files, review, writes
+from collections_app.fair_queue import mark_waiting
 from collections_app.listing import FileFilter
 from collections_app.models import Collection, SourceFile
 
@@ -114,6 +115,13 @@ class FileOut(Schema):
         description='Pages the vision model probably read wrongly: [{"page": 3, "why": "unknown_words"}]'
     )
     quality_warning: str = Field(description='"12 of 94 pages had no readable text" for a ready file, else ""')
+    queue_place: int | None = Field(
+        description="For a queued file, its place in the shared ingestion queue (1: next); else null"
+    )
+    queue_wait_seconds: int | None = Field(
+        description="For a queued file, about how long until a worker takes it; null when unknown or not queued"
+    )
+    waiting: str = Field(description='Place and estimate as a sentence for the teacher ("" unless queued)')
     url: str
     created: datetime
     updated: datetime
@@ -121,6 +129,19 @@ class FileOut(Schema):
     @staticmethod
     def resolve_url(source: SourceFile) -> str:
         return reverse("file_detail", args=[source.id])
+
+    @staticmethod
+    def resolve_queue_place(source: SourceFile) -> int | None:
+        return source.waiting.place if source.waiting else None
+
+    @staticmethod
+    def resolve_queue_wait_seconds(source: SourceFile) -> int | None:
+        wait = source.waiting.wait if source.waiting else None
+        return round(wait.total_seconds()) if wait is not None else None
+
+    @staticmethod
+    def resolve_waiting(source: SourceFile) -> str:
+        return source.waiting.sentence if source.waiting else ""
 
 
 class ChunkOut(Schema):
@@ -165,7 +186,8 @@ def list_files(
     collection = get_collection_for_edit(request.user, collection_id)
     matching = FileFilter.parse(q, status, sort).apply(collection.files.all())
     response["X-Total-Count"] = str(matching.count())
-    return matching[offset : offset + limit] if limit is not None else matching[offset:]
+    listed = matching[offset : offset + limit] if limit is not None else matching[offset:]
+    return mark_waiting(list(listed))  # one reading of the queue for every queued file listed
 
 
 @router.get("/files/{file_id}", response=FileOut)

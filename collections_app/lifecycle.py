@@ -25,6 +25,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from collections_app.fair_queue import fair_queue
 from collections_app.liveness import Heartbeat, is_stalled
 from collections_app.models import Collection, FileStatus, SourceFile, corrections_in_force
 from collections_app.progress import announce, file_event, in_teachers_language, publish
@@ -54,9 +55,13 @@ def queue_for_ingestion(source: SourceFile, *, re_extract: bool = True) -> None:
     (retryable) and ServiceUnavailable raised."""
     from collections_app.tasks import ingest_file  # the task module imports this one
 
+    # Kept on the file, not only in the job: the fair queue may run this attempt from another job.
+    # The teacher's language too: the worker writes what they will read in it.
+    language = translation.get_language() or ""
+    this_attempt = SourceFile.objects.filter(pk=source.pk, attempt=source.attempt)
+    this_attempt.update(re_extract=re_extract, queued_language=language)
     try:
-        # The teacher's language goes with the job: the worker writes what they will read in it.
-        ingest_file.enqueue(source.id, source.attempt, re_extract, translation.get_language() or "")
+        ingest_file.enqueue(source.id, source.attempt, re_extract, language)
     except Exception as exc:  # noqa: BLE001 — any queue failure: say so and keep the file retryable
         log.warning("Could not queue file %s", source.id, exc_info=True)
         SourceFile.objects.filter(pk=source.pk, attempt=source.attempt).update(
@@ -177,12 +182,29 @@ def delete_collection(collection: Collection) -> None:
 
 def claim(file_id: int, attempt: int) -> SourceFile | None:
     """Move a queued file to processing; None when it was cancelled, deleted or re-queued since."""
+    now = timezone.now()
     claimed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.QUEUED).update(
-        status=FileStatus.PROCESSING, progress=0, error="", progress_detail=_("Starting"), updated=timezone.now()
+        status=FileStatus.PROCESSING, progress=0, error="", progress_detail=_("Starting"), updated=now, started=now
     )
     if not claimed:
         return None
     return SourceFile.objects.select_related("collection").get(pk=file_id)
+
+
+def claim_fairly(file_id: int, attempt: int) -> SourceFile | None:
+    """Claim the file due next in the fair order, whatever file the job was queued for: every queued
+    attempt has a job, so the jobs still cover every queued file. Claiming stays atomic (`claim`); a
+    file another worker took first is skipped. None when no queued file is left."""
+    for _round in range(20):  # a few races lost to other workers, then fall back on the job's own file
+        candidate = fair_queue().values_list("pk", "attempt", "collection_id", "queued_language").first()
+        if candidate is None:
+            return None
+        pk, its_attempt, collection_id, language = candidate
+        with in_teachers_language(collection_id, language):  # "Starting", in the words of its teacher
+            source = claim(pk, its_attempt)
+        if source is not None:
+            return source
+    return claim(file_id, attempt)
 
 
 def build_job(source: SourceFile, *, re_extract: bool) -> IngestJob:
@@ -286,8 +308,24 @@ class FileTracker:
         announce(self.source)
 
 
-def run_ingest(file_id: int, attempt: int, *, re_extract: bool = True, language: str = "") -> pipeline.IngestReport:
-    """Ingest one attempt of one file (the body of the background task, and of `manage.py reindex`)."""
+def run_ingest(
+    file_id: int, attempt: int, *, re_extract: bool = True, language: str = "", fair: bool = False
+) -> pipeline.IngestReport:
+    """Ingest one attempt of one file (the body of `manage.py reindex`), or with `fair` (the background
+    task) whichever queued file is due next in the fair order (`fair_queue`), with the re-extract
+    wish and language stored on that file when it was queued."""
+    if fair:
+        source = claim_fairly(file_id, attempt)
+        if source is None:
+            log.info("job for file %s attempt %s: no queued file left", file_id, attempt)
+            return pipeline.IngestReport(Outcome.SKIPPED)
+        language, job = source.queued_language, build_job(source, re_extract=source.re_extract)
+        with in_teachers_language(source.collection_id, language), Heartbeat(source.pk, source.attempt):
+            report = pipeline.run(job, FileTracker(source))
+        from collections_app import checks
+
+        checks.run_when_indexed(source.collection_id)
+        return report
     collection_id = SourceFile.objects.filter(pk=file_id).values_list("collection_id", flat=True).first()
     with in_teachers_language(collection_id or 0, language):  # the progress and error sentences it stores
         source = claim(file_id, attempt)

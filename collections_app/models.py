@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext
 
@@ -114,6 +115,12 @@ class SourceFile(models.Model):
     flagged_pages = models.JSONField(default=list, blank=True)
     # Bumped on every (re)queue: a worker whose attempt is stale stops instead of racing a newer one.
     attempt = models.PositiveIntegerField(default=0)
+    # When a worker last claimed the file: the fair queue serves next the collection served longest ago.
+    started = models.DateTimeField(null=True, blank=True)
+    # What the queued attempt was asked for, kept on the file because the fair queue may run it from
+    # another file's job: extract afresh or only re-chunk, and the language of the teacher who queued it.
+    re_extract = models.BooleanField(default=True)
+    queued_language = models.CharField(max_length=16, blank=True)
     progress_detail = models.CharField(max_length=200, blank=True, help_text=_("What ingestion is doing now."))
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created = models.DateTimeField(auto_now_add=True)
@@ -127,6 +134,14 @@ class SourceFile(models.Model):
 
     def __str__(self) -> str:
         return self.original_name
+
+    @cached_property
+    def waiting(self):
+        """Its place in the ingestion queue with an estimate (`fair_queue.Waiting`), None unless queued.
+        A list of files gets theirs from one reading of the queue (`fair_queue.mark_waiting`)."""
+        from collections_app.fair_queue import waiting_for
+
+        return waiting_for([self]).get(self.pk)
 
     @property
     def unreadable_pages(self) -> list[int]:

@@ -10,6 +10,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import translation
 
+from collections_app.fair_queue import waiting_for
 from collections_app.models import Collection, SourceFile
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ class FileProgressEvent(TypedDict):
     chunk_count: int
     quality_warning: str
     detail: str
+    waiting: str  # a queued file's place and estimate, as a sentence ("" otherwise)
 
 
 def group_name(collection_id: int) -> str:
@@ -46,7 +48,16 @@ def file_event(source_file, detail: str = "") -> FileProgressEvent:
         chunk_count=source_file.chunk_count,
         quality_warning=source_file.quality_warning,
         detail=detail,
+        waiting=_waiting(source_file),
     )
+
+
+def _waiting(source_file) -> str:
+    # Read afresh (not the instance's cached `waiting`): announce reuses one instance across changes.
+    if source_file.status != "queued" or source_file.pk is None:
+        return ""
+    place = waiting_for([source_file]).get(source_file.pk)
+    return place.sentence if place else ""
 
 
 def publish(collection_id: int, event: FileProgressEvent) -> None:

@@ -21,7 +21,7 @@ from ninja import Field, Router, Schema
 from pydantic import create_model
 
 from access.rules import get_collection_for_search, search_prompt
-from kernel.ratelimit import search_by_user
+from kernel.ratelimit import search_window
 from kernel.rendering import render_markdown
 from rag.results import Passage, SearchOutcome
 from rag.retrievers import LABELS
@@ -66,10 +66,16 @@ def search_api(request, collection_id: int, body: SearchIn):
     """Hybrid search in one collection: owners and co-owners, and students of a prompt using it."""
     collection = get_collection_for_search(request.user, collection_id)
     limit = _capped_limit(request.user, collection, body.limit)
-    return metered_search(request.user, collection, body.query, limit=limit, curate=body.curate).as_dict()
+    by_program = getattr(request, "by_program", False)  # an API token (currechat.api.BearerAuth)
+    outcome = metered_search(
+        request.user, collection, body.query, limit=limit, curate=body.curate, by_program=by_program
+    )
+    return outcome.as_dict()
 
 
-def metered_search(user, collection, query: str, *, limit: int = 15, curate: bool = True) -> SearchOutcome:
+def metered_search(
+    user, collection, query: str, *, limit: int = 15, curate: bool = True, by_program: bool = False
+) -> SearchOutcome:
     """The page's and the API's search, charged to the person searching like a chat turn.
 
     A student searches through a prompt they joined (`search_prompt`): its curation switch holds,
@@ -77,7 +83,9 @@ def metered_search(user, collection, query: str, *, limit: int = 15, curate: boo
     collection counts against their own budget across prompts. A curated search first sets an
     estimate aside (`chat.course.usage.reserve`), so a spent budget is refused with a 429 naming the reset
     time before any model is asked, then counts the real calls. Without curation no model answers,
-    so nothing is charged or refused. Every search counts against the search rate limit."""
+    so nothing is charged or refused. Every search counts against a search rate limit: a program's
+    (`by_program`, an API token) apart from the pages', an uncurated search's apart from (and larger
+    than) a curated one's (`kernel.ratelimit.search_window`)."""
     from chat.course import usage  # budgets are the chat app's, which sits above this one
 
     prompt = search_prompt(user, collection)
@@ -85,7 +93,7 @@ def metered_search(user, collection, query: str, *, limit: int = 15, curate: boo
     curate = curate and not switched_off
     meter = usage.reserve(user.pk, prompt) if curate else None  # before the rate limit: a refusal costs no slot
     try:
-        search_by_user().hit(user.pk)
+        search_window(curated=curate, by_program=by_program).hit(user.pk)
         outcome = search_collections([collection], query, limit=limit, curate=curate, usage=meter)
     finally:
         if meter is not None:

@@ -9,9 +9,11 @@ from collections_app.lifecycle import run_ingest
 
 @task(queue_name="ingest")
 def ingest_file(file_id: int, attempt: int, re_extract: bool = True, language: str = "") -> str:
-    """Ingest one uploaded file. `attempt` lets a stale job (cancelled, re-queued) stop at once;
-    `language` is the one of the teacher who queued it (its progress and errors are written in it)."""
-    return run_ingest(file_id, attempt, re_extract=re_extract, language=language).status
+    """Ingest the queued file due next in the fair order (`collections_app.fair_queue`), not
+    necessarily this one: each job stands for one queued attempt, so the jobs cover every queued file.
+    The file taken brings its own re-extract wish and teacher's language (stored when it was queued);
+    `re_extract` and `language` here are that of `file_id`, kept for jobs queued before."""
+    return run_ingest(file_id, attempt, re_extract=re_extract, language=language, fair=True).status
 
 
 @task(queue_name="ingest")

@@ -23,6 +23,7 @@ from access.rules import (
     require_teacher,
 )
 from collections_app import files, originals, review, writes
+from collections_app.fair_queue import mark_waiting
 from collections_app.forms import CollectionForm
 from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, FileFilter
 from collections_app.models import FileStatus, FileType, PdfMode
@@ -64,7 +65,7 @@ def collection_detail(request, pk: int):
     page = Paginator(matching, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "collection": collection,
-        "files": page.object_list,
+        "files": mark_waiting(list(page.object_list)),
         "page_obj": page,
         "filter": wanted,
         "total_files": collection.files.count(),
@@ -149,11 +150,12 @@ def collection_upload(request, pk: int):
         messages.error(request, _("Choose one or more files to upload."))
     for upload in uploads:
         try:
-            files.add_file(collection, upload, request.user, pdf_mode)
+            source = files.add_file(collection, upload, request.user, pdf_mode)
         except CurreChatError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, _("“%(name)s” uploaded; ingestion has started.") % {"name": upload.name})
+            uploaded = _("“%(name)s” uploaded.") % {"name": upload.name}
+            messages.success(request, f"{uploaded} {source.waiting.sentence}" if source.waiting else uploaded)
     return redirect("collection_detail", pk=collection.pk)
 
 

@@ -29,6 +29,7 @@ class BearerAuth(HttpBearer):
         user = ApiToken.objects.user_for(token)
         if user is not None:
             request.user = user
+            request.by_program = True  # searches have an allowance of their own (kernel.ratelimit.search_window)
         return user
 
 

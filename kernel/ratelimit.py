@@ -141,13 +141,27 @@ def reset_by_email() -> SlidingWindow:
 
 
 def search_by_user() -> SlidingWindow:
-    return _window(
-        "search_user",
-        _(
+    """A person's curated searches in the pages (and their test questions)."""
+    return search_window(curated=True, by_program=False)
+
+
+def search_window(*, curated: bool, by_program: bool) -> SlidingWindow:
+    """The search allowance a search counts against, per user: a program with an API token has its
+    own, so it cannot use up the one of its owner's pages; a search without curation asks no model
+    and costs little, so it has its own, larger one (RATE_SEARCH_USER[_UNCURATED] for the pages,
+    RATE_SEARCH_TOKEN[_UNCURATED] for programs)."""
+    name = ("search_token" if by_program else "search_user") + ("" if curated else "_uncurated")
+    if by_program:
+        message = _(
+            "Your programs (API tokens) have run {limit} such searches in the last {window} seconds, the most "
+            "allowed. Try again in {retry_after} seconds."
+        )
+    else:
+        message = _(
             "You have run {limit} searches in the last {window} seconds, the most allowed. "
             "Try again in {retry_after} seconds."
-        ),
-    )
+        )
+    return _window(name, message)
 
 
 def limit_failures(window: SlidingWindow, who: object, attempt: Callable[[], T], *, failure=NotFound) -> T:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from accounts.models import ApiToken
 from kernel.ratelimit import RateLimited, SlidingWindow
 from tests.conftest import PASSWORD
 
@@ -93,7 +94,7 @@ def test_the_client_address_comes_from_the_proxy_header_only_when_configured(cli
 
 
 def test_search_is_limited_per_user_on_page_and_api(client_for, owner, material, settings, ollama):
-    settings.RATE_SEARCH_USER = (2, 60)
+    settings.RATE_SEARCH_USER_UNCURATED = (2, 60)  # the searches below ask for no curation
     client = client_for(owner)
     url = f"/api/v1/collections/{material.pk}/search"
     body = json.dumps({"query": "bias", "curate": False})
@@ -105,6 +106,41 @@ def test_search_is_limited_per_user_on_page_and_api(client_for, owner, material,
     page = client.get(f"/collections/{material.pk}/search/?q=bias")
     assert page.status_code == 429 and int(page["Retry-After"]) >= 1
     assert client.get(f"/collections/{material.pk}/search/").status_code == 200, "the empty form is not a search"
+
+
+def test_a_program_cannot_use_up_the_search_allowance_of_its_owners_pages(
+    client_for, owner, material, settings, ollama
+):
+    settings.RATE_SEARCH_TOKEN_UNCURATED = (2, 60)
+    settings.RATE_SEARCH_USER_UNCURATED = (2, 60)
+    _, raw = ApiToken.issue(owner)
+    program = client_for(None)
+    url = f"/api/v1/collections/{material.pk}/search"
+    body = json.dumps({"query": "bias", "curate": False})
+
+    def by_program():
+        return program.post(url, body, content_type="application/json", headers={"Authorization": f"Bearer {raw}"})
+
+    assert [by_program().status_code for _ in range(2)] == [200, 200]
+    refused = by_program()
+    assert refused.status_code == 429 and "API tokens" in refused.json()["detail"]
+    # The teacher's own pages still search: the program spent its allowance, not theirs.
+    assert client_for(owner).get(f"/collections/{material.pk}/search/?q=bias").status_code == 200
+    assert client_for(owner).post(url, body, content_type="application/json").status_code == 200
+
+
+def test_searches_without_curation_are_allowed_more_than_curated_ones(client_for, owner, material, settings, ollama):
+    settings.RATE_SEARCH_USER = (1, 60)  # curated: each result costs a model call
+    settings.RATE_SEARCH_USER_UNCURATED = (3, 60)
+    teacher = client_for(owner)
+    url = f"/api/v1/collections/{material.pk}/search"
+
+    def search(curate: bool) -> int:
+        body = json.dumps({"query": "bias", "curate": curate, "limit": 2})
+        return teacher.post(url, body, content_type="application/json").status_code
+
+    assert [search(True), search(True)] == [200, 429]
+    assert [search(False) for _ in range(4)] == [200, 200, 200, 429]  # a spent curated allowance stops none
 
 
 def test_students_get_at_most_the_student_limit_of_curated_results(

@@ -94,6 +94,17 @@ RATE_SIGNUP_ADDRESS = (
 )
 RATE_JOIN_ADDRESS = (env_int("RATE_JOIN_ADDRESS", 20, minimum=0), env_int("RATE_JOIN_ADDRESS_SECONDS", 600, minimum=1))
 RATE_SEARCH_USER = (env_int("RATE_SEARCH_USER", 30, minimum=0), env_int("RATE_SEARCH_USER_SECONDS", 60, minimum=1))
+# Searches without curation ask no model: they cost little and are allowed more. Programs (API
+# tokens) have allowances of their own, so they cannot use up their owner's pages' allowance.
+RATE_SEARCH_USER_UNCURATED = (
+    env_int("RATE_SEARCH_USER_UNCURATED", 120, minimum=0),
+    env_int("RATE_SEARCH_USER_UNCURATED_SECONDS", 60, minimum=1),
+)
+RATE_SEARCH_TOKEN = (env_int("RATE_SEARCH_TOKEN", 30, minimum=0), env_int("RATE_SEARCH_TOKEN_SECONDS", 60, minimum=1))
+RATE_SEARCH_TOKEN_UNCURATED = (
+    env_int("RATE_SEARCH_TOKEN_UNCURATED", 120, minimum=0),
+    env_int("RATE_SEARCH_TOKEN_UNCURATED_SECONDS", 60, minimum=1),
+)
 # Reset links asked for on the login page (only with mail configured): per address and per email.
 RATE_RESET_ADDRESS = (
     env_int("RATE_RESET_ADDRESS", 5, minimum=0),

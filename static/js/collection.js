@@ -92,7 +92,7 @@
       bar.value = file.progress;
       state.append(bar);
     }
-    const detail = file.status === "failed" ? file.error : file.progress_detail;
+    const detail = file.status === "failed" ? file.error : (file.status === "queued" && file.waiting) || file.progress_detail;
     state.append(el("small", { class: "file-detail" }, detail || (file.status === "queued" ? gettext("Waiting for a worker") : "")));
     if (file.notes) state.append(el("small", { class: "file-notes" }, file.notes));
     const actions = el("td", { class: "file-actions" });
@@ -135,8 +135,10 @@
       body.append("file", file);
       body.append("pdf_mode", mode);
       try {
-        renderRow(await api("POST", filesApi, body));
-        line.textContent = interpolate(gettext("“%(name)s” uploaded; ingestion has started."), { name: file.name }, true);
+        const added = await api("POST", filesApi, body);
+        renderRow(added);
+        const uploaded = interpolate(gettext("“%(name)s” uploaded."), { name: file.name }, true);
+        line.textContent = added.waiting ? `${uploaded} ${added.waiting}` : uploaded;
       } catch (error) {
         line.textContent = error.message;
         line.className = "bad";
@@ -187,6 +189,12 @@
     }
   }
 
+  // One resync at a time however many files leave the queue at once (a batch of short files).
+  let resyncing = null;
+  function resyncSoon() {
+    if (!resyncing) resyncing = resync().finally(() => (resyncing = null));
+  }
+
   // Live progress: the websocket pushes events; while it is down the page polls, so bars never freeze.
   let socket = null;
   let retryDelay = 1000;
@@ -216,7 +224,11 @@
         removeRow(data.file_id);
         return;
       }
+      const row = tbody.querySelector(`tr[data-file-id="${data.file_id}"]`);
+      const leftQueue = row && row.dataset.status === "queued" && data.status !== "queued";
       renderRow({ ...data, id: data.file_id, progress_detail: data.detail });
+      // A file leaving the queue moves every other queued file up: fetch their new places.
+      if (leftQueue && tbody.querySelector('tr[data-status="queued"]')) resyncSoon();
     });
     socket.addEventListener("close", (event) => {
       if (event.code === 4403) {
