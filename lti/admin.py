@@ -16,9 +16,6 @@ class PlatformAdmin(admin.ModelAdmin):
         (_("Platform endpoints"), {"fields": ("auth_login_url", "auth_token_url", "key_set_url", "key_set")}),
     )
 
-    class Media:
-        css = {"all": ["css/lti-admin.css"]}
-
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         # What the platform's administrator pastes on their side (templates/admin/lti/platform/change_form.html).
         context["tool_addresses"] = tool_addresses(request)

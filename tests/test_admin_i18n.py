@@ -106,7 +106,7 @@ def test_an_existing_platforms_page_shows_the_addresses_in_finnish(admin_user):
     )  # fmt: skip
     text = _text(_admin_in("fi", admin_user).get(f"/admin/lti/platform/{platform.pk}/change/"))
     assert "CurreChatin osoitteet oppimisalustalle" in text and "Kirjautumisen aloitusosoite" in text
-    assert "Syvälinkityksen osoite" in text and "Julkisten avainten (JWKS) osoite" in text
+    assert "Syvälinkityksen osoite" in text and "Julkisen avainjoukon (JWKS) osoite" in text
     assert all(address in text for address in ADDRESSES)
 
 
