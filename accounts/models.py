@@ -80,9 +80,11 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
 class ApiToken(models.Model):
     """A bearer token. Only its hash is stored; the raw value is shown once, at creation."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="api_tokens"
+    )
     name = models.CharField(_("name"), max_length=100, blank=True)
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    key_hash = models.CharField(_("key hash"), max_length=64, unique=True, editable=False)
     prefix = models.CharField(
         _("prefix"), max_length=8, editable=False, help_text=_("First characters, to tell tokens apart.")
     )

@@ -4,7 +4,7 @@ from typing import cast
 from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from accounts.models import User
 from collections_app import files, lifecycle, writes
@@ -60,7 +60,13 @@ class CollectionAdmin(admin.ModelAdmin):
             return
         requeued = writes.update_collection(request.user, obj, form.changes()).requeued
         if requeued:
-            self.message_user(request, f"Re-indexing {len(requeued)} file(s) for the new settings.")
+            count = len(requeued)
+            sentence = ngettext(
+                "Re-indexing %(count)s file for the new settings.",
+                "Re-indexing %(count)s files for the new settings.",
+                count,
+            )
+            self.message_user(request, sentence % {"count": count})
 
     def save_related(self, request, form, formsets, change):
         # Co-owners were set by the write functions; only the inlines are left to save.

@@ -35,22 +35,29 @@ def _default_embedding_model() -> str:
 class Collection(models.Model):
     """A Source Material Collection: files in one language, indexed with one embedding model."""
 
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True)
-    language = models.CharField(max_length=32, choices=LANGUAGE_CHOICES_SHOWN, default="english")
+    name = models.CharField(_("name"), max_length=200)
+    description = models.TextField(_("description"), blank=True)
+    language = models.CharField(_("language"), max_length=32, choices=LANGUAGE_CHOICES_SHOWN, default="english")
     embedding_model = models.CharField(
+        _("embedding model"),
         max_length=200,
         default=_default_embedding_model,
         help_text=_("Changing it requires re-indexing (manage.py reindex --collection ID)."),
     )
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="collections")
-    co_owners = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="co_owned_collections")
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("owner"), on_delete=models.PROTECT, related_name="collections"
+    )
+    co_owners = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, verbose_name=_("co-owners"), blank=True, related_name="co_owned_collections"
+    )
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    updated = models.DateTimeField(_("updated"), auto_now=True)
 
     objects = CollectionQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("collection")
+        verbose_name_plural = _("collections")
         ordering = ["name", "id"]
 
     def __str__(self) -> str:
@@ -91,42 +98,52 @@ def _upload_to(instance: SourceFile, filename: str) -> str:
 
 
 class SourceFile(models.Model):
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="files")
-    original_name = models.CharField(max_length=255)
-    file = models.FileField(upload_to=_upload_to, max_length=500)
-    file_type = models.CharField(max_length=16, choices=FileType.choices)
-    size = models.PositiveBigIntegerField()
-    sha256 = models.CharField(max_length=64)
-    status = models.CharField(max_length=16, choices=FileStatus.choices, default=FileStatus.QUEUED)
-    progress = models.PositiveSmallIntegerField(default=0)
-    error = models.TextField(blank=True)
-    notes = models.TextField(blank=True, help_text=_("Warnings that did not stop ingestion."))
-    pdf_mode = models.CharField(max_length=8, choices=PdfMode.choices, default=PdfMode.AUTO)
-    pages = models.PositiveIntegerField(null=True, blank=True)
-    chunk_count = models.PositiveIntegerField(default=0)
-    markdown = models.TextField(blank=True, help_text=_("The extracted text, as the model will see it."))
+    collection = models.ForeignKey(
+        Collection, verbose_name=_("collection"), on_delete=models.CASCADE, related_name="files"
+    )
+    original_name = models.CharField(_("original name"), max_length=255)
+    file = models.FileField(_("file"), upload_to=_upload_to, max_length=500)
+    file_type = models.CharField(_("file type"), max_length=16, choices=FileType.choices)
+    size = models.PositiveBigIntegerField(_("size"))
+    sha256 = models.CharField(_("SHA-256"), max_length=64)
+    status = models.CharField(_("status"), max_length=16, choices=FileStatus.choices, default=FileStatus.QUEUED)
+    progress = models.PositiveSmallIntegerField(_("progress"), default=0)
+    error = models.TextField(_("error"), blank=True)
+    notes = models.TextField(_("notes"), blank=True, help_text=_("Warnings that did not stop ingestion."))
+    pdf_mode = models.CharField(_("PDF mode"), max_length=8, choices=PdfMode.choices, default=PdfMode.AUTO)
+    pages = models.PositiveIntegerField(_("pages"), null=True, blank=True)
+    chunk_count = models.PositiveIntegerField(_("passages"), default=0)
+    markdown = models.TextField(
+        _("extracted text"), blank=True, help_text=_("The extracted text, as the model will see it.")
+    )
     # How the text was extracted ("pdf-vlm:qwen3-vl:8b", "pdf-fast", "html", "text"): a file with the
     # same content and extractor can reuse this Markdown instead of extracting again.
-    extractor = models.CharField(max_length=200, blank=True)
+    extractor = models.CharField(_("extractor"), max_length=200, blank=True)
     # Page numbers that gave no text, or the same text as many other pages (rag.ingest.steps.page_quality).
-    empty_pages = models.JSONField(default=list, blank=True)
-    repeated_pages = models.JSONField(default=list, blank=True)
+    empty_pages = models.JSONField(_("empty pages"), default=list, blank=True)
+    repeated_pages = models.JSONField(_("repeated pages"), default=list, blank=True)
     # Pages the vision model probably got wrong, [{"page": n, "why": ...}] (rag.ingest.review).
-    flagged_pages = models.JSONField(default=list, blank=True)
+    flagged_pages = models.JSONField(_("flagged pages"), default=list, blank=True)
     # Bumped on every (re)queue: a worker whose attempt is stale stops instead of racing a newer one.
-    attempt = models.PositiveIntegerField(default=0)
+    attempt = models.PositiveIntegerField(_("attempt"), default=0)
     # When a worker last claimed the file: the fair queue serves next the collection served longest ago.
-    started = models.DateTimeField(null=True, blank=True)
+    started = models.DateTimeField(_("started"), null=True, blank=True)
     # What the queued attempt was asked for, kept on the file because the fair queue may run it from
     # another file's job: extract afresh or only re-chunk, and the language of the teacher who queued it.
-    re_extract = models.BooleanField(default=True)
-    queued_language = models.CharField(max_length=16, blank=True)
-    progress_detail = models.CharField(max_length=200, blank=True, help_text=_("What ingestion is doing now."))
-    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
+    re_extract = models.BooleanField(_("extract again"), default=True)
+    queued_language = models.CharField(_("language when queued"), max_length=16, blank=True)
+    progress_detail = models.CharField(
+        _("progress detail"), max_length=200, blank=True, help_text=_("What ingestion is doing now.")
+    )
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("uploaded by"), null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    updated = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
+        verbose_name = _("file")
+        verbose_name_plural = _("files")
         ordering = ["-created", "-id"]
         constraints = [
             models.UniqueConstraint(fields=["collection", "sha256"], name="unique_file_content_per_collection")
@@ -165,14 +182,18 @@ class PageCorrection(models.Model):
     every ingestion of the file puts it in place of what extraction gives (rag.ingest.steps.Correct).
     The rows are the record of who changed what."""
 
-    source = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="corrections")
-    page = models.PositiveIntegerField(help_text=_("The page (slide) number; 0 for a file without pages."))
-    markdown = models.TextField()
-    previous = models.TextField(blank=True, help_text=_("The page's text before this correction."))
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created = models.DateTimeField(auto_now_add=True)
+    source = models.ForeignKey(SourceFile, verbose_name=_("file"), on_delete=models.CASCADE, related_name="corrections")
+    page = models.PositiveIntegerField(_("page"), help_text=_("The page (slide) number; 0 for a file without pages."))
+    markdown = models.TextField(_("corrected text"))
+    previous = models.TextField(_("previous text"), blank=True, help_text=_("The page's text before this correction."))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("page correction")
+        verbose_name_plural = _("page corrections")
         ordering = ["source", "page", "-created", "-id"]
 
     def __str__(self) -> str:
@@ -190,16 +211,24 @@ def corrections_in_force(source: SourceFile) -> dict[int, str]:
 class SearchCheck(models.Model):
     """A test question: a question students ask, and what a good search for it must find."""
 
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="checks")
-    question = models.CharField(max_length=500)
-    expect_file = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="+")
-    expect_page = models.PositiveIntegerField(null=True, blank=True)
-    expect_section = models.CharField(max_length=300, blank=True)
-    expect_phrase = models.CharField(max_length=300, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created = models.DateTimeField(auto_now_add=True)
+    collection = models.ForeignKey(
+        Collection, verbose_name=_("collection"), on_delete=models.CASCADE, related_name="checks"
+    )
+    question = models.CharField(_("question"), max_length=500)
+    expect_file = models.ForeignKey(
+        SourceFile, verbose_name=_("expected file"), on_delete=models.CASCADE, related_name="+"
+    )
+    expect_page = models.PositiveIntegerField(_("expected page"), null=True, blank=True)
+    expect_section = models.CharField(_("expected section"), max_length=300, blank=True)
+    expect_phrase = models.CharField(_("expected phrase"), max_length=300, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("created by"), null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("test question")
+        verbose_name_plural = _("test questions")
         ordering = ["id"]
 
     def __str__(self) -> str:
@@ -218,27 +247,37 @@ class CheckRun(models.Model):
     that asked for it until its results are stored: it waits for the last file, then a worker
     claims it (`started_at`) and runs it (collections_app/checks.run_when_indexed)."""
 
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="check_runs")
-    trigger = models.CharField(max_length=16, choices=CheckTrigger.choices, default=CheckTrigger.MANUAL)
-    pending = models.BooleanField(default=False)
-    curated = models.BooleanField(default=False)
-    passed = models.PositiveIntegerField(default=0)
-    total = models.PositiveIntegerField(default=0)
-    started_at = models.DateTimeField(null=True, blank=True)
-    ran_at = models.DateTimeField(null=True, blank=True)
-    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created = models.DateTimeField(auto_now_add=True)
+    collection = models.ForeignKey(
+        Collection, verbose_name=_("collection"), on_delete=models.CASCADE, related_name="check_runs"
+    )
+    trigger = models.CharField(_("trigger"), max_length=16, choices=CheckTrigger.choices, default=CheckTrigger.MANUAL)
+    pending = models.BooleanField(_("pending"), default=False)
+    curated = models.BooleanField(_("curated"), default=False)
+    passed = models.PositiveIntegerField(_("passed"), default=0)
+    total = models.PositiveIntegerField(_("total"), default=0)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    ran_at = models.DateTimeField(_("ran at"), null=True, blank=True)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("started by"), null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("test run")
+        verbose_name_plural = _("test runs")
         ordering = ["-id"]
 
 
 class CheckResult(models.Model):
-    run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="results")
-    check_item = models.ForeignKey(SearchCheck, on_delete=models.CASCADE, related_name="results")
-    rank = models.PositiveIntegerField(null=True, blank=True)  # 1-based; None when not in the top 15
-    passed = models.BooleanField(default=False)
-    changed = models.CharField(max_length=16, blank=True)  # "newly_failing", "newly_passing" or ""
+    run = models.ForeignKey(CheckRun, verbose_name=_("test run"), on_delete=models.CASCADE, related_name="results")
+    check_item = models.ForeignKey(
+        SearchCheck, verbose_name=_("test question"), on_delete=models.CASCADE, related_name="results"
+    )
+    rank = models.PositiveIntegerField(_("rank"), null=True, blank=True)  # 1-based; None when not in the top 15
+    passed = models.BooleanField(_("passed"), default=False)
+    changed = models.CharField(_("changed"), max_length=16, blank=True)  # "newly_failing", "newly_passing" or ""
 
     class Meta:
+        verbose_name = _("test result")
+        verbose_name_plural = _("test results")
         ordering = ["id"]

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
+from lti.addresses import tool_addresses
 from lti.models import LtiIdentity, Platform, ResourceLink, ToolKey
 
 
@@ -14,6 +15,11 @@ class PlatformAdmin(admin.ModelAdmin):
         (_("What the platform tells you"), {"fields": ("issuer", "client_id", "deployment_ids")}),
         (_("Platform endpoints"), {"fields": ("auth_login_url", "auth_token_url", "key_set_url", "key_set")}),
     )
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # What the platform's administrator pastes on their side (templates/admin/lti/platform/change_form.html).
+        context["tool_addresses"] = tool_addresses(request)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 @admin.register(ToolKey)

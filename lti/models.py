@@ -52,11 +52,12 @@ class Platform(models.Model):
     active = models.BooleanField(
         _("active"), default=True, help_text=_("Launches from an inactive platform are refused.")
     )
-    created = models.DateTimeField(auto_now_add=True)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["issuer", "client_id"], name="lti_platform_issuer_client")]
         verbose_name = _("learning platform")
+        verbose_name_plural = _("learning platforms")
+        constraints = [models.UniqueConstraint(fields=["issuer", "client_id"], name="lti_platform_issuer_client")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.issuer})"
@@ -72,13 +73,14 @@ class Platform(models.Model):
 class ToolKey(models.Model):
     """The tool's own RSA key pair (signs deep-linking responses). Made on first use, never committed."""
 
-    kid = models.CharField(max_length=64, unique=True)
-    private_key = models.TextField()
-    public_key = models.TextField()
-    created = models.DateTimeField(auto_now_add=True)
+    kid = models.CharField(_("key ID"), max_length=64, unique=True)
+    private_key = models.TextField(_("private key"))
+    public_key = models.TextField(_("public key"))
+    created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("tool key")
+        verbose_name_plural = _("tool keys")
 
     def __str__(self) -> str:
         return self.kid
@@ -87,13 +89,17 @@ class ToolKey(models.Model):
 class LtiIdentity(models.Model):
     """Which CurreChat user a platform's user (its `sub`) is."""
 
-    platform = models.ForeignKey(Platform, on_delete=models.CASCADE, related_name="identities")
-    subject = models.CharField(max_length=255)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="lti_identities")
+    platform = models.ForeignKey(
+        Platform, verbose_name=_("learning platform"), on_delete=models.CASCADE, related_name="identities"
+    )
+    subject = models.CharField(_("subject"), max_length=255)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="lti_identities"
+    )
     # The platform's lis.person_sourcedid (Moodle: the user's "ID number"): where it equals the
     # university's person identifier of a campus sign-in, both reach one account (sso/provision.py).
     person_id = models.CharField(_("person identifier"), max_length=255, blank=True, db_index=True)
-    last_launch = models.DateTimeField(auto_now=True)
+    last_launch = models.DateTimeField(_("last launch"), auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["platform", "subject"], name="lti_identity_platform_subject")]
@@ -107,18 +113,23 @@ class LtiIdentity(models.Model):
 class ResourceLink(models.Model):
     """A link placed in a platform's course, pointing to one prompt."""
 
-    platform = models.ForeignKey(Platform, on_delete=models.CASCADE, related_name="resource_links")
-    resource_link_id = models.CharField(max_length=255)
-    prompt = models.ForeignKey("chat.Prompt", on_delete=models.CASCADE, related_name="lti_links")
+    platform = models.ForeignKey(
+        Platform, verbose_name=_("learning platform"), on_delete=models.CASCADE, related_name="resource_links"
+    )
+    resource_link_id = models.CharField(_("resource link ID"), max_length=255)
+    prompt = models.ForeignKey(
+        "chat.Prompt", verbose_name=_("prompt"), on_delete=models.CASCADE, related_name="lti_links"
+    )
     context_title = models.CharField(_("course"), max_length=255, blank=True)
-    title = models.CharField(max_length=255, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
+    title = models.CharField(_("title"), max_length=255, blank=True)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("resource link")
+        verbose_name_plural = _("resource links")
         constraints = [
             models.UniqueConstraint(fields=["platform", "resource_link_id"], name="lti_resource_link_platform_id")
         ]
-        verbose_name = _("resource link")
 
     def __str__(self) -> str:
         return f"{self.context_title or self.resource_link_id} → {self.prompt}"

@@ -59,9 +59,11 @@ def login_initiation(request: HttpRequest) -> HttpResponse:
 @embeddable
 @csrf_exempt
 @never_cache
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 def launch(request: HttpRequest) -> HttpResponse:
     """Step 2: the platform posts the signed id_token; a valid one signs the user in and lands them."""
+    if request.method != "POST":
+        return _launch_explained(request)
     try:
         message = Launch(request).validate()
         claims = LaunchClaims.from_body(dict(message.get_launch_data()))
@@ -78,6 +80,14 @@ def launch(request: HttpRequest) -> HttpResponse:
         return refused(request, refusal)
     _sign_in(request, user, claims, prompt.pk)
     return redirect(target)
+
+
+def _launch_explained(request: HttpRequest) -> HttpResponse:
+    """Someone opened the launch address by hand (a bookmark, a pasted link, an administrator
+    checking it): say what it is for, with 405 since only the platform's POST launches."""
+    response = render(request, "lti/launch_get.html", {"launch_url": _launch_url(request)}, status=405)
+    response["Allow"] = "POST"
+    return response
 
 
 def _sign_in(request: HttpRequest, user, claims: LaunchClaims, prompt_id: int | None) -> None:

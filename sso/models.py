@@ -17,16 +17,18 @@ class SsoIdentity(models.Model):
     stable subject it gives them. The account is found through this row at every later sign-in,
     never through a name or an address that may change or be reused."""
 
-    protocol = models.CharField(max_length=8, choices=Protocol.choices)
+    protocol = models.CharField(_("protocol"), max_length=8, choices=Protocol.choices)
     issuer = models.CharField(_("issuer"), max_length=255)
     subject = models.CharField(_("subject"), max_length=255)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="sso_identities"
+    )
     # The university's person identifier when the deployment names one (OIDC_CLAIM_PERSON_ID,
     # SAML_ATTRIBUTE_PERSON_ID): an LTI launch carrying the same value as its `lis.person_sourcedid`
     # reaches this account.
     person_id = models.CharField(_("person identifier"), max_length=255, blank=True, db_index=True)
-    created = models.DateTimeField(auto_now_add=True)
-    last_sign_in = models.DateTimeField(auto_now=True)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    last_sign_in = models.DateTimeField(_("last sign-in"), auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_issuer_subject")]

@@ -106,47 +106,71 @@ class PromptQuerySet(models.QuerySet):
 class Prompt(models.Model):
     """An assistant: the teacher's system prompt, a chat model and connected collections."""
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="prompts")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("owner"), on_delete=models.PROTECT, related_name="prompts"
+    )
     co_teachers = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
+        verbose_name=_("co-teachers"),
         blank=True,
         related_name="co_taught_prompts",
         help_text=_("Teachers who edit the prompt and see its students; only the owner deletes it or changes them."),
     )
-    name = models.CharField(max_length=200)
-    description = models.TextField(blank=True)
-    system_prompt = models.TextField(blank=True)
-    chat_model = models.CharField(max_length=200, default=_default_chat_model)
-    temperature = models.FloatField(null=True, blank=True, help_text=_("0-2; empty uses the model's default."))
+    name = models.CharField(_("name"), max_length=200)
+    description = models.TextField(_("description"), blank=True)
+    system_prompt = models.TextField(_("system prompt"), blank=True)
+    chat_model = models.CharField(_("chat model"), max_length=200, default=_default_chat_model)
+    temperature = models.FloatField(
+        _("temperature"), null=True, blank=True, help_text=_("0-2; empty uses the model's default.")
+    )
     # The models students may choose between in the chat (the prompt's own model among them, first
     # unless the teacher ordered it otherwise); empty: students get `chat_model`. See chat/course/model_choice.py.
     student_models = models.JSONField(
-        default=list, blank=True, help_text=_("Models students may choose between; empty: the chat model only.")
+        _("models for students"),
+        default=list,
+        blank=True,
+        help_text=_("Models students may choose between; empty: the chat model only."),
     )
-    collections = models.ManyToManyField("collections_app.Collection", blank=True, related_name="prompts")
-    curation_enabled = models.BooleanField(default=True, help_text=_("Let an LLM check each search result."))
-    source_policy = models.CharField(max_length=16, choices=SourcePolicy.choices, default=SourcePolicy.MATERIAL_FIRST)
+    collections = models.ManyToManyField(
+        "collections_app.Collection", verbose_name=_("collections"), blank=True, related_name="prompts"
+    )
+    curation_enabled = models.BooleanField(
+        _("curation enabled"), default=True, help_text=_("Let an LLM check each search result.")
+    )
+    source_policy = models.CharField(
+        _("source policy"), max_length=16, choices=SourcePolicy.choices, default=SourcePolicy.MATERIAL_FIRST
+    )
     student_instructions = models.TextField(
-        blank=True, help_text=_("Shown to students above the chat, e.g. what to ask about.")
+        _("student instructions"), blank=True, help_text=_("Shown to students above the chat, e.g. what to ask about.")
     )
     example_questions = models.JSONField(
-        default=list, blank=True, help_text=_("Up to 6 starters shown in an empty chat.")
+        _("example questions"), default=list, blank=True, help_text=_("Up to 6 starters shown in an empty chat.")
     )
-    join_code = models.CharField(max_length=16, unique=True, default=new_join_code)
-    active = models.BooleanField(default=True, help_text=_("Switched off, students can neither join nor chat."))
-    opens_at = models.DateTimeField(null=True, blank=True, help_text=_("Students can chat from then on (empty: now)."))
-    closes_at = models.DateTimeField(null=True, blank=True, help_text=_("Students can no longer chat from then on."))
+    join_code = models.CharField(_("join code"), max_length=16, unique=True, default=new_join_code)
+    active = models.BooleanField(
+        _("active"), default=True, help_text=_("Switched off, students can neither join nor chat.")
+    )
+    opens_at = models.DateTimeField(
+        _("opens at"), null=True, blank=True, help_text=_("Students can chat from then on (empty: now).")
+    )
+    closes_at = models.DateTimeField(
+        _("closes at"), null=True, blank=True, help_text=_("Students can no longer chat from then on.")
+    )
     chat_visibility = models.CharField(
-        max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS
+        _("chat visibility"), max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS
     )
-    retention_days = models.PositiveIntegerField(null=True, blank=True)
-    weekly_token_budget = models.PositiveIntegerField(null=True, blank=True, default=_default_weekly_token_budget)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
+    retention_days = models.PositiveIntegerField(_("retention days"), null=True, blank=True)
+    weekly_token_budget = models.PositiveIntegerField(
+        _("weekly token budget"), null=True, blank=True, default=_default_weekly_token_budget
+    )
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    updated = models.DateTimeField(_("updated"), auto_now=True)
 
     objects = PromptQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("prompt")
+        verbose_name_plural = _("prompts")
         ordering = ["name", "id"]
 
     def __str__(self) -> str:
@@ -198,15 +222,21 @@ class Prompt(models.Model):
 
 
 class Enrollment(models.Model):
-    student = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="enrollments")
-    status = models.CharField(max_length=16, choices=EnrollmentStatus.choices, default=EnrollmentStatus.ENROLLED)
+    student = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("student"), on_delete=models.CASCADE, related_name="enrollments"
+    )
+    prompt = models.ForeignKey(Prompt, verbose_name=_("prompt"), on_delete=models.CASCADE, related_name="enrollments")
+    status = models.CharField(
+        _("status"), max_length=16, choices=EnrollmentStatus.choices, default=EnrollmentStatus.ENROLLED
+    )
     # "Student N": stable within the prompt (kept across removal and re-joining), never reused.
-    number = models.PositiveIntegerField(default=0)
-    created = models.DateTimeField(auto_now_add=True)
-    last_active = models.DateTimeField(null=True, blank=True)
+    number = models.PositiveIntegerField(_("number"), default=0)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    last_active = models.DateTimeField(_("last active"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("enrollment")
+        verbose_name_plural = _("enrollments")
         constraints = [
             models.UniqueConstraint(fields=["student", "prompt"], name="unique_enrollment"),
             models.UniqueConstraint(fields=["prompt", "number"], name="unique_student_number"),
@@ -246,20 +276,26 @@ class ChatSessionQuerySet(models.QuerySet):
 
 
 class ChatSession(models.Model):
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="sessions")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
-    title = models.CharField(max_length=200, blank=True)
+    prompt = models.ForeignKey(Prompt, verbose_name=_("prompt"), on_delete=models.CASCADE, related_name="sessions")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="chat_sessions"
+    )
+    title = models.CharField(_("title"), max_length=200, blank=True)
     # The prompt's chat_visibility when the chat started: what its student was told teachers see.
-    visibility = models.CharField(max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS)
+    visibility = models.CharField(
+        _("visibility"), max_length=16, choices=ChatVisibility.choices, default=ChatVisibility.PSEUDONYMOUS
+    )
     # The model the student chose for this chat (one of the prompt's `student_models`); empty: the
     # prompt's own model, whatever it is when each message is sent.
-    model = models.CharField(max_length=200, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
+    model = models.CharField(_("model"), max_length=200, blank=True)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    updated = models.DateTimeField(_("updated"), auto_now=True)
 
     objects = ChatSessionQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("chat")
+        verbose_name_plural = _("chats")
         ordering = ["-updated", "-id"]
 
     def __str__(self) -> str:
@@ -288,27 +324,29 @@ class AnswerMode(models.TextChoices):
 
 
 class Message(models.Model):
-    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
-    role = models.CharField(max_length=16, choices=MessageRole.choices)
-    content = models.TextField(blank=True)
+    session = models.ForeignKey(ChatSession, verbose_name=_("chat"), on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(_("role"), max_length=16, choices=MessageRole.choices)
+    content = models.TextField(_("content"), blank=True)
     # [{"id", "name", "arguments"}] as the model asked, in order.
-    tool_calls = models.JSONField(default=list, blank=True)
+    tool_calls = models.JSONField(_("tool calls"), default=list, blank=True)
     # [{"tool_call_id", "query", "outcome", "passages": [...]}] as returned to the model.
-    tool_results = models.JSONField(default=list, blank=True)
-    citations = models.JSONField(default=list, blank=True)
+    tool_results = models.JSONField(_("tool results"), default=list, blank=True)
+    citations = models.JSONField(_("citations"), default=list, blank=True)
     # {"prompt_tokens": n, "completion_tokens": n}
-    token_usage = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=MessageStatus.choices, default=MessageStatus.COMPLETE)
-    error = models.TextField(blank=True)
-    model = models.CharField(max_length=200, blank=True)
-    mode = models.CharField(max_length=16, choices=AnswerMode.choices, default=AnswerMode.MODEL)
+    token_usage = models.JSONField(_("token usage"), default=dict, blank=True)
+    status = models.CharField(_("status"), max_length=16, choices=MessageStatus.choices, default=MessageStatus.COMPLETE)
+    error = models.TextField(_("error"), blank=True)
+    model = models.CharField(_("model"), max_length=200, blank=True)
+    mode = models.CharField(_("mode"), max_length=16, choices=AnswerMode.choices, default=AnswerMode.MODEL)
     # A file the student attached to this question, kept as its extracted text (chat.turn.attachments).
-    attachment_name = models.CharField(max_length=200, blank=True)
-    attachment_text = models.TextField(blank=True)
-    attachment_pages = models.PositiveIntegerField(null=True, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
+    attachment_name = models.CharField(_("attachment name"), max_length=200, blank=True)
+    attachment_text = models.TextField(_("attachment text"), blank=True)
+    attachment_pages = models.PositiveIntegerField(_("attachment pages"), null=True, blank=True)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["created", "id"]
 
     def __str__(self) -> str:
