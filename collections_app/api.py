@@ -11,7 +11,7 @@ from ninja import Field, File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from access.rules import get_collection_for_edit, get_file_for_edit, require_teacher
-from collections_app import files, review, writes
+from collections_app import files, reread, review, writes
 from collections_app.fair_queue import mark_waiting
 from collections_app.listing import FileFilter
 from collections_app.models import Collection, SourceFile
@@ -217,6 +217,20 @@ def cancel_file(request, file_id: int):
 def retry_file(request, file_id: int):
     """Ingest a failed or cancelled file again. 409 for other files."""
     return files.retry_file(get_file_for_edit(request.user, file_id))
+
+
+class RereadIn(Schema):
+    method: Literal["fast", "vision"] = Field(
+        description="fast: the PDF's own text layer; vision: the vision model reads each page image."
+    )
+
+
+@router.post("/files/{file_id}/reread", response=FileOut)
+def reread_file(request, file_id: int, data: RereadIn):
+    """Read a PDF again with the chosen method, which stays the file's method. Its passages stay
+    searchable until the new ones replace them, and page corrections are kept. 409 for a file that
+    is not a PDF or is being read now; 503 for "vision" when no vision model is available."""
+    return reread.reread_file(get_file_for_edit(request.user, file_id), data.method)
 
 
 class PageCorrectionIn(Schema):

@@ -86,6 +86,23 @@ def check_content(name: str, data: bytes) -> str:
     return file_type
 
 
+def _duplicate_sentence(name: str, existing: SourceFile) -> str:
+    """Why an upload of a file already in the collection is refused, and what to do instead."""
+    refused = _("“%(name)s” is already in this collection as “%(existing)s” (%(status)s).") % {
+        "name": name,
+        "existing": existing.original_name,
+        "status": existing.get_status_display().lower(),
+    }
+    if existing.file_type == "pdf":
+        advice = _(
+            "To read it another way, open that file and choose “Read again with fast extraction” or “Read again "
+            "with the vision model”; there is no need to delete it and upload it again."
+        )
+    else:
+        advice = _("The same content is already there; open that file to see how it was read.")
+    return f"{refused} {advice}"
+
+
 def add_file(collection: Collection, upload, user, pdf_mode: str = PdfMode.AUTO) -> SourceFile:
     """Store an upload and queue its ingestion. Raises with a sentence for the teacher when refused."""
     name = Path(upload.name or "upload").name[:255] or "upload"
@@ -94,10 +111,7 @@ def add_file(collection: Collection, upload, user, pdf_mode: str = PdfMode.AUTO)
     sha256 = hashlib.sha256(data).hexdigest()
     existing = collection.files.filter(sha256=sha256).first()
     if existing is not None:
-        raise Conflict(
-            _("“%(name)s” is already in this collection as “%(existing)s” (%(status)s).")
-            % {"name": name, "existing": existing.original_name, "status": existing.get_status_display().lower()}
-        )
+        raise Conflict(_duplicate_sentence(name, existing))
     source = SourceFile(
         collection=collection,
         original_name=name,

@@ -17,5 +17,6 @@ urlpatterns = [
     path("files/<int:pk>/pages/<int:page>/correct/", views.file_page_correct, name="file_page_correct"),
     path("files/<int:pk>/cancel/", views.file_action, {"action": "cancel"}, name="file_cancel"),
     path("files/<int:pk>/retry/", views.file_action, {"action": "retry"}, name="file_retry"),
+    path("files/<int:pk>/reread/", views.file_action, {"action": "reread"}, name="file_reread"),
     path("files/<int:pk>/delete/", views.file_action, {"action": "delete"}, name="file_delete"),
 ]

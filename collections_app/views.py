@@ -22,7 +22,7 @@ from access.rules import (
     pages_shown_to,
     require_teacher,
 )
-from collections_app import files, originals, review, writes
+from collections_app import files, originals, reread, review, writes
 from collections_app.fair_queue import mark_waiting
 from collections_app.forms import CollectionForm
 from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, FileFilter
@@ -175,6 +175,7 @@ def file_detail(request, pk: int):
         "chunks": [(c, render_markdown(c.text)) for c in chunks],
         "empty_pages": source.empty_pages,
         "repeated_pages": source.repeated_pages,
+        "reread": reread.reread_offer(source),
     }
     return render(request, "collections/file.html", context)
 
@@ -201,9 +202,11 @@ _ACTIONS = {"cancel": files.cancel_file, "retry": files.retry_file}
 @login_required
 @require_POST
 def file_action(request, pk: int, action: str):
-    """Cancel, retry or delete a file from the pages' buttons (the script uses the API instead)."""
+    """Cancel, retry, re-read or delete a file from the pages' buttons (the script uses the API instead)."""
     source = get_file_for_edit(request.user, pk)
     collection_id = source.collection_id
+    if action == "reread":
+        return _reread(request, source)
     try:
         if action == "delete":
             files.delete_file(source)
@@ -213,6 +216,19 @@ def file_action(request, pk: int, action: str):
     except CurreChatError as exc:
         messages.error(request, str(exc))
     return redirect("collection_detail", pk=collection_id)
+
+
+def _reread(request, source):
+    method = request.POST.get("method", "")
+    try:
+        if method not in ("fast", "vision"):
+            raise InvalidInput(_("Choose how to read the file: fast extraction or the vision model."))
+        reread.reread_file(source, method)
+    except CurreChatError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("“%(name)s” is queued to be read again.") % {"name": source.original_name})
+    return redirect("file_detail", pk=source.pk)
 
 
 @login_required

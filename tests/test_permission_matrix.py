@@ -162,6 +162,10 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
         COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/pages/0/correct/", lambda w: {"markdown": "x"}
     ),
     ("POST", "file_retry"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/retry/"),
+    # Reading a file again with the other method (the file here is not a PDF: 409 once let in).
+    ("POST", "file_reread"): Row(
+        COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/reread/", lambda w: {"method": "fast"}
+    ),
     ("POST", "file_delete"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/delete/"),
     ("GET", "collection_search"): Row(COLLECTION_SEARCH, lambda w, r: f"/collections/{_c(w, r)}/search/?q=mean"),
     ("GET", "prompt_create"): Row(TEACHERS, lambda w, r: "/prompts/new/"),
@@ -248,6 +252,9 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "/files/{file_id}/chunks"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/chunks"),
     ("POST", "/files/{file_id}/cancel"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/cancel"),
     ("POST", "/files/{file_id}/retry"): Row(COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/retry"),
+    ("POST", "/files/{file_id}/reread"): Row(
+        COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/reread", lambda w: {"method": "fast"}
+    ),
     ("PUT", "/files/{file_id}/pages/{page}"): Row(
         COLLECTION_EDIT, lambda w, r: f"/files/{w.source.pk}/pages/0", lambda w: {"markdown": "x"}
     ),

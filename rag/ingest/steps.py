@@ -12,7 +12,7 @@ from typing import Protocol
 
 from django.conf import settings
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 
 from kernel.errors import ProviderError
 from rag.index import CollectionIndex, IndexedChunk
@@ -22,9 +22,15 @@ from rag.ingest.html import html_to_markdown
 from rag.ingest.image import NEEDS_VISION, image_png
 from rag.ingest.job import IngestFailed, IngestJob, PageText, TooLarge
 from rag.ingest.normalize import normalize_text
+from rag.ingest.pdf.formulas import is_math_heavy
 from rag.ingest.sniff import decode_text
 from rag.ingest.transcript import transcript_markdown
 from rag.providers import is_available, limits
+
+MATH_NEEDS_VISION = gettext_lazy(
+    "This PDF is full of formulas, and fast extraction reads them as loose symbols without their layout. "
+    "Read it again with the vision model for the formulas to come out right."
+)
 
 
 class Context(Protocol):
@@ -157,6 +163,8 @@ class Extract:
                         % {"model": settings.VLM_MODEL}
                     )
                 job.pages = pdf.fast_pages(doc, pages_done, ctx.cancelled)
+                if is_math_heavy(p.markdown for p in job.pages):
+                    job.notes.append(str(MATH_NEEDS_VISION))
                 return
             job.pages, fallbacks = pdf.vlm_pages(doc, settings.VLM_MODEL, pages_done, ctx.cancelled)
             layers: dict[int, str | None] = {i + 1: doc[i].get_text() for i in range(total)}
@@ -235,8 +243,8 @@ class Normalize:
             raise IngestFailed(
                 _(
                     "No text could be found in this PDF (it is probably scanned pages), and fast extraction reads "
-                    "only selectable text. Delete it and upload it again with “Vision-language model” as the way to "
-                    "read PDFs, or upload a version of the file with selectable text."
+                    "only selectable text. Read it again with the vision model (on the file's page), or upload a "
+                    "version of the file with selectable text."
                 )
             )
         if chars == 0 and job.file_type == "pdf":
