@@ -103,6 +103,8 @@ class FileOut(Schema):
     status: str = Field(description="queued, processing, ready, failed or cancelled")
     progress: int = Field(description="0-100")
     progress_detail: str
+    progress_done: int | None = Field(description="With progress_total: the count progress_detail states")
+    progress_total: int | None = Field(description="Pages to read or passages to embed in the current step")
     error: str = Field(description="Why ingestion failed, as a sentence for the teacher")
     notes: str = Field(description="Warnings that did not stop ingestion")
     pdf_mode: str

@@ -75,7 +75,12 @@ def queue_for_ingestion(source: SourceFile, *, re_extract: bool = True) -> None:
 def cancel_file(source: SourceFile) -> SourceFile:
     """Stop a queued or running file; its chunks leave the index now (the worker stops shortly)."""
     changed = SourceFile.objects.filter(pk=source.pk, status__in=ACTIVE).update(
-        status=FileStatus.CANCELLED, progress_detail=_("Cancelled"), chunk_count=0, updated=timezone.now()
+        status=FileStatus.CANCELLED,
+        progress_detail=_("Cancelled"),
+        progress_done=None,
+        progress_total=None,
+        chunk_count=0,
+        updated=timezone.now(),
     )
     if not changed:
         source.refresh_from_db()
@@ -94,6 +99,8 @@ def requeue(source: SourceFile, *, re_extract: bool = True, enqueue: bool = True
         status=FileStatus.QUEUED,
         attempt=F("attempt") + 1,
         progress=0,
+        progress_done=None,
+        progress_total=None,
         error="",
         progress_detail=_("Queued"),
         updated=timezone.now(),
@@ -184,7 +191,14 @@ def claim(file_id: int, attempt: int) -> SourceFile | None:
     """Move a queued file to processing; None when it was cancelled, deleted or re-queued since."""
     now = timezone.now()
     claimed = SourceFile.objects.filter(pk=file_id, attempt=attempt, status=FileStatus.QUEUED).update(
-        status=FileStatus.PROCESSING, progress=0, error="", progress_detail=_("Starting"), updated=now, started=now
+        status=FileStatus.PROCESSING,
+        progress=0,
+        progress_done=None,
+        progress_total=None,
+        error="",
+        progress_detail=_("Starting"),
+        updated=now,
+        started=now,
     )
     if not claimed:
         return None
@@ -254,8 +268,10 @@ class FileTracker:
     def _live(self):
         return SourceFile.objects.filter(pk=self.source.pk, attempt=self.source.attempt, status=FileStatus.PROCESSING)
 
-    def progress(self, percent: int, detail: str, pages: int | None) -> bool:
+    def progress(self, percent: int, detail: str, pages: int | None, of: tuple[int, int] | None = None) -> bool:
+        done, total = of or (None, None)
         fields = {"progress": percent, "progress_detail": detail, "updated": timezone.now()}
+        fields |= {"progress_done": done, "progress_total": total}
         if pages is not None:
             fields["pages"] = pages
         if not self._live().update(**fields):
@@ -272,6 +288,8 @@ class FileTracker:
         done = self._live().update(
             status=FileStatus.READY,
             progress=100,
+            progress_done=None,
+            progress_total=None,
             progress_detail=ngettext("%(n)s passage ready to search", "%(n)s passages ready to search", len(job.chunks))
             % {"n": len(job.chunks)},
             markdown=job.markdown,
@@ -291,7 +309,14 @@ class FileTracker:
 
     def fail(self, message: str) -> None:
         # The index is left as it was: a file that was ready before keeps its previous chunks, whole.
-        self._live().update(status=FileStatus.FAILED, error=message, progress_detail="", updated=timezone.now())
+        self._live().update(
+            status=FileStatus.FAILED,
+            error=message,
+            progress_detail="",
+            progress_done=None,
+            progress_total=None,
+            updated=timezone.now(),
+        )
         announce(self.source)
 
     def cancelled(self, job: IngestJob) -> None:

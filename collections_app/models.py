@@ -135,6 +135,10 @@ class SourceFile(models.Model):
     progress_detail = models.CharField(
         _("progress detail"), max_length=200, blank=True, help_text=_("What ingestion is doing now.")
     )
+    # While a step counts (pages read, passages embedded): how many of how many. The bar is drawn
+    # from these two numbers, the same ones the detail text states, so the two always agree.
+    progress_done = models.PositiveIntegerField(_("done in this step"), null=True, blank=True)
+    progress_total = models.PositiveIntegerField(_("total in this step"), null=True, blank=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, verbose_name=_("uploaded by"), null=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -22,6 +22,8 @@ class FileProgressEvent(TypedDict):
     name: str
     status: str
     progress: int
+    done: int | None  # with `total`: the count the detail states, which the bar shows
+    total: int | None
     error: str
     notes: str
     pages: int | None
@@ -42,6 +44,8 @@ def file_event(source_file, detail: str = "") -> FileProgressEvent:
         name=source_file.original_name,
         status=source_file.status,
         progress=source_file.progress,
+        done=source_file.progress_done,
+        total=source_file.progress_total,
         error=source_file.error,
         notes=source_file.notes,
         pages=source_file.pages,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -60,4 +61,10 @@ async def test_progress_events_move_from_queued_to_ready(fast_collection, owner,
     progress = [e["progress"] for e in events if e["status"] == "processing"]
     assert progress and progress == sorted(progress), "the bar only moves forward"
     assert any("embedded" in e["detail"] for e in events)
+    # The bar is drawn from `done` of `total`: the very numbers the text states ("15 of 55 passages").
+    counted = [e for e in events if re.match(r"\d+ of \d+ passages embedded", e["detail"])]
+    assert counted and all(
+        [e["done"], e["total"]] == [int(n) for n in re.findall(r"\d+", e["detail"])] for e in counted
+    )
+    assert all(e["done"] is None for e in events if e["status"] != "processing")
     assert events[-1]["status"] == "ready" and events[-1]["progress"] == 100 and events[-1]["chunk_count"] > 5

@@ -94,8 +94,9 @@ class IngestTracker(Protocol):
     on the tracker's writes change nothing, so whoever stopped the run always wins over it.
     """
 
-    def progress(self, percent: int, detail: str, pages: int | None) -> bool:
-        """Record and publish how far the run is (0-100). False when the run is no longer live."""
+    def progress(self, percent: int, detail: str, pages: int | None, of: tuple[int, int] | None = None) -> bool:
+        """Record and publish how far the run is (0-100 overall; `of`: done and total of the step's
+        count that `detail` states, when it counts). False when the run is no longer live."""
         ...
 
     def is_cancelled(self) -> bool:

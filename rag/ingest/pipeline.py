@@ -46,8 +46,9 @@ class RunContext:
         self._last_check = 0.0
         self._cancelled = False
 
-    def progress(self, fraction: float, detail: str, *, force: bool = False) -> None:
-        """Report `fraction` of the current step done; the tracker sees it as 0-100 overall."""
+    def progress(self, fraction: float, detail: str, *, force: bool = False, of: tuple[int, int] | None = None) -> None:
+        """Report `fraction` of the current step done; the tracker sees it as 0-100 overall, and
+        `of` (done, total) when `detail` states a count, for the bar to show that same count."""
         now = time.monotonic()
         # Throttled, except that each step's first report always goes out (so every stage shows).
         if not force and self.step is self._reported_step and now - self._last_progress < PROGRESS_INTERVAL:
@@ -55,7 +56,7 @@ class RunContext:
         self._last_progress, self._reported_step = now, self.step
         low, high = self.step.share if self.step else (0, 0)
         percent = int(low + (high - low) * min(max(fraction, 0.0), 1.0))
-        if not self.tracker.progress(percent, detail[:200], self.job.page_count):
+        if not self.tracker.progress(percent, detail[:200], self.job.page_count, of):
             self._cancelled = True
 
     def cancelled(self) -> bool:

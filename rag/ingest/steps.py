@@ -36,7 +36,7 @@ MATH_NEEDS_VISION = gettext_lazy(
 class Context(Protocol):
     """What the loop offers a step: progress within the step's share, and the cancel check."""
 
-    def progress(self, fraction: float, detail: str) -> None: ...
+    def progress(self, fraction: float, detail: str, *, of: tuple[int, int] | None = None) -> None: ...
 
     def cancelled(self) -> bool: ...
 
@@ -150,7 +150,11 @@ class Extract:
                 )
 
             def pages_done(done: int) -> None:
-                ctx.progress(done / total, _("Page %(done)s of %(total)s read") % {"done": done, "total": total})
+                ctx.progress(
+                    done / total,
+                    _("Page %(done)s of %(total)s read") % {"done": done, "total": total},
+                    of=(done, total),
+                )
 
             job.extractor = expected_extractor(job)
             if job.extractor == "pdf-fast":
@@ -286,7 +290,9 @@ class Embed:
 
         def done(count: int) -> None:
             ctx.progress(
-                count / max(total, 1), _("%(count)s of %(total)s passages embedded") % {"count": count, "total": total}
+                count / max(total, 1),
+                _("%(count)s of %(total)s passages embedded") % {"count": count, "total": total},
+                of=(count, total),
             )
 
         job.vectors, job.cached_vectors = embed_texts(

@@ -88,8 +88,12 @@
       state.append(" ", el("a", { class: "file-quality", href: `${fileUrl(file.id)}#unreadable`, "data-testid": "quality-warning" }, `— ${file.quality_warning}`));
     }
     if (ACTIVE.has(file.status)) {
-      const bar = el("progress", { max: "100", "aria-label": interpolate(gettext("Progress of %(name)s"), { name: file.name }, true) }, `${file.progress}%`);
-      bar.value = file.progress;
+      // While a step counts (pages read, passages embedded), the bar shows that very count, as the text does.
+      const counted = file.progress_total > 0;
+      const max = counted ? file.progress_total : 100;
+      const value = counted ? file.progress_done : file.progress;
+      const bar = el("progress", { max: String(max), "aria-label": interpolate(gettext("Progress of %(name)s"), { name: file.name }, true) }, counted ? `${value} / ${max}` : `${value}%`);
+      bar.value = value;
       state.append(bar);
     }
     const detail = file.status === "failed" ? file.error : (file.status === "queued" && file.waiting) || file.progress_detail;
@@ -226,7 +230,7 @@
       }
       const row = tbody.querySelector(`tr[data-file-id="${data.file_id}"]`);
       const leftQueue = row && row.dataset.status === "queued" && data.status !== "queued";
-      renderRow({ ...data, id: data.file_id, progress_detail: data.detail });
+      renderRow({ ...data, id: data.file_id, progress_detail: data.detail, progress_done: data.done, progress_total: data.total });
       // A file leaving the queue moves every other queued file up: fetch their new places.
       if (leftQueue && tbody.querySelector('tr[data-status="queued"]')) resyncSoon();
     });
