@@ -36,7 +36,7 @@ from accounts.models import Role, User
 from chat.models import ChatSession, Enrollment, EnrollmentStatus, MaterialGap, Message, Prompt
 from collections_app.models import Collection, FileStatus, SourceFile
 from currechat.api import api
-from tests.websockets import open_websocket
+from tests.websockets import EVENT_SECONDS, open_websocket
 
 ROLES = (
     "anonymous",
@@ -549,7 +549,7 @@ async def _ws_cell(world: World, role: str, path: str, send: bool) -> tuple[bool
         # loop closes is cancelled mid database call, and asgiref waits for that call to finish,
         # which hung a whole run once instead of failing this test.
         if connected:
-            await communicator.disconnect(timeout=10)
+            await communicator.disconnect(timeout=EVENT_SECONDS)
     return connected, started
 
 
