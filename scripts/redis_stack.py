@@ -174,7 +174,13 @@ class RedisStackServer:
                 )
                 raise RedisStackError(f"Redis Stack exited at start-up: {err or log}")
             if self.ping():
-                return
+                # Another server that took the port first answers PING too, while ours is still
+                # failing to bind: a restart (the outage tests) then ran on someone else's Redis.
+                if self.answering_pid() == self.process.pid:
+                    return
+                self.process.kill()
+                self.process.wait()
+                raise RedisStackError(f"Port {self.port} is answered by another Redis; ours could not listen there.")
             time.sleep(0.05)
         raise RedisStackError(f"Redis Stack did not answer on port {self.port} within {timeout:.0f}s.")
 
@@ -190,6 +196,28 @@ class RedisStackServer:
                 return sock.recv(16).startswith(b"+PONG")
         except OSError:
             return False
+
+    def answering_pid(self) -> int | None:
+        """The process id of the server answering on our port (None when none answers)."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:
+                if self.password:
+                    sock.sendall(_command("AUTH", self.password))
+                    if not sock.recv(64).startswith(b"+OK"):
+                        return None
+                sock.sendall(_command("INFO", "server"))
+                reply = b""
+                while b"process_id:" not in reply or not reply.endswith(b"\r\n"):
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        break
+                    reply += chunk
+        except OSError:
+            return None
+        for line in reply.decode(errors="replace").splitlines():
+            if line.startswith("process_id:"):
+                return int(line.split(":", 1)[1])
+        return None
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

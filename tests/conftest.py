@@ -129,7 +129,14 @@ def run_worker(db):
     def run() -> None:
         queues = [django_rq.get_queue(name, job_class=Job) for name in settings.TASK_QUEUES]
         worker = SimpleWorker(queues, connection=queues[0].connection, job_class=Job)
-        worker.work(burst=True, with_scheduler=False)
+        try:
+            worker.work(burst=True, with_scheduler=False)
+        finally:
+            # rq unsubscribes only when work() ends normally; a worker that lost Redis (the outage
+            # tests) left its pubsub thread retrying in this process for the rest of the session.
+            if worker.pubsub_thread is not None and worker.pubsub_thread.is_alive():
+                worker.pubsub_thread.stop()
+                worker.pubsub_thread.join(timeout=5)
 
     return run
 

@@ -91,6 +91,7 @@ def _served_by(server: RedisStackServer) -> bool:
 
 
 def _point_settings_at(tmp: Path, redis_url: str, ollama_url: str, *, prefix: str) -> None:
+    (tmp / "var").mkdir()  # the SQLite test database's directory (settings: DATABASES TEST NAME)
     os.environ.update(
         {
             "REDIS_URL": redis_url,

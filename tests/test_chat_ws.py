@@ -143,7 +143,7 @@ async def test_only_the_student_and_the_teacher_may_connect(visitor, session, ol
     assert connected
     ollama.script(Reply(content="hello"))
     await ws.send_json_to({"type": "user_message", "content": "hi"})
-    event = await ws.receive_json_from(timeout=10)
+    event = await ws.receive_json_from(timeout=EVENT_SECONDS)
     if WS_ACCESS[who] == "read":
         assert event["type"] == "error" and event["code"] == "not_allowed"
         assert not await database_sync_to_async(session.messages.exists)()

@@ -165,7 +165,7 @@ async def test_a_removed_students_open_websocket_refuses_the_next_message(studen
     assert connected
     await database_sync_to_async(Enrollment.objects.filter(student=student).update)(status=EnrollmentStatus.REMOVED)
     await ws.send_json_to({"type": "user_message", "content": "Still here?"})
-    event = json.loads(await ws.receive_from(timeout=10))
+    event = json.loads(await ws.receive_from(timeout=EVENT_SECONDS))
     await ws.disconnect()
     assert event["type"] == "error" and event["code"] == "not_allowed"
     assert not ollama.chat_requests()
@@ -231,7 +231,7 @@ async def test_stop_keeps_the_partial_answer_and_the_next_message_works(student,
     ollama.script(Reply(chunks=[f"w{i} " for i in range(300)], delay=0.02), Reply(content="Next answer."))
     ws, _, _ = await connect_ws(student, session.id)
     await ws.send_json_to({"type": "user_message", "content": "Talk long"})
-    first = json.loads(await ws.receive_from(timeout=10))
+    first = json.loads(await ws.receive_from(timeout=EVENT_SECONDS))
     assert first["type"] == "token"
     await ws.send_json_to({"type": "stop"})
     events = [first, *await receive_turn(ws)]

@@ -31,6 +31,7 @@ from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn, search_call
 from tests.fixtures_ingest import text_pdf, upload
 from tests.untranslated import LOCALE, _entries, catalogue_source
+from tests.websockets import EVENT_SECONDS
 
 LANGUAGES = ["fi", "sv"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -195,7 +196,7 @@ async def test_chat_refusals_and_failures_reach_the_student_in_their_language(la
     ws, connected, _ = await connect_ws(student, session.id, headers=_browser(language))
     assert connected
     await ws.send_json_to({"type": "user_message", "content": "Hi", "model": 8})
-    refused = await ws.receive_json_from(timeout=10)
+    refused = await ws.receive_json_from(timeout=EVENT_SECONDS)
     ollama.script(Reply(content="an answer that breaks", fail_after=2, error="GPU fell over"))
     await ws.send_json_to({"type": "user_message", "content": "Explain bias"})
     failed = (await receive_turn(ws))[-1]

@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from tests.fixtures_ingest import upload
-from tests.websockets import open_websocket
+from tests.websockets import EVENT_SECONDS, open_websocket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,7 +53,7 @@ async def test_progress_events_move_from_queued_to_ready(fast_collection, owner,
     file_id = await sync_to_async(ingest)()
     events = []
     while not events or events[-1]["status"] not in ("ready", "failed"):
-        events.append(json.loads(await communicator.receive_from(timeout=10)))
+        events.append(json.loads(await communicator.receive_from(timeout=EVENT_SECONDS)))
     await communicator.disconnect()
 
     assert {e["file_id"] for e in events} == {file_id}

@@ -18,6 +18,7 @@ from chat.models import ChatSession, Message, MessageStatus
 from tests.fake_ollama import Reply
 from tests.fake_openai import FakeOpenAI
 from tests.fixtures_chat import connect_ws, receive_turn
+from tests.websockets import EVENT_SECONDS
 
 SECOND = "llama3.2:3b"  # the model a student picks instead of the prompt's own (qwen3:8b)
 NOT_OFFERED = "“qwen3-vl:8b” is not one of this assistant's models. Choose one of: qwen3:8b, llama3.2:3b."
@@ -92,7 +93,7 @@ def test_a_model_the_prompt_does_not_offer_is_refused_by_the_api(offered, client
 async def test_a_model_the_prompt_does_not_offer_is_refused_over_the_websocket(offered, student, ollama):
     ws, _, _ = await connect_ws(student, offered.id)
     await ws.send_json_to({"type": "user_message", "content": "Hi", "model": "qwen3-vl:8b"})
-    refused = await ws.receive_json_from(timeout=10)
+    refused = await ws.receive_json_from(timeout=EVENT_SECONDS)
     # The same check answers a choice over the socket: the chosen model reaches the server.
     ollama.script(Reply(content="Fine."))
     await ws.send_json_to({"type": "user_message", "content": "Hi", "model": SECOND})
@@ -123,7 +124,7 @@ async def test_a_model_the_teacher_takes_off_the_list_is_refused_when_named_and_
 
     await database_sync_to_async(writes.update_prompt)(owner, offered.prompt, {"student_models": []})
     await ws.send_json_to({"type": "user_message", "content": "Second", "model": SECOND})
-    refused = await ws.receive_json_from(timeout=10)
+    refused = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.disconnect()
     assert refused["type"] == "error" and refused["detail"] == GONE and refused["message_id"] is None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -58,14 +59,23 @@ class Outage:
         self.server = services.redis_server()
         self.down_at: float | None = None
         self.up_at: float | None = None
+        self._held: socket.socket | None = None
 
     def stop(self) -> None:
         get_redis().save()  # the server runs without persistence in tests; production's AOF keeps data
         self.server.stop()
+        # The port stays ours while the server is away: bound, not listening, it refuses connections
+        # as a stopped server's port does, and no server another test starts on a free port takes it.
+        self._held = socket.socket()
+        self._held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the old TIME_WAITs
+        self._held.bind(("127.0.0.1", self.server.port))
         self.down_at = time.monotonic()
 
     def start(self) -> None:
         if self.server.process is None:
+            if self._held is not None:
+                self._held.close()
+                self._held = None
             self.server.start()
             self.up_at = time.monotonic()
 

@@ -13,11 +13,12 @@ from accounts.models import Role, User
 from chat.models import ChatSession, Message, Prompt
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn, search_call
+from tests.websockets import EVENT_SECONDS
 
 
 async def _refused(ws, ollama, text: str) -> dict:
     await ws.send_json_to({"type": "user_message", "content": text})
-    event = json.loads(await ws.receive_from(timeout=10))
+    event = json.loads(await ws.receive_from(timeout=EVENT_SECONDS))
     await ws.disconnect()
     assert not ollama.chat_requests(), "no model call (and no search) for a refused message"
     assert not await database_sync_to_async(Message.objects.filter(content=text).exists)()

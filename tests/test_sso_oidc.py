@@ -22,6 +22,7 @@ from sso.config import forget_discovery
 from sso.models import SsoIdentity
 from tests.conftest import PASSWORD
 from tests.oidc_op import OpenIdProvider, account, query_of
+from tests.websockets import EVENT_SECONDS
 
 TEACHER = ("tiina", "faculty")
 STUDENT = ("sami", "student")
@@ -175,7 +176,7 @@ async def test_a_changed_affiliation_demotes_at_the_next_sign_in_and_the_open_we
         f"/ws/chats/{preview.pk}/",
         headers=[(b"origin", b"http://127.0.0.1"), (b"cookie", cookie.encode())],
     )
-    connected, _ = await ws.connect(timeout=10)
+    connected, _ = await ws.connect(timeout=EVENT_SECONDS)
     assert connected
 
     people = dict(oidc.accounts)
@@ -185,7 +186,7 @@ async def test_a_changed_affiliation_demotes_at_the_next_sign_in_and_the_open_we
 
     assert (await database_sync_to_async(identity_user)("tiina")).role == Role.STUDENT
     await ws.send_json_to({"type": "user_message", "content": "Still a teacher?"})
-    event = await ws.receive_json_from(timeout=10)
+    event = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.disconnect()
     assert event["type"] == "error" and event["code"] == "not_allowed"
     assert not ollama.chat_requests()

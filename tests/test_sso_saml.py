@@ -16,6 +16,7 @@ from chat.models import Enrollment, Prompt
 from sso.models import Protocol, SsoIdentity
 from sso.saml import forget_config
 from tests.saml_idp import IdentityProvider, person
+from tests.websockets import EVENT_SECONDS
 
 
 @pytest.fixture(scope="module")
@@ -139,12 +140,12 @@ async def test_a_demotion_at_the_next_sign_in_stops_the_open_websocket(saml, oll
     cookie = f"{django_settings.SESSION_COOKIE_NAME}={client.cookies[django_settings.SESSION_COOKIE_NAME].value}"
     headers = [(b"origin", b"http://127.0.0.1"), (b"cookie", cookie.encode())]
     ws = WebsocketCommunicator(application, f"/ws/chats/{preview.pk}/", headers=headers)
-    assert (await ws.connect(timeout=10))[0]
+    assert (await ws.connect(timeout=EVENT_SECONDS))[0]
 
     saml.set_accounts(("tuomas", person("tuomas", "student")))
     await sync_to_async(saml.sign_in)(Client(), "tuomas")
     await ws.send_json_to({"type": "user_message", "content": "Still a teacher?"})
-    event = await ws.receive_json_from(timeout=10)
+    event = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.disconnect()
     assert event["type"] == "error" and event["code"] == "not_allowed"
     assert not ollama.chat_requests()

@@ -113,6 +113,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
             "transaction_mode": "IMMEDIATE",
         }
     )
+    # Tests run on a file as well, not Django's default shared-cache memory database: there one
+    # connection's write locks the table for every other connection at once, with no waiting, so a
+    # page read while a worker thread wrote failed "database table is locked" where production
+    # waits its turn (busy timeout, WAL). Under the test process's own var/ (tests/services.py).
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "login"
