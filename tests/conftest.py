@@ -131,12 +131,13 @@ def run_worker(db):
         worker = SimpleWorker(queues, connection=queues[0].connection, job_class=Job)
         try:
             worker.work(burst=True, with_scheduler=False)
-        finally:
+        except BaseException:
             # rq unsubscribes only when work() ends normally; a worker that lost Redis (the outage
             # tests) left its pubsub thread retrying in this process for the rest of the session.
-            if worker.pubsub_thread is not None and worker.pubsub_thread.is_alive():
+            # Told to stop, it ends by itself; nothing here waits for it.
+            if worker.pubsub_thread is not None:
                 worker.pubsub_thread.stop()
-                worker.pubsub_thread.join(timeout=5)
+            raise
 
     return run
 
