@@ -19,7 +19,18 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, pgettext
 
 from accounts.models import User
-from chat.models import ChatSession, Message, MessageRole, Prompt, PromptState, enrolled_q, open_now_q
+from chat.models import (
+    ChatSession,
+    Enrollment,
+    EnrollmentStatus,
+    Message,
+    MessageRole,
+    Prompt,
+    PromptState,
+    enrolled_q,
+    open_now_q,
+)
+from chat.privacy import levels
 from collections_app.models import Collection, SourceFile
 from kernel.errors import Forbidden, NotAuthenticated, NotFound
 
@@ -220,11 +231,37 @@ def check_may_chat(user, prompt) -> None:
 
     if prompt.is_taught_by(user):
         return
-    if not prompt.is_enrolled(user):
+    enrollment = enrollment_of(user, prompt)
+    if enrollment is None:
         raise NotFound(_("There is no such prompt, or you have not joined it."))
     state = prompt.state()
     if state != PromptState.OPEN:
         raise Forbidden(state_sentence(prompt, state))
+    # A raised privacy level is acknowledged before the student's next chat or message (both come here).
+    levels.check_confirmed(enrollment, prompt)
+
+
+def enrollment_of(user, prompt) -> Enrollment | None:
+    """The user's enrollment in `prompt` while they are enrolled (not removed or blocked), else None."""
+    if not (user.is_authenticated and user.is_active):
+        return None
+    return Enrollment.objects.filter(prompt=prompt, student=user, status=EnrollmentStatus.ENROLLED).first()
+
+
+def get_prompt_for_privacy(user, pk: int):
+    """A prompt whose privacy notice the user may read by its number: its teachers and enrolled
+    students (a removed student no longer). A visitor with a valid join code reads it through the
+    code instead (currechat.joining.join_privacy), as they read the join page."""
+    return get_prompt_for_chat(user, pk)
+
+
+def get_enrollment_for_acknowledge(user, pk: int) -> Enrollment:
+    """The user's own enrollment in prompt `pk`, whose privacy level they acknowledge."""
+    prompt = get_prompt_for_chat(user, pk)
+    enrollment = enrollment_of(user, prompt)
+    if enrollment is None:  # one of its teachers: they confirm nothing
+        raise Forbidden(_("Only the assistant's students confirm its privacy notice."))
+    return enrollment
 
 
 def state_sentence(prompt, state=None) -> str:

@@ -115,15 +115,17 @@ class EnrollmentAdmin(admin.ModelAdmin):
     with it the chats teachers read under it."""
 
     form = EnrollmentForm
-    list_display = ("student", "prompt", "number", "status", "created", "last_active")
+    list_display = ("student", "prompt", "number", "status", "created", "last_active", "privacy_confirmed_at")
     list_filter = ("status",)
     search_fields = ("student__username", "prompt__name")
     raw_id_fields = ("student", "prompt")
+    # Only the student confirms the privacy notice (chat.privacy.levels); staff read what they confirmed.
+    _PRIVACY = ("privacy_confirmed_level", "privacy_confirmed_at", "privacy_accepted_level")
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
-            return ("number", "created", "last_active")
-        return ("student", "prompt", "number", "created", "last_active")
+            return ("number", "created", "last_active", *self._PRIVACY)
+        return ("student", "prompt", "number", "created", "last_active", *self._PRIVACY)
 
     def save_model(self, request, obj, form, change):
         status = form.cleaned_data.get("status") or EnrollmentStatus.ENROLLED

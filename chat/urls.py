@@ -2,6 +2,7 @@ from django.urls import path
 
 from chat.course import views as course
 from chat.insight import views as insight
+from chat.privacy import views as privacy
 from chat.turn import views as turn
 
 urlpatterns = [
@@ -13,6 +14,8 @@ urlpatterns = [
     path("<int:pk>/students/<int:number>/budget/", course.student_budget, name="student_budget"),
     path("<int:pk>/budget/exempt/", course.exempt_myself, name="budget_exempt"),
     path("<int:pk>/students/<int:number>/<str:action>/", course.student_action, name="student_action"),
+    path("<int:pk>/privacy/", privacy.prompt_privacy, name="prompt_privacy"),
+    path("<int:pk>/privacy/acknowledge/", privacy.privacy_acknowledge, name="privacy_acknowledge"),
     path("<int:pk>/chat/", turn.chat_home, name="chat_home"),
     path("<int:pk>/chat/new/", turn.chat_new, name="chat_new"),
     path("<int:pk>/chat/<int:session_id>/", turn.chat_session, name="chat_session"),

@@ -131,6 +131,7 @@ def health(request):
 def _register_routers() -> None:
     from chat.course.api import router as course_router
     from chat.insight.api import router as insight_router
+    from chat.privacy.api import router as privacy_router
     from chat.turn.api import router as turn_router
     from collections_app.api import router as collections_router
     from collections_app.checks_views import router as checks_router
@@ -142,6 +143,7 @@ def _register_routers() -> None:
     api.add_router("/", course_router)
     api.add_router("/", turn_router)
     api.add_router("/", insight_router)
+    api.add_router("/", privacy_router)
 
 
 _register_routers()

@@ -120,6 +120,13 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("POST", "join"): Row(SIGNED_IN, lambda w, r: "/join/", lambda w: {"code": w.prompt.join_code}),
     ("GET", "join_with_code"): Row(EVERYONE, lambda w, r: f"/join/code/?code={w.prompt.join_code}"),
     ("GET", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
+    # The privacy notice: whoever holds the join code reads it through the code; by the prompt's
+    # number, its teachers and enrolled students (tests/test_privacy_notice.py).
+    ("GET", "join_privacy"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/privacy/"),
+    ("GET", "prompt_privacy"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/privacy/"),
+    ("POST", "privacy_acknowledge"): Row(
+        CHAT_WRITE, lambda w, r: f"/prompts/{w.prompt.pk}/privacy/acknowledge/", lambda w: {"level": "pseudonymous"}
+    ),
     ("POST", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
     ("GET", "account"): Row(SIGNED_IN, lambda w, r: "/account/"),
     ("POST", "set_language"): Row(EVERYONE, lambda w, r: "/i18n/setlang/", lambda w: {"language": "fi", "next": "/"}),
@@ -276,7 +283,13 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ),
     # A prompt's own teachers cannot enroll in it as students.
     ("POST", "/prompts/join"): Row(
-        SIGNED_IN - {"owner", "co_owner"}, lambda w, r: "/prompts/join", lambda w: {"code": w.prompt.join_code}
+        SIGNED_IN - {"owner", "co_owner"},
+        lambda w, r: "/prompts/join",
+        lambda w: {"code": w.prompt.join_code, "privacy_confirmed": True},
+    ),
+    ("GET", "/prompts/{prompt_id}/privacy"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/privacy"),
+    ("POST", "/prompts/{prompt_id}/privacy/confirm"): Row(
+        CHAT_WRITE, lambda w, r: f"/prompts/{w.prompt.pk}/privacy/confirm", lambda w: {"level": "pseudonymous"}
     ),
     ("GET", "/prompts/{prompt_id}/chats"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/chats"),
     ("GET", "/prompts/{prompt_id}/chats/export.jsonl"): Row(

@@ -105,8 +105,8 @@ class PromptForm(WriteRulesForm):
         help_texts = {
             "system_prompt": gettext_lazy("How the assistant should behave, e.g. its role, tone and what to focus on."),
             "chat_visibility": gettext_lazy(
-                "Students are told this when they join and above every chat. "
-                "A change applies to chats started after it."
+                "Students are told this when they join and above every chat. A change applies to chats started "
+                "after it; a raise is shown to each student, who confirms it before their next chat."
             ),
             "retention_days": gettext_lazy("Chats older than this are deleted. Empty: the site's default."),
             "weekly_token_budget": gettext_lazy("Tokens each student may use per week. Empty: no limit."),

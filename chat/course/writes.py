@@ -12,7 +12,9 @@ Rules:
   (another teacher of the prompt may have attached them);
 - models students may choose between (`student_models`): each passes the chat model's check (models
   already listed stay listed while the server is away), none twice, and the prompt's own model is
-  always one of them (put first when the list leaves it out, also when the chat model changes).
+  always one of them (put first when the list leaves it out, also when the chat model changes);
+- a privacy level (`chat_visibility`) raised is acknowledged by each student before their next chat;
+  one lowered lowers what every student has accepted (chat.privacy.levels.follow_lowered_level).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.models import User, teachers_named
 from chat.models import ChatVisibility, Prompt, SourcePolicy
+from chat.privacy import levels
 from collections_app.models import Collection
 from kernel.errors import Forbidden, InvalidInput
 from rag.providers.registry import UnknownModel, available_models, get_chat_model, is_available
@@ -164,10 +167,14 @@ def update_prompt(actor: User, prompt: Prompt, changes: dict[str, Any]) -> Promp
     cleaned = check_prompt(actor, prompt, changes)
     collections = cleaned.pop("collections", None)
     co_teachers = cleaned.pop("co_teachers", None)
+    level_before = _stored(prompt, "chat_visibility")
     with transaction.atomic():
         for name, value in cleaned.items():
             setattr(prompt, name, value)
         prompt.save()
+        # A raise is asked of each student at their next chat (chat.privacy.levels); a lowering is
+        # remembered, so that a raise after it is asked again.
+        levels.follow_lowered_level(prompt, level_before)
         if collections is not None:
             prompt.collections.set(collections)
         if co_teachers is not None:

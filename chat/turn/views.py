@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from access.rules import (
     check_may_chat,
+    enrollment_of,
     get_prompt_for_chat,
     get_session_for_delete,
     get_session_for_read,
@@ -22,6 +23,8 @@ from chat.course import allowances
 from chat.course.model_choice import current_model, model_choices, offers_choice
 from chat.insight import feedback
 from chat.models import STUDENT_SENTENCES, ChatSession, PromptState
+from chat.privacy import levels
+from chat.privacy.levels import PrivacyUnconfirmed
 from chat.serializers import message_dict, student_label
 from chat.turn.agent import fail_orphaned_replies
 from kernel.errors import CurreChatError, NotFound
@@ -81,9 +84,12 @@ def _usage(user, prompt) -> dict:
 
 
 def _may_chat(user, prompt) -> tuple[bool, str]:
-    """Whether the user may write to the prompt now, and the sentence that says why not."""
+    """Whether the user may write to the prompt now, and the sentence that says why not (none for
+    a raised privacy level: the page shows the change itself, with the button that confirms it)."""
     try:
         check_may_chat(user, prompt)
+    except PrivacyUnconfirmed:
+        return False, ""
     except CurreChatError as exc:
         return False, str(exc)
     return True, ""
@@ -96,6 +102,8 @@ def _chat_page(request, prompt, session):
     sessions = _chat_list(prompt, owner, query, viewer=request.user, beside=session)
     may_chat, closed_reason = _may_chat(request.user, prompt)
     writable = may_chat and owner.id == request.user.id
+    # A raise of the privacy level the student has not acknowledged: told here, before their next chat.
+    own = enrollment_of(request.user, prompt) if owner.id == request.user.id else None
     teaching = prompt.is_taught_by(request.user)
     state = prompt.state()
     model = current_model(session) if session else prompt.chat_model
@@ -138,6 +146,7 @@ def _chat_page(request, prompt, session):
         % {"mb": settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024), "pages": settings.CHAT_ATTACHMENT_MAX_PAGES},
         "chat_config": config,
         "lti_band": _lti_band(request, prompt),
+        "privacy_change": levels.pending_change(own, prompt),
     }
     return render(request, "chat/chat.html", context)
 

@@ -288,6 +288,11 @@ SERIALIZATION_MODULES = {"exact_json": "currechat.backup_json"}
 # Chats are deleted this many days after their last message (a prompt may set fewer); 0 keeps them.
 # Statistics and material gaps keep their counts (chat/insight/retention.py).
 CHAT_RETENTION_DAYS = env_int("CHAT_RETENTION_DAYS", 365, minimum=0)
+# Who runs this service, whom to ask about one's data, and where it is kept: the privacy notice of
+# every prompt says so (chat/privacy/notice.py); left empty, it says the administrator has not filled it in.
+PRIVACY_OPERATOR = env_str("PRIVACY_OPERATOR", "").strip()
+PRIVACY_CONTACT = env_str("PRIVACY_CONTACT", "").strip()
+PRIVACY_DATA_LOCATION = env_str("PRIVACY_DATA_LOCATION", "").strip()
 
 # --- Fair use: weekly token budgets (chat/course/usage.py) -------------------------------------------------
 # Tokens the model server reports for a student's calls (chat rounds, tool rounds, curation), per week.

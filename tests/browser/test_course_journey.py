@@ -70,6 +70,7 @@ def test_teacher_runs_a_course_and_a_student_takes_part(live_app, new_page, jour
     student.get_by_label("Username").fill(f"siiri{width}")
     student.get_by_label("Password", exact=True).fill("siirin-salasana-42")
     student.get_by_label("Password confirmation").fill("siirin-salasana-42")
+    student.get_by_test_id("privacy-confirm").get_by_role("checkbox").check()  # the privacy notice, read
     student.get_by_role("button", name="Create account and join").click()
     expect(student.get_by_test_id("prompt-closed")).to_contain_text("This assistant opens on 3 March 2031")
     expect(student.locator("#composer")).to_have_count(0)
