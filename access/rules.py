@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from django.urls import reverse
-from django.utils import formats, timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, pgettext
+from django.utils.translation import gettext_lazy
 
 from accounts.models import User
 from chat.models import (
@@ -33,6 +32,7 @@ from chat.models import (
 from chat.privacy import levels
 from collections_app.models import Collection, SourceFile
 from kernel.errors import Forbidden, NotAuthenticated, NotFound
+from kernel.formats import moment
 
 REMOVED = gettext_lazy(
     "You are no longer a student of this assistant, so its chats are closed to you. Ask your teacher."
@@ -277,9 +277,9 @@ def state_sentence(prompt, state=None) -> str:
     return _("This assistant is open.")
 
 
-def _when(moment) -> str:
-    # The format is translated too: "1 March 2026 at 09:00 UTC", "1. maaliskuuta 2026 klo 9.00 UTC".
-    return formats.date_format(timezone.localtime(moment), pgettext("date and time", "j F Y \\a\\t H:i T"))
+def _when(value) -> str:
+    # A student may be elsewhere: the zone the time is in is named ("1.3.2026 klo 9.00 (Europe/Helsinki)").
+    return moment(value, zone=True)
 
 
 def get_session_for_read(user, pk: int):

@@ -10,6 +10,7 @@ from accounts.models import User
 from collections_app import files, lifecycle, writes
 from collections_app.models import CheckResult, CheckRun, Collection, PageCorrection, SearchCheck, SourceFile
 from kernel.errors import CurreChatError
+from kernel.formats import number
 from kernel.forms import WriteRulesForm
 
 
@@ -66,7 +67,7 @@ class CollectionAdmin(admin.ModelAdmin):
                 "Re-indexing %(count)s files for the new settings.",
                 count,
             )
-            self.message_user(request, sentence % {"count": count})
+            self.message_user(request, sentence % {"count": number(count)})
 
     def save_related(self, request, form, formsets, change):
         # Co-owners were set by the write functions; only the inlines are left to save.

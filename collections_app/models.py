@@ -9,6 +9,7 @@ from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext
 
+from kernel.formats import number
 from rag.languages import LANGUAGE_CHOICES
 
 # The languages' names in the reader's language: Django's own catalogue translates "Finnish",
@@ -178,7 +179,7 @@ class SourceFile(models.Model):
         total = self.pages or len(bad)
         return ngettext(
             "%(bad)s of %(total)s page had no readable text", "%(bad)s of %(total)s pages had no readable text", total
-        ) % {"bad": len(bad), "total": total}
+        ) % {"bad": number(len(bad)), "total": number(total)}
 
 
 class PageCorrection(models.Model):

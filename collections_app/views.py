@@ -29,6 +29,7 @@ from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, File
 from collections_app.models import FileStatus, FileType, PdfMode
 from collections_app.search import language_warning
 from kernel.errors import CurreChatError, InvalidInput, NotFound
+from kernel.formats import number
 from kernel.rendering import render_markdown
 from rag.ingest.transcript import is_time_heading
 from rag.locate import tokens
@@ -113,7 +114,7 @@ def collection_settings(request, pk: int):
                     "Search keeps finding their current passages until each file is done.",
                     len(requeued),
                 )
-                % {"count": len(requeued)},
+                % {"count": number(len(requeued))},
             )
         return redirect("collection_detail", pk=collection.pk)
     context = {

@@ -23,6 +23,7 @@ from django.utils.translation import gettext_lazy
 from accounts.models import User, teachers_named
 from collections_app.models import Collection
 from kernel.errors import Forbidden, InvalidInput
+from kernel.formats import number
 from rag.languages import LANGUAGES
 from rag.providers.registry import UnknownModel, get_embedding_model
 
@@ -124,7 +125,7 @@ def _clean_name(value: str) -> str:
     if not name:
         raise InvalidInput(_("Give the collection a name."), field="name")
     if len(name) > 200:
-        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": len(name)}
+        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": number(len(name))}
         raise InvalidInput(sentence, field="name")
     return name
 

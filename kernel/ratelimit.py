@@ -21,6 +21,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import CurreChatError, NotFound
+from kernel.formats import number
 from kernel.redis_client import get_redis
 
 T = TypeVar("T")
@@ -87,7 +88,9 @@ class SlidingWindow:
         if oldest is not None:
             retry_after = max(1, math.ceil(float(oldest) + self.window - now))
             raise RateLimited(
-                self.message.format(limit=self.limit, window=self.window, retry_after=retry_after),
+                self.message.format(
+                    limit=number(self.limit), window=number(self.window), retry_after=number(retry_after)
+                ),
                 retry_after=retry_after,
             )
 

@@ -32,6 +32,7 @@ from chat.models import ChatVisibility, Prompt, SourcePolicy
 from chat.privacy import levels
 from collections_app.models import Collection
 from kernel.errors import Forbidden, InvalidInput
+from kernel.formats import number
 from rag.providers.registry import UnknownModel, available_models, get_chat_model, is_available
 
 FIELDS = (
@@ -197,7 +198,7 @@ def _clean_name(value: str) -> str:
     if not name:
         raise InvalidInput(_("Give the prompt a name."), field="name")
     if len(name) > 200:
-        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": len(name)}
+        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": number(len(name))}
         raise InvalidInput(sentence, field="name")
     return name
 

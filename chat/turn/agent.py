@@ -37,6 +37,7 @@ from chat.turn.limits import StopSignal, TurnLock, check_rate, holder_alive, tok
 from chat.turn.tools import SearchTool
 from kernel import draining, metrics
 from kernel.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
+from kernel.formats import number
 from rag.providers import is_available
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,7 @@ def start_turn(
                     "Your message has %(length)s characters; the most is %(most)s. "
                     "Shorten it or split it into several questions."
                 )
-                % {"length": len(text), "most": settings.CHAT_MAX_MESSAGE_CHARS}
+                % {"length": number(len(text)), "most": number(settings.CHAT_MAX_MESSAGE_CHARS)}
             )
     # Before the rate limit (a refusal costs no slot); given back if anything after it refuses.
     meter = reserve(session.user_id, session.prompt)

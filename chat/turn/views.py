@@ -28,6 +28,7 @@ from chat.privacy.levels import PrivacyUnconfirmed
 from chat.serializers import message_dict, student_label
 from chat.turn.agent import fail_orphaned_replies
 from kernel.errors import CurreChatError, NotFound
+from kernel.formats import whole_percent
 from kernel.framing import embeddable
 from rag.providers import available_models, is_available
 from rag.providers.registry import split_name
@@ -77,7 +78,7 @@ def _usage(user, prompt) -> dict:
         "warning": standing.warning,
         "exhausted": standing.exhausted is not None,
         "share": standing.share,
-        "percent": None if standing.share is None else int(standing.share * 100),
+        "percent": None if standing.share is None else whole_percent(standing.share),
         # The script says when it starts again in the reader's own time zone and language.
         "resets_at": standing.week.end.isoformat(),
     }

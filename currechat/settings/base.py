@@ -90,6 +90,8 @@ TEMPLATES = [
                 "currechat.context_processors.service_status",
                 "sso.context_processors.campus_sign_in",
             ],
+            # {% load formats %}: |day, |moment, |number, |percent (kernel/formats.py).
+            "libraries": {"formats": "kernel.formats"},
         },
     },
 ]
@@ -141,6 +143,12 @@ LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
+# Dates and numbers: one shape per language, in our format modules (currechat/formats/<lang>/), written
+# through kernel/formats.py. Thousands are grouped there, not by USE_THOUSAND_SEPARATOR: that would
+# also group every number a template puts into markup (ids in links, form values, data-max="8000"),
+# which scripts, browsers and forms then misread. So it stays off for every language.
+FORMAT_MODULE_PATH = ["currechat.formats"]
+USE_THOUSAND_SEPARATOR = False
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

@@ -35,7 +35,7 @@ WORDS = {
     "en": {
         "code": "Join code",
         "join": "Join",
-        "joined": "You joined “{name}”. This assistant opens on 3 March 2031",
+        "joined": "You joined “{name}”. This assistant opens on Mar 3, 2031",
         "first": "Ask your first question",
         "available": "available",
         "draft": "Not open yet",
@@ -44,7 +44,7 @@ WORDS = {
     "fi": {
         "code": "Liittymiskoodi",
         "join": "Liity",
-        "joined": "Liityit avustajaan ”{name}”. Tämä avustaja avautuu 3. maaliskuuta 2031",
+        "joined": "Liityit avustajaan ”{name}”. Tämä avustaja avautuu 3.3.2031",
         "first": "Kysy ensimmäinen kysymyksesi",
         "available": "käytettävissä",
         "draft": "Ei vielä avoinna",
