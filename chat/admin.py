@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from accounts.admin import InvitationAdmin
 from accounts.models import User
 from chat.course import writes
 from chat.course.enrollment import check_enrollment, enroll, set_status
@@ -17,6 +18,7 @@ from chat.models import (
     Message,
     Prompt,
     PromptDay,
+    PromptInvitation,
     SourceDay,
     TokenUsage,
 )  # fmt: skip
@@ -234,3 +236,10 @@ class TokenUsageAdmin(ReadOnlyAdmin):
 class BudgetOverrideAdmin(ReadOnlyAdmin):
     list_display = ("user", "prompt", "weekly_token_budget", "exempt", "updated")
     search_fields = ("user__username", "prompt__name")
+
+
+@admin.register(PromptInvitation)
+class PromptInvitationAdmin(InvitationAdmin):
+    list_display = ("prompt", *InvitationAdmin.list_display)
+    withdraw_write = staticmethod(writes.withdraw_invitation)
+    target_field = "prompt"

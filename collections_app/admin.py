@@ -6,9 +6,18 @@ from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from accounts.admin import InvitationAdmin
 from accounts.models import User
 from collections_app import files, lifecycle, writes
-from collections_app.models import CheckResult, CheckRun, Collection, PageCorrection, SearchCheck, SourceFile
+from collections_app.models import (
+    CheckResult,
+    CheckRun,
+    Collection,
+    CollectionInvitation,
+    PageCorrection,
+    SearchCheck,
+    SourceFile,
+)
 from kernel.errors import CurreChatError
 from kernel.formats import number
 from kernel.forms import WriteRulesForm
@@ -176,3 +185,10 @@ class CheckRunAdmin(ReadOnlyAdmin):
 @admin.register(CheckResult)
 class CheckResultAdmin(ReadOnlyAdmin):
     list_display = ("run", "check_item", "rank", "passed", "changed")
+
+
+@admin.register(CollectionInvitation)
+class CollectionInvitationAdmin(InvitationAdmin):
+    list_display = ("collection", *InvitationAdmin.list_display)
+    withdraw_write = staticmethod(writes.withdraw_invitation)
+    target_field = "collection"

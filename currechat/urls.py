@@ -7,7 +7,7 @@ from django.views.i18n import JavaScriptCatalog
 from accounts.views import set_language
 from chat.course.views import start_reset
 from collections_app import search
-from currechat import joining, views
+from currechat import invitations, joining, views
 from currechat.api import api
 from currechat.metrics import metrics_view
 from kernel.framing import embeddable
@@ -34,6 +34,7 @@ urlpatterns = [
     path("join/<str:code>/", embeddable(joining.join_link), name="join_link"),
     # The privacy notice the join page asks a visitor to confirm, for whoever holds the code.
     path("join/<str:code>/privacy/", embeddable(joining.join_privacy), name="join_privacy"),
+    path("invitations/<str:token>/", invitations.invitation_page, name="invitation"),
     path("collections/", include("collections_app.urls")),
     path("collections/<int:pk>/search/", search.search_page, name="collection_search"),
     path("prompts/", include("chat.urls")),

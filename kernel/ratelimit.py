@@ -143,6 +143,17 @@ def reset_by_email() -> SlidingWindow:
     )
 
 
+def teacher_lookup_by_user() -> SlidingWindow:
+    """A teacher's look-ups of other teachers in the co-teacher picker (RATE_TEACHER_LOOKUP)."""
+    return _window(
+        "teacher_lookup",
+        _(
+            "You have looked up teachers {limit} times in the last {window} seconds, the most allowed. "
+            "Try again in {retry_after} seconds."
+        ),
+    )
+
+
 def search_by_user() -> SlidingWindow:
     """A person's curated searches in the pages (and their test questions)."""
     return search_window(curated=True, by_program=False)

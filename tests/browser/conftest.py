@@ -139,6 +139,7 @@ def live_app(tmp_path_factory):
         "PRIVACY_OPERATOR": "Testiyliopisto IT",
         "PRIVACY_CONTACT": "tietosuoja@testi.example",
         "PRIVACY_DATA_LOCATION": "Helsinki",
+        "TEACHER_INVITATIONS": "1",  # an invitation link makes a teacher account (test_coteacher_journey)
     }
     app = LiveApp(url=f"http://127.0.0.1:{port}", env=env)
     app.manage("migrate", "--noinput")
