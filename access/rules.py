@@ -237,8 +237,15 @@ def check_may_chat(user, prompt) -> None:
     state = prompt.state()
     if state != PromptState.OPEN:
         raise Forbidden(state_sentence(prompt, state))
-    # A raised privacy level is acknowledged before the student's next chat or message (both come here).
-    levels.check_confirmed(enrollment, prompt)
+
+
+def check_may_start_chat(user, prompt) -> None:
+    """May the user start a new chat with this prompt now (`check_may_chat`)? A student must first
+    acknowledge a raise of the privacy level. Older chats need not wait: a chat keeps the level it
+    started under, so their next message is read as they were told."""
+    check_may_chat(user, prompt)
+    if not prompt.is_taught_by(user):
+        levels.check_confirmed(enrollment_of(user, prompt), prompt)
 
 
 def enrollment_of(user, prompt) -> Enrollment | None:

@@ -152,10 +152,12 @@ _LEVEL = Literal["none", "pseudonymous", "named"]
 
 class JoinIn(Schema):
     code: str = Field(min_length=1, max_length=32)
-    privacy_confirmed: bool = Field(
-        False,
-        description="True once the student has read the prompt's privacy notice (the page `/join/{code}/privacy/`); "
-        "joining without it is refused (400, `field`: `privacy_confirmed`).",
+    privacy_confirmed: bool | None = Field(
+        None,
+        description="True once the student has read the prompt's privacy notice (the page `/join/{code}/privacy/`, "
+        "or `GET /prompts/{id}/privacy`): the enrollment records the level confirmed and when. False is refused "
+        "(400, `field`: `privacy_confirmed`). Left out (programs written before the notice existed): the student "
+        "joins told the level now, as through a learning platform, and nothing is recorded as confirmed.",
     )
     privacy_level: _LEVEL | None = Field(
         None,
@@ -263,8 +265,8 @@ def readmit_student(request, prompt_id: int, student_id: int):
 
 @router.post("/prompts/join", response=JoinedOut)
 def join(request, data: JoinIn):
-    """Join with a code, once the student has read and confirmed the prompt's privacy notice
-    (`privacy_confirmed`); the enrollment records the level confirmed and when."""
+    """Join with a code. With `privacy_confirmed` the enrollment records the student's confirmation of
+    the prompt's privacy notice (the level and when); `{code}` alone joins as the API always has."""
     require_login(request.user)
 
     def attempt() -> Prompt:

@@ -59,10 +59,12 @@ NOT_CONFIRMED = gettext_lazy(
 )
 
 
-def join_prompt(user, code: str, *, confirmed: bool, seen_level: str | None = None) -> Prompt:
+def join_prompt(user, code: str, *, confirmed: bool | None, seen_level: str | None = None) -> Prompt:
     """Enroll a student in the prompt with this join code (idempotent), who `confirmed` reading its
-    privacy notice at `seen_level` (None: the level now); refused without it, and when the level
-    rose while they read (chat.privacy.levels). The edge has checked that `user` is signed in and
+    privacy notice at `seen_level` (None: the level now); refused when they did not (False), and
+    when the level rose while they read (chat.privacy.levels). `confirmed` None is a program that
+    does not ask (the API's `{code}` of old): enrolled as a learning platform enrolls, told the
+    level now, with no confirmation recorded. The edge has checked that `user` is signed in and
     active (access.rules.require_login)."""
     prompt = Prompt.objects.filter(join_code=code.strip().upper()).first()
     if prompt is None or prompt.state() == PromptState.OFF:
@@ -72,6 +74,9 @@ def join_prompt(user, code: str, *, confirmed: bool, seen_level: str | None = No
     check_enrollment(prompt, user)
     if Enrollment.objects.filter(prompt=prompt, student=user, status=EnrollmentStatus.BLOCKED).exists():
         raise Forbidden(str(BLOCKED))
+    if confirmed is None:
+        enroll(prompt, user)
+        return prompt
     if not confirmed:
         raise InvalidInput(str(NOT_CONFIRMED), field="privacy_confirmed")
     level = levels.level_to_confirm(prompt, seen_level)

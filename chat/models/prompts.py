@@ -234,7 +234,8 @@ class Enrollment(models.Model):
     created = models.DateTimeField(_("created"), auto_now_add=True)
     last_active = models.DateTimeField(_("last active"), null=True, blank=True)
     # The privacy notice as the student confirmed it (on joining, or after a teacher raised the
-    # level): which level and when. Empty for one enrolled by a learning platform or by staff.
+    # level): which level and when. Empty for one enrolled by a learning platform, by staff, or by a
+    # program that joined with the code alone (POST /prompts/join `{code}`).
     privacy_confirmed_level = models.CharField(
         _("privacy level confirmed"), max_length=16, choices=ChatVisibility.choices, blank=True
     )

@@ -1,12 +1,14 @@
 """What a student has agreed to about who reads their chats, and when they must be asked again.
 
 A prompt's privacy level (`chat_visibility`: none < pseudonymous < named) says what its teachers
-read of the chats started under it. A student confirms the level on joining (the join page and
-`POST /prompts/join` refuse without it, `chat.course.enrollment.join_prompt`). When a teacher
-raises the level, each enrolled student must acknowledge the change before their next chat starts
-under it; until then every way of writing to the prompt (a new chat, a message in an older chat,
-over the page, the API or a websocket) is refused with `PrivacyUnconfirmed`, through
-`access.rules.check_may_chat`. Lowering asks nobody: less is read than the student agreed to.
+read of the chats started under it. A student confirms the level on joining: the join page refuses
+without it, and so does `POST /prompts/join` when told `privacy_confirmed: false`; a program that
+sends the code alone joins told the level now, as through a learning platform
+(`chat.course.enrollment.join_prompt`). When a teacher raises the level, each enrolled student must
+acknowledge the change before their next chat starts under it: until then a new chat (on the page,
+over the API) is refused with `PrivacyUnconfirmed` (`access.rules.check_may_start_chat`), and every
+chat page shows what changed. An older chat goes on: it keeps the level it started under, the one
+the student was told. Lowering asks nobody: less is read than the student agreed to.
 
 Each enrollment keeps two things (chat/models/prompts.py):
 - `privacy_confirmed_level` / `privacy_confirmed_at`: the record of the student's last confirmation;
@@ -65,8 +67,8 @@ def pending_change(enrollment: Enrollment | None, prompt: Prompt) -> LevelChange
     return LevelChange(before=enrollment.privacy_accepted_level, now=prompt.chat_visibility)
 
 
-def check_confirmed(enrollment: Enrollment, prompt: Prompt) -> None:
-    """Refuse the student's next chat or message while a raise of the level is unacknowledged."""
+def check_confirmed(enrollment: Enrollment | None, prompt: Prompt) -> None:
+    """Refuse the student's next chat while a raise of the level is unacknowledged."""
     change = pending_change(enrollment, prompt)
     if change is not None:
         raise PrivacyUnconfirmed(

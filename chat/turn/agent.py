@@ -83,10 +83,10 @@ class Turn:
 
 def new_session(user, prompt_id: int) -> ChatSession:
     """A new chat with a prompt the user may chat with."""
-    from access.rules import check_may_chat, get_prompt_for_chat
+    from access.rules import check_may_start_chat, get_prompt_for_chat
 
     prompt = get_prompt_for_chat(user, prompt_id)
-    check_may_chat(user, prompt)
+    check_may_start_chat(user, prompt)
     return ChatSession.objects.create(prompt=prompt, user=user, visibility=prompt.chat_visibility)
 
 

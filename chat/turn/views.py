@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from access.rules import (
     check_may_chat,
+    check_may_start_chat,
     enrollment_of,
     get_prompt_for_chat,
     get_session_for_delete,
@@ -84,11 +85,15 @@ def _usage(user, prompt) -> dict:
     }
 
 
-def _may_chat(user, prompt) -> tuple[bool, str]:
-    """Whether the user may write to the prompt now, and the sentence that says why not (none for
-    a raised privacy level: the page shows the change itself, with the button that confirms it)."""
+def _may_chat(user, prompt, session) -> tuple[bool, str]:
+    """Whether the user may write in `session` (None: start a chat) now, and the sentence that says
+    why not (none for a raised privacy level: the page shows the change itself, with the button that
+    confirms it; it holds back new chats only, an older one keeps the level it started under)."""
     try:
-        check_may_chat(user, prompt)
+        if session is None:
+            check_may_start_chat(user, prompt)
+        else:
+            check_may_chat(user, prompt)
     except PrivacyUnconfirmed:
         return False, ""
     except CurreChatError as exc:
@@ -101,7 +106,7 @@ def _chat_page(request, prompt, session):
     owner = session.user if session else request.user
     query = request.GET.get("q", "").strip()[:200]
     sessions = _chat_list(prompt, owner, query, viewer=request.user, beside=session)
-    may_chat, closed_reason = _may_chat(request.user, prompt)
+    may_chat, closed_reason = _may_chat(request.user, prompt, session)
     writable = may_chat and owner.id == request.user.id
     # A raise of the privacy level the student has not acknowledged: told here, before their next chat.
     own = enrollment_of(request.user, prompt) if owner.id == request.user.id else None
