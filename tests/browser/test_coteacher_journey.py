@@ -23,10 +23,10 @@ from collections_app.models import Collection
 suffix, password = json.loads({args!r})
 owner = User.objects.create_user("aino" + suffix, password=password, role=Role.TEACHER, first_name="Aino")
 User.objects.create_user(
-    "kaisa" + suffix, password=password, role=Role.TEACHER, first_name="Kaisa", last_name="Korhonen",
-    email=f"kaisa{{suffix}}@uni.example",
+    "kielo" + suffix, password=password, role=Role.TEACHER, first_name="Kielo", last_name="Korhonen",
+    email=f"kielo{{suffix}}@uni.example",
 )
-User.objects.create_user("kaisa" + suffix + "-opiskelija", password=password, role=Role.STUDENT)  # never suggested
+User.objects.create_user("kielo" + suffix + "-opiskelija", password=password, role=Role.STUDENT)  # never suggested
 collection = Collection.objects.create(name="Tilastotiede " + suffix, owner=owner, language="finnish")
 print(collection.pk)
 """
@@ -46,25 +46,25 @@ def test_owner_adds_a_colleague_by_typing_and_invites_a_newcomer(live_app, new_p
 
     # Typing the start of a username suggests her (not the student of a similar name); the keyboard picks.
     box = owner.get_by_role("combobox", name="Add by username or email address")
-    box.press_sequentially(f"kaisa{suffix[0]}")  # other widths' Kaisas share the live app
+    box.press_sequentially(f"kielo{suffix[0]}")  # other widths' Kielos share the live app
     options = owner.get_by_role("listbox", name="Teachers found").get_by_role("option")
     expect(options).to_have_count(1)
-    expect(options.first).to_have_text(f"Kaisa Korhonen (kaisa{suffix})")
+    expect(options.first).to_have_text(f"Kielo Korhonen (kielo{suffix})")
     journey.look(owner, "suggestions")
     box.press("ArrowDown")
     box.press("Enter")
-    expect(owner.get_by_role("checkbox", name=f"Kaisa Korhonen (kaisa{suffix})")).to_be_checked()
+    expect(owner.get_by_role("checkbox", name=f"Kielo Korhonen (kielo{suffix})")).to_be_checked()
     expect(owner.get_by_role("status").filter(has_text="added")).to_contain_text("Save to make it so.")
     owner.get_by_role("button", name="Save settings").click()
     expect(owner.get_by_text("Settings saved.")).to_be_visible()
     no_overflow(owner)
 
-    # Kaisa now reaches the collection.
-    kaisa = new_page(*size)
-    log_in(kaisa, live_app, f"kaisa{suffix}", PASSWORD)
-    kaisa.goto(settings_url)
-    expect(kaisa.get_by_text("Only the collection's owner can change its co-owners.")).to_be_visible()
-    no_overflow(kaisa)
+    # Kielo now reaches the collection.
+    kielo = new_page(*size)
+    log_in(kielo, live_app, f"kielo{suffix}", PASSWORD)
+    kielo.goto(settings_url)
+    expect(kielo.get_by_text("Only the collection's owner can change its co-owners.")).to_be_visible()
+    no_overflow(kielo)
 
     # An address nobody has: the picker says so and offers it for an invitation link.
     owner.goto(settings_url)
@@ -113,13 +113,13 @@ def test_owner_adds_a_colleague_by_typing_and_invites_a_newcomer(live_app, new_p
     expect(visitor.get_by_test_id("invitation-refusal")).to_contain_text("has withdrawn it")
     journey.look(visitor, "withdrawn-link")
 
-    # Unticking Kaisa removes her; her next click finds nothing.
+    # Unticking Kielo removes her; her next click finds nothing.
     owner.goto(settings_url)
     no_overflow(owner)
-    owner.get_by_role("checkbox", name=f"Kaisa Korhonen (kaisa{suffix})").uncheck()
+    owner.get_by_role("checkbox", name=f"Kielo Korhonen (kielo{suffix})").uncheck()
     owner.get_by_role("button", name="Save settings").click()
     expect(owner.get_by_text("Settings saved.")).to_be_visible()
     no_overflow(owner)
-    kaisa.reload()
-    expect(kaisa.get_by_text("There is no such collection, or it is not shared with you.")).to_be_visible()
-    journey.look(kaisa, "removed-co-owner")
+    kielo.reload()
+    expect(kielo.get_by_text("There is no such collection, or it is not shared with you.")).to_be_visible()
+    journey.look(kielo, "removed-co-owner")
