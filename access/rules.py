@@ -14,14 +14,25 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 from django.urls import reverse
-from django.utils import formats, timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, pgettext
+from django.utils.translation import gettext_lazy
 
 from accounts.models import User
-from chat.models import ChatSession, Message, MessageRole, Prompt, PromptState, enrolled_q, open_now_q
+from chat.models import (
+    ChatSession,
+    Enrollment,
+    EnrollmentStatus,
+    Message,
+    MessageRole,
+    Prompt,
+    PromptState,
+    enrolled_q,
+    open_now_q,
+)
+from chat.privacy import levels
 from collections_app.models import Collection, SourceFile
 from kernel.errors import Forbidden, NotAuthenticated, NotFound
+from kernel.formats import moment
 
 REMOVED = gettext_lazy(
     "You are no longer a student of this assistant, so its chats are closed to you. Ask your teacher."
@@ -220,11 +231,44 @@ def check_may_chat(user, prompt) -> None:
 
     if prompt.is_taught_by(user):
         return
-    if not prompt.is_enrolled(user):
+    enrollment = enrollment_of(user, prompt)
+    if enrollment is None:
         raise NotFound(_("There is no such prompt, or you have not joined it."))
     state = prompt.state()
     if state != PromptState.OPEN:
         raise Forbidden(state_sentence(prompt, state))
+
+
+def check_may_start_chat(user, prompt) -> None:
+    """May the user start a new chat with this prompt now (`check_may_chat`)? A student must first
+    acknowledge a raise of the privacy level. Older chats need not wait: a chat keeps the level it
+    started under, so their next message is read as they were told."""
+    check_may_chat(user, prompt)
+    if not prompt.is_taught_by(user):
+        levels.check_confirmed(enrollment_of(user, prompt), prompt)
+
+
+def enrollment_of(user, prompt) -> Enrollment | None:
+    """The user's enrollment in `prompt` while they are enrolled (not removed or blocked), else None."""
+    if not (user.is_authenticated and user.is_active):
+        return None
+    return Enrollment.objects.filter(prompt=prompt, student=user, status=EnrollmentStatus.ENROLLED).first()
+
+
+def get_prompt_for_privacy(user, pk: int):
+    """A prompt whose privacy notice the user may read by its number: its teachers and enrolled
+    students (a removed student no longer). A visitor with a valid join code reads it through the
+    code instead (currechat.joining.join_privacy), as they read the join page."""
+    return get_prompt_for_chat(user, pk)
+
+
+def get_enrollment_for_acknowledge(user, pk: int) -> Enrollment:
+    """The user's own enrollment in prompt `pk`, whose privacy level they acknowledge."""
+    prompt = get_prompt_for_chat(user, pk)
+    enrollment = enrollment_of(user, prompt)
+    if enrollment is None:  # one of its teachers: they confirm nothing
+        raise Forbidden(_("Only the assistant's students confirm its privacy notice."))
+    return enrollment
 
 
 def state_sentence(prompt, state=None) -> str:
@@ -240,9 +284,9 @@ def state_sentence(prompt, state=None) -> str:
     return _("This assistant is open.")
 
 
-def _when(moment) -> str:
-    # The format is translated too: "1 March 2026 at 09:00 UTC", "1. maaliskuuta 2026 klo 9.00 UTC".
-    return formats.date_format(timezone.localtime(moment), pgettext("date and time", "j F Y \\a\\t H:i T"))
+def _when(value) -> str:
+    # A student may be elsewhere: the zone the time is in is named ("1.3.2026 klo 9.00 (Europe/Helsinki)").
+    return moment(value, zone=True)
 
 
 def get_session_for_read(user, pk: int):

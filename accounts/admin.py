@@ -1,3 +1,5 @@
+from collections.abc import Callable
+
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.core.exceptions import PermissionDenied
@@ -6,6 +8,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.models import ApiToken, User
 from accounts.resets import deliver_reset_link
+from kernel.errors import CurreChatError
 
 
 @admin.register(User)
@@ -67,3 +70,35 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         # Raw tokens must be shown once to their owner: create them with `manage.py create_api_token`.
         return False
+
+
+class InvitationAdmin(admin.ModelAdmin):
+    """Invitations to co-teach (accounts/invitations.py), to read; the one change is withdrawing,
+    through the resource's write rules (the owner or a superuser). Links are made on the owner's
+    page: the raw token is shown once, to them."""
+
+    list_display: tuple[str, ...] = ("email", "created_by", "created", "expires", "used_by", "withdrawn_at")
+    search_fields = ("email", "created_by__username")
+    actions = ["withdraw"]
+    withdraw_write: Callable  # the app's writer: (actor, target, invitation id)
+    target_field: str
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(description=gettext_lazy("Withdraw the chosen invitations"))
+    def withdraw(self, request, queryset):
+        for invitation in queryset:
+            try:
+                type(self).withdraw_write(request.user, getattr(invitation, self.target_field), invitation.pk)
+            except CurreChatError as exc:
+                self.message_user(request, f"{invitation.email}: {exc}", messages.ERROR)

@@ -40,20 +40,69 @@ def active_teachers() -> models.QuerySet[User]:
 
 
 def teachers_named(values: list, *, field: str, may: str) -> list[User]:
-    """The users named (User objects or usernames), all active teachers; refuses unknown names and
-    anyone else with a sentence naming them ("Only active teachers can {may}: …"), for `field`."""
+    """The users named (User objects, usernames or email addresses), all active teachers; refuses
+    unknown names and anyone else with a sentence naming them as they were typed ("Only active
+    teachers can {may}: …"), for `field`. A username wins over an address that looks the same."""
     from kernel.errors import InvalidInput
 
-    names = [v.username if isinstance(v, User) else str(v).strip() for v in values]
-    users = list(User.objects.filter(username__in=names))
-    missing = sorted(set(names) - {u.username for u in users})
+    typed = list(dict.fromkeys(v.username if isinstance(v, User) else str(v).strip() for v in values))
+    typed = [name for name in typed if name]
+    by_username = {u.username: u for u in User.objects.filter(username__in=typed)}
+    found: dict[int, tuple[User, str]] = {}
+    missing, no_account, several = [], [], []
+    for name in typed:
+        user = by_username.get(name)
+        if user is None and "@" in name:
+            matches = list(User.objects.filter(email__iexact=name)[:2])
+            if len(matches) > 1:
+                several.append(name)
+                continue
+            if not matches:
+                no_account.append(name)
+                continue
+            user = matches[0]
+        if user is None:
+            missing.append(name)
+        else:
+            found.setdefault(user.pk, (user, name))
     if missing:
         raise InvalidInput(gettext("No such user: %(names)s.") % {"names": ", ".join(missing)}, field=field)
-    not_teachers = sorted(u.username for u in users if not (u.is_teacher and u.is_active))
+    if no_account:
+        sentence = gettext(
+            "Nobody has an account with the address %(addresses)s yet. Invite them with an invitation link instead."
+        )
+        raise InvalidInput(sentence % {"addresses": ", ".join(no_account)}, field=field)
+    if several:
+        sentence = gettext("Several accounts have the address %(address)s; add the person by their username instead.")
+        raise InvalidInput(sentence % {"address": ", ".join(several)}, field=field)
+    not_teachers = sorted(name for user, name in found.values() if not (user.is_teacher and user.is_active))
     if not_teachers:
         sentence = gettext("Only active teachers can %(action)s: %(names)s is not one.")
         raise InvalidInput(sentence % {"action": may, "names": ", ".join(not_teachers)}, field=field)
-    return users
+    return [user for user, _name in found.values()]
+
+
+LOOKUP_MIN_CHARS = 3
+LOOKUP_MOST = 5
+
+
+def find_teachers(text: str, *, asked_by: User) -> list[User]:
+    """At most LOOKUP_MOST active teachers whose username or address is `text` or begins with it
+    (case-insensitive), exact matches first; never the asker. Shorter text than LOOKUP_MIN_CHARS
+    finds nobody: the co-teacher picker never lists every teacher."""
+    text = text.strip()
+    if len(text) < LOOKUP_MIN_CHARS:
+        return []
+    exact = models.Q(username__iexact=text) | models.Q(email__iexact=text)
+    begins = models.Q(username__istartswith=text) | models.Q(email__istartswith=text)
+    ranked = (
+        active_teachers()
+        .filter(exact | begins)
+        .exclude(pk=asked_by.pk)
+        .annotate(rank=models.Case(models.When(exact, then=0), default=1))
+        .order_by("rank", "username")
+    )
+    return list(ranked[:LOOKUP_MOST])
 
 
 def _hash_token(raw: str) -> str:

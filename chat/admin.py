@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from accounts.admin import InvitationAdmin
 from accounts.models import User
 from chat.course import writes
 from chat.course.enrollment import check_enrollment, enroll, set_status
@@ -17,6 +18,7 @@ from chat.models import (
     Message,
     Prompt,
     PromptDay,
+    PromptInvitation,
     SourceDay,
     TokenUsage,
 )  # fmt: skip
@@ -115,15 +117,17 @@ class EnrollmentAdmin(admin.ModelAdmin):
     with it the chats teachers read under it."""
 
     form = EnrollmentForm
-    list_display = ("student", "prompt", "number", "status", "created", "last_active")
+    list_display = ("student", "prompt", "number", "status", "created", "last_active", "privacy_confirmed_at")
     list_filter = ("status",)
     search_fields = ("student__username", "prompt__name")
     raw_id_fields = ("student", "prompt")
+    # Only the student confirms the privacy notice (chat.privacy.levels); staff read what they confirmed.
+    _PRIVACY = ("privacy_confirmed_level", "privacy_confirmed_at", "privacy_accepted_level")
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
-            return ("number", "created", "last_active")
-        return ("student", "prompt", "number", "created", "last_active")
+            return ("number", "created", "last_active", *self._PRIVACY)
+        return ("student", "prompt", "number", "created", "last_active", *self._PRIVACY)
 
     def save_model(self, request, obj, form, change):
         status = form.cleaned_data.get("status") or EnrollmentStatus.ENROLLED
@@ -232,3 +236,10 @@ class TokenUsageAdmin(ReadOnlyAdmin):
 class BudgetOverrideAdmin(ReadOnlyAdmin):
     list_display = ("user", "prompt", "weekly_token_budget", "exempt", "updated")
     search_fields = ("user__username", "prompt__name")
+
+
+@admin.register(PromptInvitation)
+class PromptInvitationAdmin(InvitationAdmin):
+    list_display = ("prompt", *InvitationAdmin.list_display)
+    withdraw_write = staticmethod(writes.withdraw_invitation)
+    target_field = "prompt"

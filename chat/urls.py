@@ -2,6 +2,7 @@ from django.urls import path
 
 from chat.course import views as course
 from chat.insight import views as insight
+from chat.privacy import views as privacy
 from chat.turn import views as turn
 
 urlpatterns = [
@@ -9,10 +10,18 @@ urlpatterns = [
     path("<int:pk>/", course.prompt_detail, name="prompt_detail"),
     path("<int:pk>/delete/", course.prompt_delete, name="prompt_delete"),
     path("<int:pk>/duplicate/", course.prompt_duplicate, name="prompt_duplicate"),
+    path("<int:pk>/invitations/", course.prompt_invite, name="prompt_invite"),
+    path(
+        "<int:pk>/invitations/<int:invitation_id>/withdraw/",
+        course.prompt_withdraw_invitation,
+        name="prompt_withdraw_invitation",
+    ),
     path("<int:pk>/join-code/", course.prompt_rotate_code, name="prompt_rotate_code"),
     path("<int:pk>/students/<int:number>/budget/", course.student_budget, name="student_budget"),
     path("<int:pk>/budget/exempt/", course.exempt_myself, name="budget_exempt"),
     path("<int:pk>/students/<int:number>/<str:action>/", course.student_action, name="student_action"),
+    path("<int:pk>/privacy/", privacy.prompt_privacy, name="prompt_privacy"),
+    path("<int:pk>/privacy/acknowledge/", privacy.privacy_acknowledge, name="privacy_acknowledge"),
     path("<int:pk>/chat/", turn.chat_home, name="chat_home"),
     path("<int:pk>/chat/new/", turn.chat_new, name="chat_new"),
     path("<int:pk>/chat/<int:session_id>/", turn.chat_session, name="chat_session"),

@@ -6,10 +6,20 @@ from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from accounts.admin import InvitationAdmin
 from accounts.models import User
 from collections_app import files, lifecycle, writes
-from collections_app.models import CheckResult, CheckRun, Collection, PageCorrection, SearchCheck, SourceFile
+from collections_app.models import (
+    CheckResult,
+    CheckRun,
+    Collection,
+    CollectionInvitation,
+    PageCorrection,
+    SearchCheck,
+    SourceFile,
+)
 from kernel.errors import CurreChatError
+from kernel.formats import number
 from kernel.forms import WriteRulesForm
 
 
@@ -66,7 +76,7 @@ class CollectionAdmin(admin.ModelAdmin):
                 "Re-indexing %(count)s files for the new settings.",
                 count,
             )
-            self.message_user(request, sentence % {"count": count})
+            self.message_user(request, sentence % {"count": number(count)})
 
     def save_related(self, request, form, formsets, change):
         # Co-owners were set by the write functions; only the inlines are left to save.
@@ -175,3 +185,10 @@ class CheckRunAdmin(ReadOnlyAdmin):
 @admin.register(CheckResult)
 class CheckResultAdmin(ReadOnlyAdmin):
     list_display = ("run", "check_item", "rank", "passed", "changed")
+
+
+@admin.register(CollectionInvitation)
+class CollectionInvitationAdmin(InvitationAdmin):
+    list_display = ("collection", *InvitationAdmin.list_display)
+    withdraw_write = staticmethod(writes.withdraw_invitation)
+    target_field = "collection"

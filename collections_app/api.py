@@ -26,7 +26,9 @@ class CollectionIn(Schema):
     description: str = ""
     language: str = "english"
     embedding_model: str | None = None
-    co_owners: list[str] = Field(default_factory=list, description="Usernames of teachers who co-own it.")
+    co_owners: list[str] = Field(
+        default_factory=list, description="Usernames or email addresses of teachers who co-own it."
+    )
 
 
 class CollectionPatch(Schema):
@@ -34,7 +36,9 @@ class CollectionPatch(Schema):
     description: str | None = None
     language: str | None = None
     embedding_model: str | None = None
-    co_owners: list[str] | None = None
+    co_owners: list[str] | None = Field(
+        None, description="Usernames or email addresses of teachers who co-own it (only the owner changes them)."
+    )
 
 
 class CollectionOut(Schema):

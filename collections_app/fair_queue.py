@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from collections_app.models import FileStatus, SourceFile
+from kernel.formats import number
 
 RECENT_FILES = 20  # the typical time per file is the mean over this many files finished last
 
@@ -86,7 +87,7 @@ class Waiting:
                 "Waiting in the queue: %(n)s file before this one.",
                 "Waiting in the queue: %(n)s files before this one.",
                 ahead,
-            ) % {"n": ahead}
+            ) % {"n": number(ahead)}
         if self.wait is None:
             return where
         minutes = math.ceil(self.wait.total_seconds() / 60)
@@ -94,7 +95,7 @@ class Waiting:
             return f"{where} " + _("It should start within a minute.")
         return f"{where} " + ngettext(
             "It should start in about %(n)s minute.", "It should start in about %(n)s minutes.", minutes
-        ) % {"n": minutes}
+        ) % {"n": number(minutes)}
 
 
 def waiting_for(files: Iterable[SourceFile]) -> dict[int, Waiting]:

@@ -30,6 +30,7 @@ from collections_app.lifecycle import (
 )
 from collections_app.models import Collection, PdfMode, SourceFile
 from kernel.errors import Conflict, ServiceUnavailable
+from kernel.formats import file_size
 from rag.index import IndexedChunk
 from rag.ingest import pdf, sniff
 from rag.ingest.image import NEEDS_VISION, image_png
@@ -52,10 +53,6 @@ __all__ = [
 ]
 
 
-def _limit_text(limit: int) -> str:
-    return f"{limit / (1024 * 1024):.0f} MB" if limit >= 1024 * 1024 else _("%(n)s bytes") % {"n": f"{limit:,}"}
-
-
 def _read_upload(upload, name: str) -> bytes:
     size = upload.size or 0
     if size > settings.UPLOAD_MAX_BYTES:
@@ -64,7 +61,7 @@ def _read_upload(upload, name: str) -> bytes:
                 "“%(name)s” is %(size)s; the limit is %(limit)s. "
                 "Split it into smaller files, or for a PDF, save it with smaller images."
             )
-            % {"name": name, "size": _limit_text(size), "limit": _limit_text(settings.UPLOAD_MAX_BYTES)}
+            % {"name": name, "size": file_size(size), "limit": file_size(settings.UPLOAD_MAX_BYTES)}
         )
     data = b"".join(upload.chunks())
     if not data:

@@ -1,13 +1,11 @@
-from typing import cast
-
 from django import forms
 from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from accounts.models import active_teachers
+from accounts.picker import TeacherPickerField
 from collections_app.models import Collection
-from collections_app.writes import check_collection
+from collections_app.writes import check_collection, may_change_co_owners
 from kernel.forms import WriteRulesForm
 from rag.providers import available_models
 from rag.providers.languages import MODEL_LANGUAGES, model_languages
@@ -33,10 +31,8 @@ class CollectionForm(WriteRulesForm):
 
     check = staticmethod(check_collection)
 
-    co_owners = forms.ModelMultipleChoiceField(
-        queryset=active_teachers(),
+    co_owners = TeacherPickerField(
         required=False,
-        widget=forms.CheckboxSelectMultiple,
         label=gettext_lazy("Co-owners"),
         help_text=gettext_lazy("Other teachers who may change this collection and its files."),
     )
@@ -56,15 +52,10 @@ class CollectionForm(WriteRulesForm):
     def __init__(self, *args, actor, **kwargs):
         super().__init__(*args, **kwargs)
         self._actor = actor
-        owner = self.instance.owner if self.instance.pk else actor
-        co_owners = cast(forms.ModelMultipleChoiceField, self.fields["co_owners"])
-        co_owners.queryset = active_teachers().exclude(pk=owner.pk)
-        if self.instance.pk and not (actor.is_superuser or self.instance.owner_id == actor.pk):
+        if self.instance.pk and not may_change_co_owners(actor, self.instance):
             # Shown, so co-owners know who else edits; only the owner changes it (the rule is in writes.py).
             self.fields["co_owners"].disabled = True
             self.fields["co_owners"].help_text = _("Only the collection's owner can change its co-owners.")
-        if not co_owners.queryset.exists():
-            del self.fields["co_owners"]  # no other teacher to choose: no empty section
         current = self.instance.embedding_model if self.instance.pk else settings.EMBEDDING_MODEL
         self.fields["embedding_model"].widget = forms.Select(choices=embedding_choices(current))
         help_text = _("A multilingual model suits every language; an English-only one suits English collections only.")

@@ -30,6 +30,7 @@ from collections_app.liveness import Heartbeat, is_stalled
 from collections_app.models import Collection, FileStatus, SourceFile, corrections_in_force
 from collections_app.progress import announce, file_event, in_teachers_language, publish
 from kernel.errors import Conflict, ServiceUnavailable
+from kernel.formats import number
 from rag.index import ChunkStore
 from rag.ingest import chunking, pipeline, slides
 from rag.ingest.job import IngestJob, Outcome
@@ -291,7 +292,7 @@ class FileTracker:
             progress_done=None,
             progress_total=None,
             progress_detail=ngettext("%(n)s passage ready to search", "%(n)s passages ready to search", len(job.chunks))
-            % {"n": len(job.chunks)},
+            % {"n": number(len(job.chunks))},
             markdown=job.markdown,
             extractor=job.extractor,
             pages=job.page_count,

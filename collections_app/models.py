@@ -9,6 +9,8 @@ from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext
 
+from accounts.invitations import Invitation
+from kernel.formats import number
 from rag.languages import LANGUAGE_CHOICES
 
 # The languages' names in the reader's language: Django's own catalogue translates "Finnish",
@@ -65,6 +67,22 @@ class Collection(models.Model):
 
     def is_editable_by(self, user) -> bool:
         return Collection.objects.editable_by(user).filter(pk=self.pk).exists()
+
+
+class CollectionInvitation(Invitation):
+    """A link inviting someone without an account to co-own one collection (accounts/invitations.py)."""
+
+    collection = models.ForeignKey(
+        Collection, verbose_name=_("collection"), on_delete=models.CASCADE, related_name="invitations"
+    )
+
+    class Meta(Invitation.Meta):
+        verbose_name = _("invitation to co-own")
+        verbose_name_plural = _("invitations to co-own")
+
+    @property
+    def target(self) -> Collection:
+        return self.collection
 
 
 class FileStatus(models.TextChoices):
@@ -178,7 +196,7 @@ class SourceFile(models.Model):
         total = self.pages or len(bad)
         return ngettext(
             "%(bad)s of %(total)s page had no readable text", "%(bad)s of %(total)s pages had no readable text", total
-        ) % {"bad": len(bad), "total": total}
+        ) % {"bad": number(len(bad)), "total": number(total)}
 
 
 class PageCorrection(models.Model):

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy
 from collections_app.lifecycle import requeue
 from collections_app.models import FileStatus, PageCorrection, SourceFile
 from kernel.errors import Conflict, InvalidInput, NotFound
+from kernel.formats import number
 from rag.ingest import chunking
 
 MAX_PAGE_CHARS = 100_000
@@ -27,7 +28,7 @@ def correct_page(user, source: SourceFile, page: int, markdown: str) -> PageCorr
     if len(markdown) > MAX_PAGE_CHARS:
         raise InvalidInput(
             _("The corrected text is %(n)s characters; a page may hold at most %(limit)s.")
-            % {"n": f"{len(markdown):,}", "limit": f"{MAX_PAGE_CHARS:,}"}
+            % {"n": number(len(markdown)), "limit": number(MAX_PAGE_CHARS)}
         )
     with transaction.atomic():
         locked = SourceFile.objects.select_for_update().get(pk=source.pk)

@@ -22,6 +22,7 @@ from access.rules import (
     pages_shown_to,
     require_teacher,
 )
+from accounts.picker import invitations_section, unfound_address
 from collections_app import files, originals, reread, review, writes
 from collections_app.fair_queue import mark_waiting
 from collections_app.forms import CollectionForm
@@ -29,6 +30,7 @@ from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, File
 from collections_app.models import FileStatus, FileType, PdfMode
 from collections_app.search import language_warning
 from kernel.errors import CurreChatError, InvalidInput, NotFound
+from kernel.formats import number
 from kernel.rendering import render_markdown
 from rag.ingest.transcript import is_time_heading
 from rag.locate import tokens
@@ -113,18 +115,59 @@ def collection_settings(request, pk: int):
                     "Search keeps finding their current passages until each file is done.",
                     len(requeued),
                 )
-                % {"count": len(requeued)},
+                % {"count": number(len(requeued))},
             )
         return redirect("collection_detail", pk=collection.pk)
+    return _settings_page(request, collection, form, invite_email=unfound_address(form, "co_owners"))
+
+
+def _settings_page(request, collection, form, *, status: int = 200, new=None, invite_error="", invite_email=""):
     context = {
         "collection": collection,
         "form": form,
         "language_warning": language_warning(collection),
         "attention": _attention_count(collection),
         "tab": "settings",
+        "page_models": [("embeddings", collection.embedding_model)],
     }
-    context["page_models"] = [("embeddings", collection.embedding_model)]
-    return render(request, "collections/settings.html", context)
+    if writes.may_change_co_owners(request.user, collection):  # the owner's: who else is invited
+        context["invitations"] = invitations_section(
+            request,
+            collection.invitations.all(),
+            invite_url=reverse("collection_invite", args=[collection.pk]),
+            withdraw_url=lambda i: reverse("collection_withdraw_invitation", args=[collection.pk, i.pk]),
+            new=new,
+            error=invite_error,
+            email=invite_email,
+        )
+    return render(request, "collections/settings.html", context, status=status)
+
+
+@login_required
+@require_POST
+def collection_invite(request, pk: int):
+    """The owner makes an invitation link for an address nobody has; the link is shown on this
+    response only."""
+    collection = get_collection_for_edit(request.user, pk)
+    form = CollectionForm(instance=collection, actor=request.user)
+    email = request.POST.get("email", "")
+    try:
+        new = writes.invite_co_owner(request.user, collection, email)
+    except InvalidInput as exc:
+        return _settings_page(request, collection, form, status=400, invite_error=str(exc), invite_email=email)
+    return _settings_page(request, collection, form, new=new)
+
+
+@login_required
+@require_POST
+def collection_withdraw_invitation(request, pk: int, invitation_id: int):
+    collection = get_collection_for_edit(request.user, pk)
+    invitation = writes.withdraw_invitation(request.user, collection, invitation_id)
+    messages.success(
+        request,
+        _("The invitation for %(address)s is withdrawn; its link no longer works.") % {"address": invitation.email},
+    )
+    return redirect(f"{reverse('collection_settings', args=[pk])}#invitations")
 
 
 @login_required

@@ -6,7 +6,8 @@ them is refused in the others with the same sentence.
 
 Rules:
 - a name of 1-200 characters; a supported language; an embedding model some provider knows;
-- co-owners are active teachers, and only the owner (or a superuser) changes who they are;
+- co-owners are active teachers (named by username or address), and only the owner (or a
+  superuser) changes who they are, or invites someone without an account (`invite_co_owner`);
 - a new language or embedding model re-indexes the collection's files (`files.reindex_for_changes`).
 """
 
@@ -20,9 +21,11 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts import invitations
 from accounts.models import User, teachers_named
-from collections_app.models import Collection
-from kernel.errors import Forbidden, InvalidInput
+from collections_app.models import Collection, CollectionInvitation
+from kernel.errors import Forbidden, InvalidInput, NotFound
+from kernel.formats import number
 from rag.languages import LANGUAGES
 from rag.providers.registry import UnknownModel, get_embedding_model
 
@@ -71,7 +74,7 @@ def check_collection(actor: User, collection: Collection | None, changes: dict[s
             u for u in teachers_named(changes["co_owners"], field="co_owners", may=str(CO_OWN)) if u.pk != owner.pk
         ]
         current = set(collection.co_owners.values_list("pk", flat=True)) if collection is not None else set()
-        if {u.pk for u in co_owners} != current and not _may_change_co_owners(actor, collection):
+        if {u.pk for u in co_owners} != current and not may_change_co_owners(actor, collection):
             raise Forbidden(_("Only the collection's owner can change its co-owners."))
         cleaned["co_owners"] = co_owners
     return cleaned
@@ -115,8 +118,40 @@ def _pk(value: Any) -> Any:
     return value.pk if isinstance(value, User) else value
 
 
-def _may_change_co_owners(actor: User, collection: Collection | None) -> bool:
+def may_change_co_owners(actor: User, collection: Collection | None) -> bool:
     return collection is None or actor.is_superuser or collection.owner_id == actor.pk
+
+
+def invite_co_owner(actor: User, collection: Collection, email: str) -> tuple[CollectionInvitation, str]:
+    """An invitation link to co-own `collection` for an address nobody has, and its raw token."""
+    if not may_change_co_owners(actor, collection):
+        raise Forbidden(_("Only the collection's owner can change its co-owners."))
+    invitation, raw = invitations.issue(CollectionInvitation, actor=actor, email=email, collection=collection)
+    return invitation, raw  # type: ignore[return-value]
+
+
+def withdraw_invitation(actor: User, collection: Collection, invitation_id: int) -> CollectionInvitation:
+    if not may_change_co_owners(actor, collection):
+        raise Forbidden(_("Only the collection's owner can change its co-owners."))
+    invitation = collection.invitations.filter(pk=invitation_id).first()
+    if invitation is None:
+        raise NotFound(_("There is no such invitation."))
+    invitations.withdraw(invitation)
+    return invitation
+
+
+def accept_invitation(invitation: CollectionInvitation, user: User) -> Collection:
+    """`user` becomes a co-owner through the invitation (accounts.invitations.accept says when not)."""
+    collection = invitation.collection
+    if collection.owner_id == user.pk:
+        raise Forbidden(_("You own this collection already, so there is nothing to accept."))
+    invitations.accept(
+        invitation,
+        user,
+        still_allowed=lambda inviter: may_change_co_owners(inviter, Collection.objects.get(pk=collection.pk)),
+        add=lambda: collection.co_owners.add(user),
+    )
+    return collection
 
 
 def _clean_name(value: str) -> str:
@@ -124,7 +159,7 @@ def _clean_name(value: str) -> str:
     if not name:
         raise InvalidInput(_("Give the collection a name."), field="name")
     if len(name) > 200:
-        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": len(name)}
+        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": number(len(name))}
         raise InvalidInput(sentence, field="name")
     return name
 

@@ -129,19 +129,23 @@ def health(request):
 
 
 def _register_routers() -> None:
+    from accounts.api import router as accounts_router
     from chat.course.api import router as course_router
     from chat.insight.api import router as insight_router
+    from chat.privacy.api import router as privacy_router
     from chat.turn.api import router as turn_router
     from collections_app.api import router as collections_router
     from collections_app.checks_views import router as checks_router
     from collections_app.search import router as search_router
 
+    api.add_router("/", accounts_router)
     api.add_router("/", collections_router)
     api.add_router("/", search_router)
     api.add_router("/", checks_router)
     api.add_router("/", course_router)
     api.add_router("/", turn_router)
     api.add_router("/", insight_router)
+    api.add_router("/", privacy_router)
 
 
 _register_routers()

@@ -7,7 +7,7 @@ from django.views.i18n import JavaScriptCatalog
 from accounts.views import set_language
 from chat.course.views import start_reset
 from collections_app import search
-from currechat import views
+from currechat import invitations, joining, views
 from currechat.api import api
 from currechat.metrics import metrics_view
 from kernel.framing import embeddable
@@ -29,9 +29,12 @@ urlpatterns = [
         auth_views.PasswordResetDoneView.as_view(template_name="registration/password_reset_done.html"),
         name="password_reset_done",
     ),
-    path("join/", views.join_by_code, name="join"),
-    path("join/code/", views.join_with_code, name="join_with_code"),
-    path("join/<str:code>/", embeddable(views.join_link), name="join_link"),
+    path("join/", joining.join_by_code, name="join"),
+    path("join/code/", joining.join_with_code, name="join_with_code"),
+    path("join/<str:code>/", embeddable(joining.join_link), name="join_link"),
+    # The privacy notice the join page asks a visitor to confirm, for whoever holds the code.
+    path("join/<str:code>/privacy/", embeddable(joining.join_privacy), name="join_privacy"),
+    path("invitations/<str:token>/", invitations.invitation_page, name="invitation"),
     path("collections/", include("collections_app.urls")),
     path("collections/<int:pk>/search/", search.search_page, name="collection_search"),
     path("prompts/", include("chat.urls")),

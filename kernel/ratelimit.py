@@ -21,6 +21,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import CurreChatError, NotFound
+from kernel.formats import number
 from kernel.redis_client import get_redis
 
 T = TypeVar("T")
@@ -87,7 +88,9 @@ class SlidingWindow:
         if oldest is not None:
             retry_after = max(1, math.ceil(float(oldest) + self.window - now))
             raise RateLimited(
-                self.message.format(limit=self.limit, window=self.window, retry_after=retry_after),
+                self.message.format(
+                    limit=number(self.limit), window=number(self.window), retry_after=number(retry_after)
+                ),
                 retry_after=retry_after,
             )
 
@@ -137,6 +140,17 @@ def reset_by_address() -> SlidingWindow:
 def reset_by_email() -> SlidingWindow:
     return _window(
         "reset_email", _("Too many password reset requests for this address. Try again in {retry_after} seconds.")
+    )
+
+
+def teacher_lookup_by_user() -> SlidingWindow:
+    """A teacher's look-ups of other teachers in the co-teacher picker (RATE_TEACHER_LOOKUP)."""
+    return _window(
+        "teacher_lookup",
+        _(
+            "You have looked up teachers {limit} times in the last {window} seconds, the most allowed. "
+            "Try again in {retry_after} seconds."
+        ),
     )
 
 

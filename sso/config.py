@@ -122,6 +122,18 @@ def local_password_allowed(user) -> bool:
     return mode == "staff" and (user.is_teacher or user.is_staff)
 
 
+def invitation_sign_up_allowed() -> bool:
+    """Whether opening an invitation to co-teach may make a teacher account with a CurreChat
+    password: an administrator allowed it (TEACHER_INVITATIONS) and LOCAL_LOGIN lets teachers have one."""
+    return bool(settings.TEACHER_INVITATIONS) and settings.LOCAL_LOGIN in ("all", "staff")
+
+
+def invitations_make_accounts() -> bool:
+    """Whether someone without an account can become a teacher through an invitation here: by
+    signing up on it, or by campus sign-in (the university then says whether they are a teacher)."""
+    return invitation_sign_up_allowed() or sso_enabled()
+
+
 def local_password_sentence() -> str:
     return _("Sign in with %(name)s instead: CurreChat passwords are not used for your account.") % {
         "name": settings.SSO_NAME

@@ -36,12 +36,19 @@ def test_new_student_signs_up_through_join_link_and_is_enrolled(client, prompt):
     assert prompt.name in page.content.decode()
     response = client.post(
         f"/join/{prompt.join_code}/",
-        {"username": "newbie", "password1": "a-long-enough-pass-phrase", "password2": "a-long-enough-pass-phrase"},
+        {
+            "username": "newbie",
+            "password1": "a-long-enough-pass-phrase",
+            "password2": "a-long-enough-pass-phrase",
+            "privacy_confirmed": "1",
+            "privacy_level": prompt.chat_visibility,
+        },
         follow=True,
     )
     newbie = User.objects.get(username="newbie")
     assert newbie.role == Role.STUDENT
-    assert Enrollment.objects.filter(student=newbie, prompt=prompt).exists()
+    joined = Enrollment.objects.get(student=newbie, prompt=prompt)
+    assert joined.privacy_confirmed_level == prompt.chat_visibility and joined.privacy_confirmed_at is not None
     assert prompt.name in response.content.decode()
 
 
@@ -63,9 +70,14 @@ def test_unknown_join_link_says_so(client, db):
 
 
 def test_logged_in_student_joins_by_code(client_for, other_student, prompt):
+    """The code leads to the prompt's join page, where the student confirms its privacy notice."""
     client = client_for(other_student)
     response = client.post("/join/", {"code": prompt.join_code.lower()}, follow=True)
-    assert f"You joined “{prompt.name}”" in response.content.decode()
+    assert response.redirect_chain[-1][0] == f"/join/{prompt.join_code}/"
+    assert 'data-testid="privacy-confirm"' in response.content.decode()
+    assert not Enrollment.objects.filter(student=other_student, prompt=prompt).exists()
+    joined = client.post(f"/join/{prompt.join_code}/", {"privacy_confirmed": "1"}, follow=True)
+    assert f"You joined “{prompt.name}”" in joined.content.decode()
     assert Enrollment.objects.filter(student=other_student, prompt=prompt).exists()
 
 

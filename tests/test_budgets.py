@@ -149,7 +149,7 @@ def test_the_week_resets_at_the_configured_hour_in_the_time_zone(settings, promp
     old, new = current_week(before), current_week(after)
     assert old.start.isoformat() == "2026-02-23T06:00:00+13:00"
     assert old.end == new.start and new.start.isoformat() == "2026-03-02T06:00:00+13:00"
-    assert usage.describe_reset(old) == "Monday 2 March at 06:00 (Pacific/Auckland)"
+    assert usage.describe_reset(old) == "Mar 2, 2026, 6:00 AM (Pacific/Auckland)"
     UsageMeter(student.pk, prompt.pk, week=old)(700, 0, "qwen3:8b")
     assert allowance(student.pk, prompt, week=old).used == 700
     assert allowance(student.pk, prompt, week=new).used == 0, "a new week starts from nothing"

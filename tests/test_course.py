@@ -144,10 +144,11 @@ def test_removed_student_cannot_post_and_may_join_again_unless_blocked(client_fo
     searched = api(client_for(student), "post", search_url, {"query": "bias"})
     assert searched.status_code == 404, "no search runs for a removed student"
     assert not ollama.chat_requests()
-    assert api(client_for(student), "post", "/prompts/join", {"code": prompt.join_code}).status_code == 200
+    rejoined = api(client_for(student), "post", "/prompts/join", {"code": prompt.join_code, "privacy_confirmed": True})
+    assert rejoined.status_code == 200
     assert Enrollment.objects.get(student=student).status == EnrollmentStatus.ENROLLED
     assert api(client_for(owner), "delete", f"/prompts/{prompt.pk}/students/1?block=true").status_code == 204
-    rejoin = api(client_for(student), "post", "/prompts/join", {"code": prompt.join_code})
+    rejoin = api(client_for(student), "post", "/prompts/join", {"code": prompt.join_code, "privacy_confirmed": True})
     assert rejoin.status_code == 403 and "cannot join it again" in rejoin.json()["detail"]
     row = api(client_for(owner), "get", f"/prompts/{prompt.pk}/students").json()[0]
     assert row["blocked"] and row["status"] == "blocked" and row["label"] == "Student 1"
@@ -179,7 +180,7 @@ def test_join_link_confirms_on_get_and_enrolls_on_post(client_for, owner, other_
     assert page.status_code == 200 and prompt.name in body and owner.username in body
     assert "Student N" in body, "the student is told what teachers see"
     assert not Enrollment.objects.filter(student=other_student).exists(), "a GET never enrolls"
-    assert client.post(f"/join/{prompt.join_code}/").status_code == 302
+    assert client.post(f"/join/{prompt.join_code}/", {"privacy_confirmed": "1"}).status_code == 302
     assert Enrollment.objects.filter(student=other_student, status=EnrollmentStatus.ENROLLED).exists()
 
 
@@ -189,7 +190,8 @@ def test_a_new_join_code_retires_the_old_one(client_for, owner, other_student, p
     assert rotated.status_code == 200 and rotated.json()["join_code"] != old
     assert client_for(other_student).get(f"/join/{old}/").status_code == 404
     assert api(client_for(other_student), "post", "/prompts/join", {"code": old}).status_code == 404
-    joined = api(client_for(other_student), "post", "/prompts/join", {"code": rotated.json()["join_code"]})
+    new_code = {"code": rotated.json()["join_code"], "privacy_confirmed": True}
+    joined = api(client_for(other_student), "post", "/prompts/join", new_code)
     assert joined.status_code == 200
 
 

@@ -96,7 +96,7 @@ def encrypted_pdf() -> bytes:
         ("Caf\xe9 cr\xe8me br\xfbl\xe9e".encode("latin-1"), "menu.txt", 415, ["UTF-8"]),
         (b"%PDF-1.4\n" + b"\x00\x01garbage" * 200, "broken.pdf", 400, ["damaged"]),
         (encrypted_pdf(), "locked.pdf", 400, ["password-protected"]),
-        (blank_pdf(2500), "phonebook.pdf", 413, ["2500 pages", "limit is 2000", "Split"]),
+        (blank_pdf(2500), "phonebook.pdf", 413, ["2,500 pages", "limit is 2,000", "Split"]),
     ],
 )
 def test_bad_uploads_are_refused_with_a_reason(content, name, status, words, fast_collection, client_for, owner):

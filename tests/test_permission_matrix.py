@@ -113,13 +113,54 @@ def _check(w: World, role: str) -> str:
     return f"/collections/{w.collection.pk}/checks/{check.pk}"
 
 
+def _invitation(w: World, kind: str = "collection"):
+    """A pending invitation to co-own the collection (or co-teach the prompt) and its raw token,
+    made by the owner; a new one per call (it withdraws the last, which is no matter here)."""
+    from accounts.invitations import issue
+    from chat.models import PromptInvitation
+    from collections_app.models import CollectionInvitation
+
+    if kind == "prompt":
+        return issue(PromptInvitation, actor=w.users["owner"], email="invitee@example.org", prompt=w.prompt)
+    return issue(CollectionInvitation, actor=w.users["owner"], email="invitee@example.org", collection=w.collection)
+
+
+# Only the owner (or a superuser) changes who co-teaches, invitations included.
+CO_TEACHERS_CHANGE = {"owner", "superuser"}
+# Who accepts an invitation: any teacher but the owner (a signed-in teacher with one button); an
+# anonymous visitor is shown the page (no account is made here: TEACHER_INVITATIONS is off).
+INVITATION_ACCEPT = (TEACHERS - {"owner"}) | {"anonymous"}
+
 PAGE_ROWS: dict[tuple[str, str], Row] = {
+    ("POST", "collection_invite"): Row(
+        CO_TEACHERS_CHANGE, lambda w, r: f"/collections/{_c(w, r)}/invitations/", lambda w: {"email": "new@x.org"}
+    ),
+    ("POST", "collection_withdraw_invitation"): Row(
+        CO_TEACHERS_CHANGE, lambda w, r: f"/collections/{_c(w, r)}/invitations/{_invitation(w)[0].pk}/withdraw/"
+    ),
+    ("POST", "prompt_invite"): Row(
+        CO_TEACHERS_CHANGE, lambda w, r: f"/prompts/{w.prompt.pk}/invitations/", lambda w: {"email": "new@x.org"}
+    ),
+    ("POST", "prompt_withdraw_invitation"): Row(
+        CO_TEACHERS_CHANGE,
+        lambda w, r: f"/prompts/{w.prompt.pk}/invitations/{_invitation(w, 'prompt')[0].pk}/withdraw/",
+    ),
+    # An invitation link: its token, not a role, opens it; anyone may read what it offers.
+    ("GET", "invitation"): Row(EVERYONE, lambda w, r: f"/invitations/{_invitation(w)[1]}/"),
+    ("POST", "invitation"): Row(INVITATION_ACCEPT, lambda w, r: f"/invitations/{_invitation(w)[1]}/"),
     ("GET", "home"): Row(SIGNED_IN, lambda w, r: "/"),
     ("GET", "login"): Row(EVERYONE, lambda w, r: "/login/"),
     ("POST", "logout"): Row(EVERYONE, lambda w, r: "/logout/"),
     ("POST", "join"): Row(SIGNED_IN, lambda w, r: "/join/", lambda w: {"code": w.prompt.join_code}),
     ("GET", "join_with_code"): Row(EVERYONE, lambda w, r: f"/join/code/?code={w.prompt.join_code}"),
     ("GET", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
+    # The privacy notice: whoever holds the join code reads it through the code; by the prompt's
+    # number, its teachers and enrolled students (tests/test_privacy_notice.py).
+    ("GET", "join_privacy"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/privacy/"),
+    ("GET", "prompt_privacy"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/privacy/"),
+    ("POST", "privacy_acknowledge"): Row(
+        CHAT_WRITE, lambda w, r: f"/prompts/{w.prompt.pk}/privacy/acknowledge/", lambda w: {"level": "pseudonymous"}
+    ),
     ("POST", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
     ("GET", "account"): Row(SIGNED_IN, lambda w, r: "/account/"),
     ("POST", "set_language"): Row(EVERYONE, lambda w, r: "/i18n/setlang/", lambda w: {"language": "fi", "next": "/"}),
@@ -215,6 +256,8 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "/health"): Row(EVERYONE, lambda w, r: "/health"),
     ("GET", "/openapi.json"): Row(SIGNED_IN, lambda w, r: "/openapi.json"),
     ("GET", "/docs"): Row(SIGNED_IN, lambda w, r: "/docs"),
+    # The co-teacher picker's look-up of teachers by the start of a username or address.
+    ("GET", "/teachers"): Row(TEACHERS, lambda w, r: "/teachers?q=own"),
     ("GET", "/collections"): Row(TEACHERS, lambda w, r: "/collections"),
     ("POST", "/collections"): Row(TEACHERS, lambda w, r: "/collections", lambda w: {"name": "New one"}),
     ("GET", "/collections/{collection_id}"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}"),
@@ -276,7 +319,13 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ),
     # A prompt's own teachers cannot enroll in it as students.
     ("POST", "/prompts/join"): Row(
-        SIGNED_IN - {"owner", "co_owner"}, lambda w, r: "/prompts/join", lambda w: {"code": w.prompt.join_code}
+        SIGNED_IN - {"owner", "co_owner"},
+        lambda w, r: "/prompts/join",
+        lambda w: {"code": w.prompt.join_code, "privacy_confirmed": True},
+    ),
+    ("GET", "/prompts/{prompt_id}/privacy"): Row(CHAT_START, lambda w, r: f"/prompts/{w.prompt.pk}/privacy"),
+    ("POST", "/prompts/{prompt_id}/privacy/confirm"): Row(
+        CHAT_WRITE, lambda w, r: f"/prompts/{w.prompt.pk}/privacy/confirm", lambda w: {"level": "pseudonymous"}
     ),
     ("GET", "/prompts/{prompt_id}/chats"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/chats"),
     ("GET", "/prompts/{prompt_id}/chats/export.jsonl"): Row(

@@ -11,12 +11,15 @@ from django.utils import timezone
 from accounts.models import Role, User
 from chat.models import Enrollment, EnrollmentStatus, Prompt
 
+# The join page's box that confirms the privacy notice (joining is refused without it).
+CONFIRMED = {"privacy_confirmed": "1"}
+
 
 def test_joining_a_prompt_not_open_yet_says_when_it_opens(prompt, other_student, client_for):
     prompt.opens_at = timezone.now() + timedelta(days=3)
     prompt.save()
     client = client_for(other_student)
-    page = client.post("/join/", {"code": prompt.join_code}, follow=True).content.decode()
+    page = client.post(f"/join/{prompt.join_code}/", CONFIRMED, follow=True).content.decode()
     assert f"You joined “{prompt.name}”. This assistant opens on" in page
     assert "Ask your first question" not in page
     assert 'data-testid="model-status"' not in page and "The assistant is available" not in page
@@ -27,12 +30,12 @@ def test_joining_by_link_a_prompt_not_open_yet_says_when_it_opens(prompt, client
     prompt.opens_at = timezone.now() + timedelta(days=3)
     prompt.save()
     newcomer = User.objects.create_user("uusi-opiskelija", password="x", role=Role.STUDENT)
-    page = client_for(newcomer).post(f"/join/{prompt.join_code}/", follow=True).content.decode()
+    page = client_for(newcomer).post(f"/join/{prompt.join_code}/", CONFIRMED, follow=True).content.decode()
     assert "This assistant opens on" in page and "Ask your first question" not in page
 
 
 def test_joining_an_open_prompt_invites_the_first_question(prompt, other_student, client_for):
-    page = client_for(other_student).post("/join/", {"code": prompt.join_code}, follow=True).content.decode()
+    page = client_for(other_student).post(f"/join/{prompt.join_code}/", CONFIRMED, follow=True).content.decode()
     assert f"You joined “{prompt.name}”. Ask your first question below." in page
     assert "The assistant is available" in page
 
@@ -77,7 +80,8 @@ def test_a_visitor_with_only_a_join_code_signs_up_from_the_login_page(prompt, cl
     assert prompt.name in page and "Create account and join" in page
     joined = client.post(
         response["Location"],
-        {"username": "koodilla-tullut", "password1": "koodin-salasana-42", "password2": "koodin-salasana-42"},
+        {"username": "koodilla-tullut", "password1": "koodin-salasana-42", "password2": "koodin-salasana-42"}
+        | CONFIRMED,
         follow=True,
     )
     assert f"You joined “{prompt.name}”" in joined.content.decode()

@@ -45,10 +45,10 @@ def test_signups_are_limited_by_address(client, prompt, settings):
     settings.RATE_SIGNUP_ADDRESS = (2, 3600)
     url = f"/join/{prompt.join_code}/"
     for n in range(2):
-        data = {"username": f"new-{n}", "password1": PASSWORD, "password2": PASSWORD}
+        data = {"username": f"new-{n}", "password1": PASSWORD, "password2": PASSWORD, "privacy_confirmed": "1"}
         assert client.post(url, data, REMOTE_ADDR="10.1.1.1").status_code == 302
         client.logout()
-    data = {"username": "new-3", "password1": PASSWORD, "password2": PASSWORD}
+    data = {"username": "new-3", "password1": PASSWORD, "password2": PASSWORD, "privacy_confirmed": "1"}
     _assert_429(client.post(url, data, REMOTE_ADDR="10.1.1.1"))
 
 

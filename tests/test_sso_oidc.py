@@ -336,13 +336,14 @@ def test_the_join_link_signs_the_student_in_through_the_provider_then_enrolls(oi
     page = client.get(f"/join/{prompt.join_code}/").content.decode()
     assert "Sign in with Example University and join" in page
     assert page.index("and join") < page.index('name="password1"')  # LOCAL_LOGIN=all: sign-up stays below
-    start = continue_url(client.post(f"/join/{prompt.join_code}/", {"sso": "oidc"}))
+    start = continue_url(client.post(f"/join/{prompt.join_code}/", {"sso": "oidc", "privacy_confirmed": "1"}))
     assert start.startswith("/sso/oidc/start/?next=")
     signed = oidc.sign_in(client, "sami", start=start)
     assert signed.response.status_code == 302 and signed.response["Location"] == f"/join/{prompt.join_code}/"
     landed = client.get(signed.response["Location"])
     assert landed.status_code == 302 and landed["Location"] == f"/prompts/{prompt.pk}/chat/"
-    assert Enrollment.objects.filter(prompt=prompt, student=identity_user("sami")).exists()
+    joined = Enrollment.objects.get(prompt=prompt, student=identity_user("sami"))
+    assert joined.privacy_confirmed_level == prompt.chat_visibility, "confirmed before leaving for the provider"
 
 
 def test_with_local_login_staff_the_join_link_makes_no_local_accounts(oidc, owner, settings):
@@ -351,7 +352,12 @@ def test_with_local_login_staff_the_join_link_makes_no_local_accounts(oidc, owne
     client = Client()
     page = client.get(f"/join/{prompt.join_code}/").content.decode()
     assert "Sign in with Example University and join" in page and 'name="password1"' not in page
-    post = {"username": "newbie", "password1": "a-long-pass-123", "password2": "a-long-pass-123"}
+    post = {
+        "username": "newbie",
+        "password1": "a-long-pass-123",
+        "password2": "a-long-pass-123",
+        "privacy_confirmed": "1",
+    }
     client.post(f"/join/{prompt.join_code}/", post)
     assert not User.objects.filter(username="newbie").exists()
 

@@ -183,7 +183,7 @@ def test_an_unsolicited_assertion_is_refused(saml):
 def test_the_join_link_signs_in_through_the_idp_then_enrolls(saml, owner):
     prompt = Prompt.objects.create(owner=owner, name="Stats helper")
     client = Client()
-    start = continue_url(client.post(f"/join/{prompt.join_code}/", {"sso": "saml"}))
+    start = continue_url(client.post(f"/join/{prompt.join_code}/", {"sso": "saml", "privacy_confirmed": "1"}))
     assert start.startswith("/sso/saml/start/?next=")
     signed = saml.sign_in(client, "siiri", start=start)
     assert signed.response.status_code == 302 and signed.response["Location"] == f"/join/{prompt.join_code}/"

@@ -21,13 +21,14 @@ def _collection_page_form(collection: Collection, **changes) -> dict:
         "description": collection.description,
         "language": collection.language,
         "embedding_model": collection.embedding_model,
-        "co_owners": [u.pk for u in collection.co_owners.all()],
+        "co_owners": [u.username for u in collection.co_owners.all()],  # the page's ticked boxes
     }
     return {**form, **changes}
 
 
 def _collection_admin_form(collection: Collection, **changes) -> dict:
-    return {**_collection_page_form(collection), "owner": collection.owner.pk, **_no_inline_files(), **changes}
+    form = {**_collection_page_form(collection), "co_owners": [u.pk for u in collection.co_owners.all()]}
+    return {**form, "owner": collection.owner.pk, **_no_inline_files(), **changes}
 
 
 def _no_inline_files() -> dict:
@@ -125,7 +126,8 @@ def test_chat_model_on_the_server_is_accepted_by_the_api(client_for, owner, prom
 
 def test_only_the_owner_changes_co_owners_on_page_and_api(client_for, co_owner, other_teacher, collection):
     page = client_for(co_owner).post(
-        f"/collections/{collection.pk}/", _collection_page_form(collection, co_owners=[co_owner.pk, other_teacher.pk])
+        f"/collections/{collection.pk}/",
+        _collection_page_form(collection, co_owners=[co_owner.username, other_teacher.username]),
     )
     api = client_for(co_owner).patch(
         f"/api/v1/collections/{collection.pk}",
@@ -144,7 +146,7 @@ def test_only_the_owner_changes_co_owners_on_page_and_api(client_for, co_owner, 
 
 def test_owner_changes_co_owners_on_page_and_api(client_for, owner, co_owner, other_teacher, collection):
     page = client_for(owner).post(
-        f"/collections/{collection.pk}/", _collection_page_form(collection, co_owners=[other_teacher.pk])
+        f"/collections/{collection.pk}/", _collection_page_form(collection, co_owners=[other_teacher.username])
     )
     assert page.status_code == 302
     assert set(collection.co_owners.all()) == {other_teacher}
@@ -170,8 +172,11 @@ def test_co_owners_must_be_active_teachers_in_api_and_admin(client_for, owner, a
     assert api.status_code == 400 and api.json()["detail"] == sentence
     assert admin.status_code == 200 and sentence in _page_text(admin)
     assert user not in collection.co_owners.all()
-    # The page does not even offer them.
-    assert f'value="{user.pk}"' not in client_for(owner).get(f"/collections/{collection.pk}/").content.decode()
+    # The page refuses them with the same sentence.
+    page = client_for(owner).post(
+        f"/collections/{collection.pk}/settings/", _collection_page_form(collection, co_owners_add=user.username)
+    )
+    assert page.status_code == 200 and sentence in _page_text(page)
 
 
 def test_blank_names_are_refused_with_a_sentence_by_the_api(client_for, owner, collection, prompt):

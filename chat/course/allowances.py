@@ -4,7 +4,6 @@ The counting itself is chat/course/usage.py's."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -13,6 +12,7 @@ from django.utils.translation import gettext as _
 from chat.course.usage import RESET_SCRIPT, WARNING_SHARE, Week, budget_for, count_key, current_week, describe_reset
 from chat.models import BudgetOverride, Prompt
 from kernel.errors import InvalidInput
+from kernel.formats import percent
 from kernel.redis_client import get_redis
 
 
@@ -81,7 +81,7 @@ def usage_sentence(standing: Allowance) -> str:
     when = {"when": describe_reset(standing.week)}
     if standing.exhausted:
         return _("You have used this week's allowance. It starts again on %(when)s.") % when
-    text = _("You have used %(percent)s%% of this week's allowance.") % {"percent": math.floor(share * 100)}
+    text = _("You have used %(percent)s of this week's allowance.") % {"percent": percent(share)}
     if standing.warning:
         text += " " + _("It starts again on %(when)s.") % when
     return text

@@ -147,8 +147,23 @@ class JoinCodeOut(Schema):
     join_url: str
 
 
+_LEVEL = Literal["none", "pseudonymous", "named"]
+
+
 class JoinIn(Schema):
     code: str = Field(min_length=1, max_length=32)
+    privacy_confirmed: bool | None = Field(
+        None,
+        description="True once the student has read the prompt's privacy notice (the page `/join/{code}/privacy/`, "
+        "or `GET /prompts/{id}/privacy`): the enrollment records the level confirmed and when. False is refused "
+        "(400, `field`: `privacy_confirmed`). Left out (programs written before the notice existed): the student "
+        "joins told the level now, as through a learning platform, and nothing is recorded as confirmed.",
+    )
+    privacy_level: _LEVEL | None = Field(
+        None,
+        description="The privacy level of the notice the student read; when the prompt's level is higher now, the "
+        "join is refused (409) so that they read it again. Left out: the level now.",
+    )
 
 
 class JoinedOut(Schema):
@@ -250,11 +265,17 @@ def readmit_student(request, prompt_id: int, student_id: int):
 
 @router.post("/prompts/join", response=JoinedOut)
 def join(request, data: JoinIn):
+    """Join with a code. With `privacy_confirmed` the enrollment records the student's confirmation of
+    the prompt's privacy notice (the level and when); `{code}` alone joins as the API always has."""
     require_login(request.user)
+
+    def attempt() -> Prompt:
+        return enrollment.join_prompt(
+            request.user, data.code, confirmed=data.privacy_confirmed, seen_level=data.privacy_level
+        )
+
     # Unknown codes count against the caller's address: guessing codes gets a 429.
-    prompt = limit_failures(
-        join_by_address(), client_address(request), lambda: enrollment.join_prompt(request.user, data.code)
-    )
+    prompt = limit_failures(join_by_address(), client_address(request), attempt)
     return {"id": prompt.id, "name": prompt.name, "description": prompt.description}
 
 

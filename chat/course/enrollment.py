@@ -2,7 +2,9 @@
 
 A removed student may join again with the code (and keeps their "Student N" label); a blocked one
 may not. Removal takes effect at once everywhere, because every permission check reads the
-enrollment's current status (access.rules).
+enrollment's current status (access.rules). Joining by code (the join page, `POST /prompts/join`)
+needs the student's confirmation of the prompt's privacy notice, recorded on the enrollment with
+its level (chat.privacy.levels).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.models import User
 from chat.models import Enrollment, EnrollmentStatus, Prompt, PromptState, new_join_code
+from chat.privacy import levels
 from kernel.errors import Forbidden, InvalidInput, NotFound
 
 BLOCKED = gettext_lazy(
@@ -51,13 +54,34 @@ def enroll(prompt: Prompt, student: User) -> Enrollment:
     raise Forbidden(_("Too many students are joining at this moment; try again."))
 
 
-def join_prompt(user, code: str) -> Prompt:
-    """Enroll a student in the prompt with this join code (idempotent). The edge has checked that
-    `user` is signed in and active (access.rules.require_login)."""
+NOT_CONFIRMED = gettext_lazy(
+    "Confirm that you have read the privacy notice to join: it says what is stored and who reads your chats."
+)
+
+
+def join_prompt(user, code: str, *, confirmed: bool | None, seen_level: str | None = None) -> Prompt:
+    """Enroll a student in the prompt with this join code (idempotent), who `confirmed` reading its
+    privacy notice at `seen_level` (None: the level now); refused when they did not (False), and
+    when the level rose while they read (chat.privacy.levels). `confirmed` None is a program that
+    does not ask (the API's `{code}` of old): enrolled as a learning platform enrolls, told the
+    level now, with no confirmation recorded. The edge has checked that `user` is signed in and
+    active (access.rules.require_login)."""
     prompt = Prompt.objects.filter(join_code=code.strip().upper()).first()
     if prompt is None or prompt.state() == PromptState.OFF:
         raise NotFound(_("No active assistant has this join code. Check the code with your teacher."))
-    enroll(prompt, user)
+    # Who may join is settled first (the same checks `enroll` makes): a teacher of the prompt or a
+    # blocked student is told so whether or not they ticked the box.
+    check_enrollment(prompt, user)
+    if Enrollment.objects.filter(prompt=prompt, student=user, status=EnrollmentStatus.BLOCKED).exists():
+        raise Forbidden(str(BLOCKED))
+    if confirmed is None:
+        enroll(prompt, user)
+        return prompt
+    if not confirmed:
+        raise InvalidInput(str(NOT_CONFIRMED), field="privacy_confirmed")
+    level = levels.level_to_confirm(prompt, seen_level)
+    with transaction.atomic():
+        levels.record_confirmation(enroll(prompt, user), level)
     return prompt
 
 

@@ -5,7 +5,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from accounts.models import active_teachers
+from accounts.picker import TeacherPickerField
 from chat.course.writes import MAX_EXAMPLE_QUESTIONS, attachable_collections, check_prompt
 from chat.models import Prompt
 from collections_app.models import Collection
@@ -34,10 +34,8 @@ class PromptForm(WriteRulesForm):
         label=gettext_lazy("Collections"),
         help_text=gettext_lazy("The assistant searches these collections when it needs the course material."),
     )
-    co_teachers = forms.ModelMultipleChoiceField(
-        queryset=active_teachers(),
+    co_teachers = TeacherPickerField(
         required=False,
-        widget=forms.CheckboxSelectMultiple,
         label=gettext_lazy("Co-teachers"),
         help_text=gettext_lazy("Teachers who edit this prompt and see its students. Only you, its owner, change this."),
     )
@@ -105,8 +103,8 @@ class PromptForm(WriteRulesForm):
         help_texts = {
             "system_prompt": gettext_lazy("How the assistant should behave, e.g. its role, tone and what to focus on."),
             "chat_visibility": gettext_lazy(
-                "Students are told this when they join and above every chat. "
-                "A change applies to chats started after it."
+                "Students are told this when they join and above every chat. A change applies to chats started "
+                "after it; a raise is shown to each student, who confirms it before their next chat."
             ),
             "retention_days": gettext_lazy("Chats older than this are deleted. Empty: the site's default."),
             "weekly_token_budget": gettext_lazy("Tokens each student may use per week. Empty: no limit."),
@@ -120,16 +118,11 @@ class PromptForm(WriteRulesForm):
         cast(forms.ModelMultipleChoiceField, self.fields["collections"]).queryset = attachable_collections(
             actor, self.instance
         )
-        owner = self.instance.owner if self.instance.pk else actor
-        co_teachers = cast(forms.ModelMultipleChoiceField, self.fields["co_teachers"])
-        co_teachers.queryset = active_teachers().exclude(pk=owner.pk)
         if self.instance.pk:
             self.initial["example_questions"] = "\n".join(self.instance.example_questions)
             if not self.instance.is_owned_by(actor):
                 self.fields["co_teachers"].disabled = True
                 self.fields["co_teachers"].help_text = _("Only the prompt's owner changes its co-teachers.")
-        if not co_teachers.queryset.exists():
-            del self.fields["co_teachers"]  # no other teacher to choose: no empty section
         listing = available_models()
         cast(ModelsField, self.fields["student_models"]).choices = _student_model_choices(listing, self.instance)
         if listing.reachable("ollama"):  # "the model server": OLLAMA_HOST

@@ -42,10 +42,6 @@ class RosterRow:
         return self.tokens_this_week / self.budget if self.budget else 1.0
 
     @property
-    def percent(self) -> int | None:
-        return None if self.share is None else int(self.share * 100)
-
-    @property
     def over(self) -> bool:
         return self.share is not None and self.share >= 1
 

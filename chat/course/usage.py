@@ -31,15 +31,15 @@ import redis
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
-from django.utils import dateformat, timezone
+from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import pgettext
 
 from chat.insight.stats import add_to_day
 from chat.models import BudgetOverride, Enrollment, Prompt, TokenUsage
 from chat.turn.limits import defer_until_redis
 from kernel import metrics
 from kernel.errors import CurreChatError
+from kernel.formats import moment
 from kernel.redis_client import get_redis, quick_redis
 
 log = logging.getLogger(__name__)
@@ -89,11 +89,9 @@ def current_week(now: datetime | None = None) -> Week:
 
 
 def describe_reset(week: Week) -> str:
-    """'Monday 2 March at 00:00 (Europe/Helsinki)', in the active language ('2. maaliskuuta klo
-    0.00 (maanantai)')."""
-    # A date format (Django's letters: l weekday, j day, F/E month, H/G hour, i minutes) per language.
-    shape = pgettext("the moment a weekly budget starts again, as a Django date format", r"l j F \a\t H:i")
-    return f"{dateformat.format(week.end, shape)} ({settings.TIME_ZONE})"
+    """When the week's budgets start again, as the active language writes a moment, with the zone it
+    is in: 'Mar 2, 2026, 6:00 AM (Europe/Helsinki)', '2.3.2026 klo 6.00 (Europe/Helsinki)'."""
+    return moment(week.end, zone=True)
 
 
 def count_key(week: Week, user_id: int, prompt_id: int | None = None) -> str:

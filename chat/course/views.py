@@ -21,6 +21,7 @@ from access.rules import (
     require_teacher,
     state_sentence,
 )
+from accounts.picker import invitations_section, unfound_address
 from accounts.resets import mail_configured, mail_reset_to_student
 from chat.course import allowances, enrollment, roster, usage, writes
 from chat.course.forms import PromptForm
@@ -53,6 +54,10 @@ def prompt_detail(request, pk: int):
         writes.update_prompt(request.user, prompt, form.changes())
         messages.success(request, _("Prompt saved."))
         return redirect("prompt_detail", pk=prompt.pk)
+    return _detail_page(request, prompt, form, invite_email=unfound_address(form, "co_teachers"))
+
+
+def _detail_page(request, prompt, form, *, status: int = 200, new=None, invite_error="", invite_email=""):
     join_url = request.build_absolute_uri(f"/join/{prompt.join_code}/")
     # What students asked: their chats on this prompt, newest first, as the privacy level allows.
     chats = (
@@ -78,7 +83,42 @@ def prompt_detail(request, pk: int):
         "is_owner": is_prompt_owner(request.user, prompt),
         "unavailable": list(prompt.unavailable_collections()),
     }
-    return render(request, "prompts/detail.html", context)
+    if prompt.is_owned_by(request.user):  # the owner's: who else is invited
+        context["invitations"] = invitations_section(
+            request,
+            prompt.invitations.all(),
+            invite_url=reverse("prompt_invite", args=[prompt.pk]),
+            withdraw_url=lambda i: reverse("prompt_withdraw_invitation", args=[prompt.pk, i.pk]),
+            new=new,
+            error=invite_error,
+            email=invite_email,
+        )
+    return render(request, "prompts/detail.html", context, status=status)
+
+
+@login_required
+@require_POST
+def prompt_invite(request, pk: int):
+    """The owner makes an invitation link for an address nobody has; the link is shown on this
+    response only."""
+    prompt = get_prompt_for_edit(request.user, pk)
+    form = PromptForm(instance=prompt, actor=request.user)
+    email = request.POST.get("email", "")
+    try:
+        new = writes.invite_co_teacher(request.user, prompt, email)
+    except InvalidInput as exc:
+        return _detail_page(request, prompt, form, status=400, invite_error=str(exc), invite_email=email)
+    return _detail_page(request, prompt, form, new=new)
+
+
+@login_required
+@require_POST
+def prompt_withdraw_invitation(request, pk: int, invitation_id: int):
+    prompt = get_prompt_for_edit(request.user, pk)
+    invitation = writes.withdraw_invitation(request.user, prompt, invitation_id)
+    sentence = _("The invitation for %(address)s is withdrawn; its link no longer works.")
+    messages.success(request, sentence % {"address": invitation.email})
+    return redirect(f"{reverse('prompt_detail', args=[pk])}#invitations")
 
 
 def _embed_code(join_url: str, title: str) -> str:

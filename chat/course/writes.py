@@ -10,9 +10,13 @@ Rules:
   is down any name is kept: answers quote the material until the model is there);
 - collections the acting teacher may use themselves; collections already attached stay attachable
   (another teacher of the prompt may have attached them);
+- co-teachers are active teachers other than the owner; only the owner (or an administrator)
+  changes them or invites someone without an account (`invite_co_teacher`);
 - models students may choose between (`student_models`): each passes the chat model's check (models
   already listed stay listed while the server is away), none twice, and the prompt's own model is
-  always one of them (put first when the list leaves it out, also when the chat model changes).
+  always one of them (put first when the list leaves it out, also when the chat model changes);
+- a privacy level (`chat_visibility`) raised is acknowledged by each student before their next chat;
+  one lowered lowers what every student has accepted (chat.privacy.levels.follow_lowered_level).
 """
 
 from __future__ import annotations
@@ -25,10 +29,13 @@ from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts import invitations
 from accounts.models import User, teachers_named
-from chat.models import ChatVisibility, Prompt, SourcePolicy
+from chat.models import ChatVisibility, Prompt, PromptInvitation, SourcePolicy
+from chat.privacy import levels
 from collections_app.models import Collection
-from kernel.errors import Forbidden, InvalidInput
+from kernel.errors import Forbidden, InvalidInput, NotFound
+from kernel.formats import number
 from rag.providers.registry import UnknownModel, available_models, get_chat_model, is_available
 
 FIELDS = (
@@ -45,6 +52,7 @@ _COUNTS = {
     "weekly_token_budget": (0, gettext_lazy("A weekly token budget is 0 or more tokens, or empty for no limit.")),
 }
 MAX_EXAMPLE_QUESTIONS = 6
+NOT_OWNER = gettext_lazy("Only the prompt's owner can change its co-teachers.")
 
 
 def check_prompt(actor: User, prompt: Prompt | None, changes: dict[str, Any]) -> dict[str, Any]:
@@ -142,8 +150,40 @@ def _clean_co_teachers(actor: User, prompt: Prompt | None, values: list, new_own
     users = [u for u in users if u.pk != owner_id]
     current = set(prompt.co_teachers.values_list("pk", flat=True)) if prompt else set()
     if {u.pk for u in users} != current and prompt is not None and not prompt.is_owned_by(actor):
-        raise Forbidden(_("Only the prompt's owner can change its co-teachers."))
+        raise Forbidden(str(NOT_OWNER))
     return users
+
+
+def invite_co_teacher(actor: User, prompt: Prompt, email: str) -> tuple[PromptInvitation, str]:
+    """An invitation link to co-teach `prompt` for an address nobody has, and its raw token."""
+    if not prompt.is_owned_by(actor):
+        raise Forbidden(str(NOT_OWNER))
+    invitation, raw = invitations.issue(PromptInvitation, actor=actor, email=email, prompt=prompt)
+    return invitation, raw  # type: ignore[return-value]
+
+
+def withdraw_invitation(actor: User, prompt: Prompt, invitation_id: int) -> PromptInvitation:
+    if not prompt.is_owned_by(actor):
+        raise Forbidden(str(NOT_OWNER))
+    invitation = prompt.invitations.filter(pk=invitation_id).first()
+    if invitation is None:
+        raise NotFound(_("There is no such invitation."))
+    invitations.withdraw(invitation)
+    return invitation
+
+
+def accept_invitation(invitation: PromptInvitation, user: User) -> Prompt:
+    """`user` becomes a co-teacher through the invitation (accounts.invitations.accept says when not)."""
+    prompt = invitation.prompt
+    if prompt.owner_id == user.pk:
+        raise Forbidden(_("You own this prompt already, so there is nothing to accept."))
+    invitations.accept(
+        invitation,
+        user,
+        still_allowed=lambda inviter: Prompt.objects.get(pk=prompt.pk).is_owned_by(inviter),
+        add=lambda: prompt.co_teachers.add(user),
+    )
+    return prompt
 
 
 def create_prompt(actor: User, changes: dict[str, Any]) -> Prompt:
@@ -164,10 +204,14 @@ def update_prompt(actor: User, prompt: Prompt, changes: dict[str, Any]) -> Promp
     cleaned = check_prompt(actor, prompt, changes)
     collections = cleaned.pop("collections", None)
     co_teachers = cleaned.pop("co_teachers", None)
+    level_before = _stored(prompt, "chat_visibility")
     with transaction.atomic():
         for name, value in cleaned.items():
             setattr(prompt, name, value)
         prompt.save()
+        # A raise is asked of each student at their next chat (chat.privacy.levels); a lowering is
+        # remembered, so that a raise after it is asked again.
+        levels.follow_lowered_level(prompt, level_before)
         if collections is not None:
             prompt.collections.set(collections)
         if co_teachers is not None:
@@ -190,7 +234,7 @@ def _clean_name(value: str) -> str:
     if not name:
         raise InvalidInput(_("Give the prompt a name."), field="name")
     if len(name) > 200:
-        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": len(name)}
+        sentence = _("The name is %(length)s characters long; keep it to 200.") % {"length": number(len(name))}
         raise InvalidInput(sentence, field="name")
     return name
 

@@ -3,6 +3,13 @@
 
 Cells a student wrote are defused for spreadsheets: a cell starting with `=`, `+`, `-`, `@` (or a
 tab or carriage return) is a formula to Excel and LibreOffice, so it gets a leading apostrophe.
+
+Dates, moments and numbers stay machine-readable here, in every interface language: ISO 8601
+("2025-03-05", "2025-03-05T14:30:00+02:00") and plain digits with a decimal point. A CSV file is read
+by programs and spreadsheets, which parse those the same way whatever their own locale; the pages'
+"5.3.2025" or "1 350" would be text to them, and "1,350" or a decimal comma would clash with the
+comma between columns. A spreadsheet then shows them in its own user's format. The column names stay
+English for the same reason: programs look columns up by name.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 
 from chat.models import ChatSession, Message, MessageRole, MessageStatus, Prompt
 from chat.serializers import student_label
+from kernel.formats import moment
 
 
 def _where(passage: dict) -> str:
@@ -41,22 +42,22 @@ def _answer_markdown(message: Message) -> list[str]:
 
 
 def chat_markdown(session: ChatSession) -> str:
-    """The chat as its student reads it, citations resolved to file, page and section."""
-    local = timezone.localtime
+    """The chat as its student reads it, citations resolved to file, page and section; a document for
+    people, so its times are written as the student's language writes them (kernel/formats.py)."""
     out = [
         f"# {session}",
         "",
-        f"{session.prompt.name} · started {local(session.created):%Y-%m-%d %H:%M} · "
-        f"exported {local(timezone.now()):%Y-%m-%d %H:%M}",
+        _("%(prompt)s · started %(started)s · exported %(exported)s")
+        % {"prompt": session.prompt.name, "started": moment(session.created), "exported": moment(timezone.now())},
     ]
     for message in session.messages.all():
-        when = f"{local(message.created):%Y-%m-%d %H:%M}"
+        when = moment(message.created)
         if message.role == MessageRole.USER:
-            out += ["", f"## You ({when})", "", message.content.strip()]
+            out += ["", "## " + _("You (%(when)s)") % {"when": when}, "", message.content.strip()]
             if message.attachment_name:
-                out += ["", f"_Attached: {message.attachment_name}_"]
+                out += ["", "_{}_".format(_("Attached: %(name)s") % {"name": message.attachment_name})]
         else:
-            out += ["", f"## Assistant ({when})", "", *_answer_markdown(message)]
+            out += ["", "## " + _("Assistant (%(when)s)") % {"when": when}, "", *_answer_markdown(message)]
     return "\n".join(out) + "\n"
 
 
@@ -67,7 +68,8 @@ def export_filename(session: ChatSession) -> str:
 
 def prompt_chats_jsonl(prompt: Prompt, viewer) -> Iterator[str]:
     """One JSON line per chat a teacher may read: labelled as its student was told, with the
-    questions, answers, their status, searches and citations."""
+    questions, answers, their status, searches and citations. Times are ISO 8601 in every interface
+    language: the lines are read by programs, not people."""
     sessions = ChatSession.objects.readable_by(viewer).filter(prompt=prompt).exclude(user=viewer)
     for session in sessions.select_related("user", "prompt").prefetch_related("messages"):
         record = {

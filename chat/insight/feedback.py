@@ -27,6 +27,7 @@ from chat.models import (
     Prompt,
 )
 from kernel.errors import Conflict, InvalidInput
+from kernel.formats import number
 
 MAX_COMMENT_CHARS = 2000
 _RATED = (MessageStatus.COMPLETE, MessageStatus.STOPPED)
@@ -41,7 +42,9 @@ def give_feedback(message: Message, rating: str, comment: str | None = None) -> 
     comment = comment.strip() if comment is not None else None
     if comment is not None and len(comment) > MAX_COMMENT_CHARS:
         sentence = _("The comment has %(length)s characters; the most is %(most)s.")
-        raise InvalidInput(sentence % {"length": len(comment), "most": MAX_COMMENT_CHARS}, field="comment")
+        raise InvalidInput(
+            sentence % {"length": number(len(comment)), "most": number(MAX_COMMENT_CHARS)}, field="comment"
+        )
     if message.status not in _RATED:
         raise Conflict(_("Only a finished answer can be rated."))
     session = message.session

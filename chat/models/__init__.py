@@ -1,6 +1,8 @@
-"""The chat app's models: the course and its chats (prompts.py), and what teachers read and students
-use of it (records.py). Everything is importable from `chat.models`, as Django and the migrations expect."""
+"""The chat app's models: the course and its chats (prompts.py), what teachers read and students
+use of it (records.py), and invitations to co-teach (invitations.py). Everything is importable from
+`chat.models`, as Django and the migrations expect."""
 
+from chat.models.invitations import PromptInvitation  # noqa: F401
 from chat.models.prompts import (  # noqa: F401
     _JOIN_ALPHABET,
     STUDENT_SENTENCES,

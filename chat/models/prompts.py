@@ -233,6 +233,19 @@ class Enrollment(models.Model):
     number = models.PositiveIntegerField(_("number"), default=0)
     created = models.DateTimeField(_("created"), auto_now_add=True)
     last_active = models.DateTimeField(_("last active"), null=True, blank=True)
+    # The privacy notice as the student confirmed it (on joining, or after a teacher raised the
+    # level): which level and when. Empty for one enrolled by a learning platform, by staff, or by a
+    # program that joined with the code alone (POST /prompts/join `{code}`).
+    privacy_confirmed_level = models.CharField(
+        _("privacy level confirmed"), max_length=16, choices=ChatVisibility.choices, blank=True
+    )
+    privacy_confirmed_at = models.DateTimeField(_("privacy notice confirmed at"), null=True, blank=True)
+    # The highest level the student's next chat may start under without asking them again: what they
+    # confirmed (or, never asked, the level when they joined), lowered with the prompt's level since,
+    # because every chat page then told them the lower one. chat.privacy.levels reads and writes it.
+    privacy_accepted_level = models.CharField(
+        _("privacy level accepted"), max_length=16, choices=ChatVisibility.choices, blank=True
+    )
 
     class Meta:
         verbose_name = _("enrollment")
@@ -250,6 +263,10 @@ class Enrollment(models.Model):
         if not self.number:  # the next free label in the prompt (chat.course.enrollment.enroll retries a race)
             taken = Enrollment.objects.filter(prompt_id=self.prompt_id).aggregate(n=Max("number"))["n"]
             self.number = (taken or 0) + 1
+        if not self.privacy_accepted_level:  # told the prompt's level on joining, confirmed or not
+            self.privacy_accepted_level = Prompt.objects.values_list("chat_visibility", flat=True).get(
+                pk=self.prompt_id
+            )
         super().save(*args, **kwargs)
 
     @property

@@ -37,6 +37,7 @@ from chat.turn.limits import StopSignal, TurnLock, check_rate, holder_alive, tok
 from chat.turn.tools import SearchTool
 from kernel import draining, metrics
 from kernel.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
+from kernel.formats import number
 from rag.providers import is_available
 
 log = logging.getLogger(__name__)
@@ -82,10 +83,10 @@ class Turn:
 
 def new_session(user, prompt_id: int) -> ChatSession:
     """A new chat with a prompt the user may chat with."""
-    from access.rules import check_may_chat, get_prompt_for_chat
+    from access.rules import check_may_start_chat, get_prompt_for_chat
 
     prompt = get_prompt_for_chat(user, prompt_id)
-    check_may_chat(user, prompt)
+    check_may_start_chat(user, prompt)
     return ChatSession.objects.create(prompt=prompt, user=user, visibility=prompt.chat_visibility)
 
 
@@ -141,7 +142,7 @@ def start_turn(
                     "Your message has %(length)s characters; the most is %(most)s. "
                     "Shorten it or split it into several questions."
                 )
-                % {"length": len(text), "most": settings.CHAT_MAX_MESSAGE_CHARS}
+                % {"length": number(len(text)), "most": number(settings.CHAT_MAX_MESSAGE_CHARS)}
             )
     # Before the rate limit (a refusal costs no slot); given back if anything after it refuses.
     meter = reserve(session.user_id, session.prompt)

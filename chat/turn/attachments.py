@@ -9,6 +9,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from chat.turn.budget import MessageTooLong, estimate_tokens
+from kernel.formats import file_size, number
 from rag.ingest import sniff
 from rag.ingest.html import html_to_markdown
 from rag.ingest.job import IngestFailed, TooLarge
@@ -24,17 +25,13 @@ class Attachment:
     size: int
 
 
-def _size(limit: int) -> str:
-    return f"{limit / (1024 * 1024):.0f} MB" if limit >= 1024 * 1024 else f"{limit:,} bytes"
-
-
 def check_size(name: str, size: int) -> None:
     """Refuses an attachment over CHAT_ATTACHMENT_MAX_BYTES (callers may check before reading it)."""
     limit = settings.CHAT_ATTACHMENT_MAX_BYTES
     if size > limit:
         raise TooLarge(
             _("“%(name)s” is %(size)s; attachments may be at most %(limit)s. Attach the part you are asking about.")
-            % {"name": name, "size": _size(size), "limit": _size(limit)}
+            % {"name": name, "size": file_size(size), "limit": file_size(limit)}
         )
 
 
@@ -63,7 +60,11 @@ def read_attachment(name: str, data: bytes) -> Attachment:
                 "“%(name)s” is too long for the assistant to read with your question (about %(tokens)s tokens; "
                 "it has room for %(room)s). Attach a shorter excerpt."
             )
-            % {"name": name, "tokens": f"{estimate_tokens(text):,}", "room": f"{settings.CHAT_ATTACHMENT_MAX_TOKENS:,}"}
+            % {
+                "name": name,
+                "tokens": number(estimate_tokens(text)),
+                "room": number(settings.CHAT_ATTACHMENT_MAX_TOKENS),
+            }
         )
     return Attachment(name=name, text=text, pages=pages, size=len(data))
 

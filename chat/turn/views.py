@@ -12,6 +12,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from access.rules import (
     check_may_chat,
+    check_may_start_chat,
+    enrollment_of,
     get_prompt_for_chat,
     get_session_for_delete,
     get_session_for_read,
@@ -22,9 +24,12 @@ from chat.course import allowances
 from chat.course.model_choice import current_model, model_choices, offers_choice
 from chat.insight import feedback
 from chat.models import STUDENT_SENTENCES, ChatSession, PromptState
+from chat.privacy import levels
+from chat.privacy.levels import PrivacyUnconfirmed
 from chat.serializers import message_dict, student_label
 from chat.turn.agent import fail_orphaned_replies
 from kernel.errors import CurreChatError, NotFound
+from kernel.formats import whole_percent
 from kernel.framing import embeddable
 from rag.providers import available_models, is_available
 from rag.providers.registry import split_name
@@ -74,16 +79,23 @@ def _usage(user, prompt) -> dict:
         "warning": standing.warning,
         "exhausted": standing.exhausted is not None,
         "share": standing.share,
-        "percent": None if standing.share is None else int(standing.share * 100),
+        "percent": None if standing.share is None else whole_percent(standing.share),
         # The script says when it starts again in the reader's own time zone and language.
         "resets_at": standing.week.end.isoformat(),
     }
 
 
-def _may_chat(user, prompt) -> tuple[bool, str]:
-    """Whether the user may write to the prompt now, and the sentence that says why not."""
+def _may_chat(user, prompt, session) -> tuple[bool, str]:
+    """Whether the user may write in `session` (None: start a chat) now, and the sentence that says
+    why not (none for a raised privacy level: the page shows the change itself, with the button that
+    confirms it; it holds back new chats only, an older one keeps the level it started under)."""
     try:
-        check_may_chat(user, prompt)
+        if session is None:
+            check_may_start_chat(user, prompt)
+        else:
+            check_may_chat(user, prompt)
+    except PrivacyUnconfirmed:
+        return False, ""
     except CurreChatError as exc:
         return False, str(exc)
     return True, ""
@@ -94,8 +106,10 @@ def _chat_page(request, prompt, session):
     owner = session.user if session else request.user
     query = request.GET.get("q", "").strip()[:200]
     sessions = _chat_list(prompt, owner, query, viewer=request.user, beside=session)
-    may_chat, closed_reason = _may_chat(request.user, prompt)
+    may_chat, closed_reason = _may_chat(request.user, prompt, session)
     writable = may_chat and owner.id == request.user.id
+    # A raise of the privacy level the student has not acknowledged: told here, before their next chat.
+    own = enrollment_of(request.user, prompt) if owner.id == request.user.id else None
     teaching = prompt.is_taught_by(request.user)
     state = prompt.state()
     model = current_model(session) if session else prompt.chat_model
@@ -138,6 +152,7 @@ def _chat_page(request, prompt, session):
         % {"mb": settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024), "pages": settings.CHAT_ATTACHMENT_MAX_PAGES},
         "chat_config": config,
         "lti_band": _lti_band(request, prompt),
+        "privacy_change": levels.pending_change(own, prompt),
     }
     return render(request, "chat/chat.html", context)
 

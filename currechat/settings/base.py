@@ -90,6 +90,8 @@ TEMPLATES = [
                 "currechat.context_processors.service_status",
                 "sso.context_processors.campus_sign_in",
             ],
+            # {% load formats %}: |day, |moment, |number, |percent (kernel/formats.py).
+            "libraries": {"formats": "kernel.formats"},
         },
     },
 ]
@@ -141,6 +143,12 @@ LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
+# Dates and numbers: one shape per language, in our format modules (currechat/formats/<lang>/), written
+# through kernel/formats.py. Thousands are grouped there, not by USE_THOUSAND_SEPARATOR: that would
+# also group every number a template puts into markup (ids in links, form values, data-max="8000"),
+# which scripts, browsers and forms then misread. So it stays off for every language.
+FORMAT_MODULE_PATH = ["currechat.formats"]
+USE_THOUSAND_SEPARATOR = False
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -288,6 +296,11 @@ SERIALIZATION_MODULES = {"exact_json": "currechat.backup_json"}
 # Chats are deleted this many days after their last message (a prompt may set fewer); 0 keeps them.
 # Statistics and material gaps keep their counts (chat/insight/retention.py).
 CHAT_RETENTION_DAYS = env_int("CHAT_RETENTION_DAYS", 365, minimum=0)
+# Who runs this service, whom to ask about one's data, and where it is kept: the privacy notice of
+# every prompt says so (chat/privacy/notice.py); left empty, it says the administrator has not filled it in.
+PRIVACY_OPERATOR = env_str("PRIVACY_OPERATOR", "").strip()
+PRIVACY_CONTACT = env_str("PRIVACY_CONTACT", "").strip()
+PRIVACY_DATA_LOCATION = env_str("PRIVACY_DATA_LOCATION", "").strip()
 
 # --- Fair use: weekly token budgets (chat/course/usage.py) -------------------------------------------------
 # Tokens the model server reports for a student's calls (chat rounds, tool rounds, curation), per week.

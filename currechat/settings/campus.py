@@ -111,6 +111,12 @@ RATE_RESET_ADDRESS = (
     env_int("RATE_RESET_ADDRESS_SECONDS", 3600, minimum=1),
 )
 RATE_RESET_EMAIL = (env_int("RATE_RESET_EMAIL", 3, minimum=0), env_int("RATE_RESET_EMAIL_SECONDS", 3600, minimum=1))
+# The co-teacher picker's look-ups of teachers by username or address, per teacher: a few per word
+# typed, never enough to walk the list of every teacher.
+RATE_TEACHER_LOOKUP = (
+    env_int("RATE_TEACHER_LOOKUP", 60, minimum=0),
+    env_int("RATE_TEACHER_LOOKUP_SECONDS", 60, minimum=1),
+)
 # Students (who reach a collection through a prompt) get at most this many results per search:
 # curation costs one model call per result.
 SEARCH_STUDENT_MAX_LIMIT = env_int("SEARCH_STUDENT_MAX_LIMIT", 15, minimum=1)
@@ -238,6 +244,11 @@ if LOCAL_LOGIN != "all" and not (OIDC_ISSUER or SAML_IDP_METADATA):
     raise ImproperlyConfigured(
         f"LOCAL_LOGIN={LOCAL_LOGIN} needs campus sign-in: set OIDC_ISSUER or SAML_IDP_METADATA, or LOCAL_LOGIN=all."
     )
+# Invitations to co-teach (accounts/invitations.py): whether opening one may make a CurreChat teacher
+# account with a password (off: only campus sign-in, or an administrator, makes teachers), and how
+# many days a link stays valid.
+TEACHER_INVITATIONS = env_bool("TEACHER_INVITATIONS", False)
+TEACHER_INVITATION_DAYS = env_int("TEACHER_INVITATION_DAYS", 14, minimum=1)
 # The OpenID Connect backend is always listed: it answers only the callback's code exchange, and
 # while OIDC_ISSUER is unset it authenticates nobody.
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "sso.oidc.Backend"]

@@ -21,6 +21,7 @@ from docx.table import Table as DocxTable
 from docx.text.paragraph import Paragraph as DocxParagraph
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 
+from kernel import formats
 from rag.ingest.job import IngestCancelled, IngestFailed, PageText, TooLarge, UnsupportedContent
 
 MAX_PARTS = 10_000  # a real presentation of 2,000 slides with pictures has about 8,000 parts
@@ -49,10 +50,10 @@ def office_kind(data: bytes, name: str) -> str:
     if len(parts) > MAX_PARTS or inflated > settings.INGEST_MAX_STREAM_BYTES:
         raise TooLarge(
             _(
-                "“%(name)s” expands to more than the server accepts (%(size)s MB unpacked). Split it into smaller "
+                "“%(name)s” expands to more than the server accepts (%(size)s unpacked). Split it into smaller "
                 "files, or save it with smaller pictures, and upload those."
             )
-            % {"name": name, "size": f"{inflated / (1024 * 1024):,.0f}"}
+            % {"name": name, "size": formats.file_size(inflated)}
         )
     names = {part.filename for part in parts}
     content_types = _small_part(package, "[Content_Types].xml")
@@ -212,7 +213,7 @@ def pptx_pages(
     if len(slides) > settings.UPLOAD_MAX_PDF_PAGES:
         raise TooLarge(
             _("This presentation has %(pages)s slides; the limit is %(limit)s. Split it and upload the parts.")
-            % {"pages": len(slides), "limit": settings.UPLOAD_MAX_PDF_PAGES}
+            % {"pages": formats.number(len(slides)), "limit": formats.number(settings.UPLOAD_MAX_PDF_PAGES)}
         )
     pages = []
     for number, slide in enumerate(slides, start=1):

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from kernel.errors import ProviderError
+from kernel.formats import number
 from rag.index import CollectionIndex, IndexedChunk
 from rag.ingest import chunking, office, pdf, review, slides
 from rag.ingest.embedding import embed_texts
@@ -152,7 +153,7 @@ class Extract:
             def pages_done(done: int) -> None:
                 ctx.progress(
                     done / total,
-                    _("Page %(done)s of %(total)s read") % {"done": done, "total": total},
+                    _("Page %(done)s of %(total)s read") % {"done": number(done), "total": number(total)},
                     of=(done, total),
                 )
 
@@ -241,7 +242,7 @@ class Normalize:
                     "This file holds %(chars)s characters of text; the limit is %(limit)s. "
                     "Split it into smaller files and upload those."
                 )
-                % {"chars": f"{chars:,}", "limit": f"{settings.INGEST_MAX_TEXT_CHARS:,}"}
+                % {"chars": number(chars), "limit": number(settings.INGEST_MAX_TEXT_CHARS)}
             )
         if chars == 0 and job.file_type == "pdf" and job.pdf_mode == "fast":
             raise IngestFailed(
@@ -275,7 +276,7 @@ class Chunk:
         if not job.chunks:
             sentence = _("“%(name)s” has headings but no text under them. Add the text and upload again.")
             raise IngestFailed(sentence % {"name": job.file_name})
-        ctx.progress(1.0, ngettext("%(n)s passage", "%(n)s passages", len(job.chunks)) % {"n": len(job.chunks)})
+        ctx.progress(1.0, ngettext("%(n)s passage", "%(n)s passages", len(job.chunks)) % {"n": number(len(job.chunks))})
 
 
 def embedding_input(chunk) -> str:
@@ -291,7 +292,7 @@ class Embed:
         def done(count: int) -> None:
             ctx.progress(
                 count / max(total, 1),
-                _("%(count)s of %(total)s passages embedded") % {"count": count, "total": total},
+                _("%(count)s of %(total)s passages embedded") % {"count": number(count), "total": number(total)},
                 of=(count, total),
             )
 

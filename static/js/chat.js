@@ -417,23 +417,14 @@
   let usageLocked = false;
   let unlockTimer = null;
 
-  function resetWhen(iso) {
-    const options = { weekday: "long", day: "numeric", month: "long", hour: "numeric", minute: "2-digit" };
-    try {
-      return new Intl.DateTimeFormat(document.documentElement.lang || undefined, options).format(new Date(iso));
-    } catch {
-      return new Date(iso).toLocaleString();
-    }
-  }
-
   function applyUsage(u) {
     const line = document.getElementById("usage-line");
     if (!line) return;
     const bar = document.getElementById("usage-bar");
-    const when = resetWhen(u.resets_at);
+    const when = localFormats.moment(u.resets_at);
     if (u.exhausted) line.textContent = interpolate(gettext("You have used this week's allowance. It starts again on %(when)s."), { when }, true);
     else if (u.warning && u.percent !== null) {
-      const percent = new Intl.NumberFormat(document.documentElement.lang || undefined, { style: "percent" }).format(u.percent / 100);
+      const percent = localFormats.percent(u.percent / 100);
       const used = interpolate(gettext("You have used %(percent)s of this week's allowance."), { percent }, true);
       line.textContent = `${used} ${interpolate(gettext("It starts again on %(when)s."), { when }, true)}`;
     } else if (u.text) line.textContent = u.text;
@@ -466,7 +457,7 @@
       const body = await response.json();
       const [row] = body.prompts;
       if (!row) return;
-      const percent = row.share === null ? null : Math.floor(row.share * 100);
+      const percent = row.share === null ? null : localFormats.wholePercent(row.share);
       applyUsage({ ...row, percent, resets_at: body.week_resets_at });
     } catch {
       // The line keeps its last figures; the next answer tries again.
@@ -518,16 +509,14 @@
     const counter = document.getElementById("char-count");
     const max = counter ? Number(counter.dataset.max) : Infinity;
     if (!input || input.value.length <= max) return "";
-    const lang = document.documentElement.lang || undefined;
-    return interpolate(gettext("Your message is %(length)s characters long; the most is %(most)s. Shorten it or split it into several questions."), { length: input.value.length.toLocaleString(lang), most: max.toLocaleString(lang) }, true);
+    return interpolate(gettext("Your message is %(length)s characters long; the most is %(most)s. Shorten it or split it into several questions."), { length: localFormats.number(input.value.length), most: localFormats.number(max) }, true);
   }
 
   function updateCounter() {
     const counter = document.getElementById("char-count");
     if (!counter || !input) return;
     const max = Number(counter.dataset.max);
-    const lang = document.documentElement.lang || undefined;
-    counter.textContent = `${input.value.length.toLocaleString(lang)} / ${max.toLocaleString(lang)}`;
+    counter.textContent = `${localFormats.number(input.value.length)} / ${localFormats.number(max)}`;
     counter.classList.toggle("bad", input.value.length > max * 0.9);
     const refusal = tooLong();
     if (refusal || note.dataset.tooLong) note.textContent = refusal;

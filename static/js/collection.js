@@ -81,7 +81,7 @@
     row.replaceChildren();
     const name = el("td", { "data-label": gettext("File") });
     name.append(el("a", { href: fileUrl(file.id) }, file.name));
-    if (file.pages) name.append(el("span", { class: "muted" }, ` · ${interpolate(ngettext("%(count)s page", "%(count)s pages", file.pages), { count: file.pages }, true)}`));
+    if (file.pages) name.append(el("span", { class: "muted" }, ` · ${interpolate(ngettext("%(count)s page", "%(count)s pages", file.pages), { count: localFormats.number(file.pages) }, true)}`));
     const state = el("td", { class: "file-state", "data-label": gettext("Status") });
     state.append(el("span", { class: `file-status status-${file.status}` }, LABELS[file.status] || file.status));
     if (file.quality_warning) {
@@ -92,7 +92,7 @@
       const counted = file.progress_total > 0;
       const max = counted ? file.progress_total : 100;
       const value = counted ? file.progress_done : file.progress;
-      const bar = el("progress", { max: String(max), "aria-label": interpolate(gettext("Progress of %(name)s"), { name: file.name }, true) }, counted ? `${value} / ${max}` : `${value}%`);
+      const bar = el("progress", { max: String(max), "aria-label": interpolate(gettext("Progress of %(name)s"), { name: file.name }, true) }, counted ? `${localFormats.number(value)} / ${localFormats.number(max)}` : localFormats.percent(value / 100));
       bar.value = value;
       state.append(bar);
     }
@@ -105,7 +105,7 @@
     actions.append(actionButton("delete", gettext("Delete"), file));
     if (file.file_type) row.dataset.type = TYPES[file.file_type] || file.file_type;
     const type = el("td", { "data-label": gettext("Type") }, row.dataset.type || "");
-    row.append(name, type, state, el("td", { class: "file-chunks", "data-label": gettext("Passages") }, String(file.chunk_count)), actions);
+    row.append(name, type, state, el("td", { class: "file-chunks", "data-label": gettext("Passages") }, localFormats.number(file.chunk_count)), actions);
     if (fresh) tbody.prepend(row);
     table.hidden = false;
     const empty = document.getElementById("no-files");

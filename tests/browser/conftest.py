@@ -134,6 +134,12 @@ def live_app(tmp_path_factory):
         "ALLOW_PLAIN_HTTP": "1",  # the browser reaches the live server over plain http on loopback
         "HEALTH_CACHE_SECONDS": "1",
         "EMBEDDING_WARMUP": "1",  # as in production: the web process loads MiniLM at start
+        # Who runs the service, as an operator fills it in: every prompt's privacy notice says it
+        # (tests/browser/test_privacy_journey.py). Words that read the same in every language.
+        "PRIVACY_OPERATOR": "Testiyliopisto IT",
+        "PRIVACY_CONTACT": "tietosuoja@testi.example",
+        "PRIVACY_DATA_LOCATION": "Helsinki",
+        "TEACHER_INVITATIONS": "1",  # an invitation link makes a teacher account (test_coteacher_journey)
     }
     app = LiveApp(url=f"http://127.0.0.1:{port}", env=env)
     app.manage("migrate", "--noinput")

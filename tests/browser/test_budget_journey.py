@@ -11,8 +11,10 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.utils import timezone, translation
 from playwright.sync_api import expect
 
+from kernel.formats import moment
 from tests.browser.conftest import no_overflow
 from tests.browser.test_finnish_journey import FinnishPages
 
@@ -56,7 +58,6 @@ WORDS = {
         "after_reset": "0 of 1,000 tokens (0%)",
         "raised": "0 of 5,000 tokens (0%)",
         "fresh": "You have used 0% of this week's allowance.",
-        "weekdays": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
     },
     "fi": {
         "username": "Käyttäjätunnus",
@@ -70,10 +71,9 @@ WORDS = {
         "reset": "Nollaa tämä viikko",
         "budget_input": "Viikkobudjetti (tokeneina; tyhjä: avustajan oma)",
         "save": "Tallenna budjetti",
-        "after_reset": "0 / 1\xa0000 tokenia (0 %)",
-        "raised": "0 / 5\xa0000 tokenia (0 %)",
-        "fresh": "Olet käyttänyt 0 % tämän viikon kiintiöstäsi.",
-        "weekdays": ["maanantai", "tiistai", "keskiviikko", "torstai", "perjantai", "lauantai", "sunnuntai"],
+        "after_reset": "0 / 1\xa0000 tokenia (0\xa0%)",
+        "raised": "0 / 5\xa0000 tokenia (0\xa0%)",
+        "fresh": "Olet käyttänyt 0\xa0% tämän viikon kiintiöstäsi.",  # a no-break space before %
     },
 }
 
@@ -88,12 +88,13 @@ def log_in(page, app, words: dict, username: str) -> None:
     no_overflow(page)
 
 
-def reset_moment(page, words: dict, language: str) -> str:
-    """The weekday and hour the page should name: the week's end, in the student's zone."""
+def reset_moment(page, language: str) -> str:
+    """The moment the page should name: the week's end in the student's own zone, written as the
+    server writes a moment in the page's language (kernel/formats.py), not as the browser's locale
+    (en-GB here) would."""
     iso = page.evaluate("JSON.parse(document.getElementById('chat-config').textContent).usage.resets_at")
-    local = datetime.fromisoformat(iso).astimezone(ZoneInfo(ZONE))
-    hour = f"{local.hour}.{local.minute:02d}" if language == "fi" else f"{local.hour % 12 or 12}:{local.minute:02d}"
-    return f"{words['weekdays'][local.weekday()]}|{hour}"
+    with translation.override(language), timezone.override(ZoneInfo(ZONE)):
+        return moment(datetime.fromisoformat(iso))
 
 
 @pytest.mark.parametrize(
@@ -122,9 +123,7 @@ def test_a_used_up_week_is_told_plainly_and_a_teacher_resets_it(live_app, new_pa
     student.goto(f"{live_app.url}/prompts/{prompt_id}/chat/{chat_id}/")
     line = student.get_by_test_id("usage-line")
     expect(line).to_contain_text(words["used_up"])
-    weekday, hour = reset_moment(student, words, language).split("|")
-    expect(line).to_contain_text(weekday)
-    expect(line).to_contain_text(hour)
+    expect(line).to_contain_text(f"{words['used_up']} {reset_moment(student, language)}.")
     assert "token" not in line.inner_text().lower()
     expect(line).to_be_in_viewport()  # a long chat: the line stays in sight at the bottom
     expect(student.locator("#composer-note")).to_contain_text(words["send_again"])

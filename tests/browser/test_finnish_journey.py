@@ -120,6 +120,12 @@ def test_student_chats_in_finnish_and_teacher_pages_are_finnish(live_app, new_pa
     student.get_by_label("Liittymiskoodi").fill(code)
     student.get_by_role("button", name="Liity").click()
 
+    # The join page: what the teacher sees, the privacy notice to confirm.
+    expect(student.get_by_test_id("privacy-note")).to_contain_text("Opiskelija N")
+    pages.check(student, "join")
+    student.get_by_test_id("privacy-confirm").get_by_role("checkbox").check()
+    student.get_by_test_id("join-button").click()
+
     # The chat: joined, told what the teacher sees, the teacher's instructions.
     expect(student.get_by_text("Liityit avustajaan ”Tilastoavustaja”")).to_be_visible()
     expect(student.get_by_test_id("student-instructions")).to_have_text("Kysy keskiluvuista.")

@@ -35,6 +35,7 @@ def test_a_visitor_with_only_a_join_code_signs_up(live_app, new_page, journey, w
     page.get_by_label("Username").fill(f"koodilla{width}")
     page.get_by_label("Password", exact=True).fill("koodin-salasana-42")
     page.get_by_label("Password confirmation").fill("koodin-salasana-42")
+    page.get_by_test_id("privacy-confirm").get_by_role("checkbox").check()  # the privacy notice, read
     page.get_by_role("button", name="Create account and join").click()
     expect(page.get_by_text(f"You joined “{name}”. Ask your first question below.")).to_be_visible()
     no_overflow(page)

@@ -142,6 +142,7 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     student.get_by_label("Username").fill(student_name)
     student.get_by_label("Password", exact=True).fill("sannan-salasana-42")
     student.get_by_label("Password confirmation").fill("sannan-salasana-42")
+    student.get_by_test_id("privacy-confirm").get_by_role("checkbox").check()  # the privacy notice, read
     student.get_by_role("button", name="Create account and join").click()
     expect(student.get_by_text("You joined “Tilastoavustaja”")).to_be_visible()
     expect(student.get_by_test_id("model-status")).to_contain_text("connected")

@@ -35,7 +35,7 @@ WORDS = {
     "en": {
         "code": "Join code",
         "join": "Join",
-        "joined": "You joined “{name}”. This assistant opens on 3 March 2031",
+        "joined": "You joined “{name}”. This assistant opens on Mar 3, 2031",
         "first": "Ask your first question",
         "available": "available",
         "draft": "Not open yet",
@@ -44,7 +44,7 @@ WORDS = {
     "fi": {
         "code": "Liittymiskoodi",
         "join": "Liity",
-        "joined": "Liityit avustajaan ”{name}”. Tämä avustaja avautuu 3. maaliskuuta 2031",
+        "joined": "Liityit avustajaan ”{name}”. Tämä avustaja avautuu 3.3.2031",
         "first": "Kysy ensimmäinen kysymyksesi",
         "available": "käytettävissä",
         "draft": "Ei vielä avoinna",
@@ -78,6 +78,10 @@ def test_a_prompt_not_open_yet_reads_the_same_everywhere(live_app, new_page, jou
     log_in(student, live_app, login, names["student"])
     student.get_by_label(words["code"]).fill(code)
     student.get_by_role("button", name=words["join"], exact=True).click()
+    expect(student.get_by_test_id("join-confirm")).to_be_visible()  # the join page the code opens
+    look(student, "student-join-page")
+    student.get_by_test_id("privacy-confirm").get_by_role("checkbox").check()
+    student.get_by_test_id("join-button").click()
     expect(student.get_by_text(words["joined"].format(name=name))).to_be_visible()
     expect(student.get_by_test_id("prompt-closed")).to_be_visible()
     main = student.get_by_role("main")

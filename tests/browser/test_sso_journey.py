@@ -98,6 +98,7 @@ def test_a_student_signs_in_through_the_university_in_finnish_and_joins(sso_app,
     # The join link offers the university's sign-in first.
     page.goto(f"{app.url}/join/{code}/")
     check_finnish(page, journey, f"join-{width}")
+    page.get_by_test_id("privacy-confirm-sso").get_by_role("checkbox").check()  # the privacy notice, read
     page.get_by_role("button", name=f"Kirjaudu: {UNIVERSITY} ja liity").click()
 
     # The university's own login page (its language is the university's business).

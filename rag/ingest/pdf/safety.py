@@ -13,6 +13,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from kernel.formats import number
 from rag.ingest.job import IngestFailed, TooLarge
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def open_pdf(source: Path | bytes, *, check_streams: bool = True) -> pymupdf.Doc
                 "This PDF has %(pages)s pages; the limit is %(limit)s. Split it into parts (for example, "
                 "one per chapter) and upload those."
             )
-            % {"pages": doc.page_count, "limit": limit}
+            % {"pages": number(doc.page_count), "limit": number(limit)}
         )
     if check_streams:
         _check_streams(doc)
