@@ -59,6 +59,7 @@ class Outage:
         self.server = services.redis_server()
         self.down_at: float | None = None
         self.up_at: float | None = None
+        self.over = threading.Event()  # the test has ended
         self._held: socket.socket | None = None
 
     def stop(self) -> None:
@@ -92,6 +93,7 @@ class Outage:
 def redis_outage():
     outage = Outage()
     yield outage
+    outage.over.set()  # a thread still waiting for its moment gives up with the test
     outage.start()  # never leave the rest of the session without Redis
 
 
@@ -106,12 +108,12 @@ class OutageWhen(threading.Thread):
     def run(self) -> None:
         try:
             deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not self.outage.over.is_set():
                 if self.ready():
                     self.outage.stop()
                     self.outage.start_after(self.seconds)
                     return
-                time.sleep(0.05)
+                self.outage.over.wait(0.05)
         finally:
             connections.close_all()  # this thread's own connection
 
@@ -119,6 +121,29 @@ class OutageWhen(threading.Thread):
 def _big_markdown(sections: int) -> bytes:
     part = "Lens {0} bends light toward its focal point. " * 20
     return "\n\n".join(f"## Part {i}\n\n" + part.format(i) for i in range(sections)).encode()
+
+
+def _queued_files() -> int:
+    return Queue("ingest", connection=get_redis()).count
+
+
+def _redis_clients() -> str:
+    """Who else is on this test process's Redis, for a failure that lost a queued job."""
+    info = get_redis().info("server")
+    ours = services.redis_server()
+    clients = "\n".join(
+        f"  {c.get('addr')} name={c.get('name')!r} cmd={c.get('cmd')} age={c.get('age')}s"
+        for c in get_redis().client_list()
+    )
+    return f"Redis pid {info['process_id']} (ours: {ours.process and ours.process.pid}), port {ours.port}:\n{clients}"
+
+
+def _upload_queued(client, collection, content: bytes, name: str) -> int:
+    """Upload a file and check that its job waits in the queue for the worker."""
+    response = upload(client, collection, content, name)
+    assert response.status_code == 201, response.json()
+    assert _queued_files() == 1, f"the upload's job is not in the queue. {_redis_clients()}"
+    return response.json()["id"]
 
 
 def _embedding_under_way(file_id: int):
@@ -138,14 +163,14 @@ def test_ingestion_rides_out_a_30_second_redis_outage_and_ends_ready_without_ret
     fast_collection, client_for, owner, run_worker, ollama, redis_outage
 ):
     ollama.embed_delay = 0.05  # seconds per passage: the file is mid-way when Redis goes
-    response = upload(client_for(owner), fast_collection, _big_markdown(150), "optics.md")
-    assert response.status_code == 201, response.json()
-    file_id = response.json()["id"]
+    file_id = _upload_queued(client_for(owner), fast_collection, _big_markdown(150), "optics.md")
     outage = OutageWhen(redis_outage, _embedding_under_way(file_id), seconds=30)
     outage.start()
     run_worker()
     outage.join(60)
-    assert redis_outage.down_at is not None and redis_outage.up_at is not None, "Redis went away mid-file"
+    assert redis_outage.down_at is not None and redis_outage.up_at is not None, (
+        f"Redis went away mid-file (file: {SourceFile.objects.get(pk=file_id).status}). {_redis_clients()}"
+    )
     source = SourceFile.objects.get(pk=file_id)
     assert source.status == FileStatus.READY, source.error
     assert source.attempt == 1 and source.error == "", "ready without a Retry"
@@ -161,7 +186,9 @@ class OutageUntil(threading.Thread):
 
     def run(self) -> None:
         try:
-            wait_for(self.ready, 120, "the moment to stop Redis")
+            wait_for(lambda: self.ready() or self.outage.over.is_set(), 120, "the moment to stop Redis")
+            if self.outage.over.is_set():
+                return
             self.outage.stop()
             wait_for(self.over, 120, "the end of the outage")
         finally:
@@ -175,8 +202,7 @@ def test_an_outage_longer_than_stated_fails_the_file_with_its_sentence_and_retry
 ):
     settings.INGEST_REDIS_OUTAGE_SECONDS = 1.0
     ollama.embed_delay = 0.05
-    response = upload(client_for(owner), fast_collection, _big_markdown(60), "optics.md")
-    file_id = response.json()["id"]
+    file_id = _upload_queued(client_for(owner), fast_collection, _big_markdown(60), "optics.md")
     failed = lambda: SourceFile.objects.get(pk=file_id).status == FileStatus.FAILED  # noqa: E731
     outage = OutageUntil(redis_outage, _embedding_under_way(file_id), failed)
     outage.start()
