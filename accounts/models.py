@@ -33,6 +33,13 @@ class User(AbstractUser):
         # Superusers run the instance and may do everything a teacher does.
         return self.role == Role.TEACHER or self.is_superuser
 
+    @property
+    def may_hold_api_tokens(self) -> bool:
+        """API tokens are for teachers' programs (and staff's): a student's page shows none, a
+        student cannot make one, and one made while the user was a teacher stops working when
+        they are made a student (read at every request, as every permission)."""
+        return self.is_active and (self.is_teacher or self.is_staff)
+
 
 def active_teachers() -> models.QuerySet[User]:
     """Users who may own and co-own collections and prompts: active teachers and superusers."""
@@ -66,9 +73,10 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
         return self.filter(models.Q(expires__isnull=True) | models.Q(expires__gt=timezone.now()))
 
     def user_for(self, raw: str) -> User | None:
-        """The active user a raw bearer token belongs to, or None (unknown, revoked or expired)."""
+        """The user a raw bearer token belongs to, or None (unknown, revoked or expired, or its user
+        inactive or a student now: `may_hold_api_tokens`)."""
         token = self.live().select_related("user").filter(key_hash=_hash_token(raw)).first()
-        if token is None or not token.user.is_active:
+        if token is None or not token.user.may_hold_api_tokens:
             return None
         # Touch at most once a minute so busy programs don't write on every request.
         now = timezone.now()
@@ -111,7 +119,11 @@ class ApiToken(models.Model):
     @classmethod
     def issue(cls, user: User, name: str = "", *, days: int | None = None) -> tuple[ApiToken, str]:
         """A new token and its raw value (shown once). It expires after `days` days (default:
-        API_TOKEN_DEFAULT_DAYS; 0: never)."""
+        API_TOKEN_DEFAULT_DAYS; 0: never). Raises Forbidden for a user who may not hold tokens."""
+        from kernel.errors import Forbidden
+
+        if not user.may_hold_api_tokens:
+            raise Forbidden(gettext("API tokens are for teachers' programs; this account is a student's."))
         days = settings.API_TOKEN_DEFAULT_DAYS if days is None else days
         if days < 0:
             raise ValueError("A token's lifetime cannot be negative.")

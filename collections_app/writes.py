@@ -6,6 +6,10 @@ them is refused in the others with the same sentence.
 
 Rules:
 - a name of 1-200 characters; a supported language; an embedding model some provider knows;
+- an embedding model that knows the collection's language whenever the model server has one that
+  does (`model_for_language`): a new collection left without a model gets that one, and a language
+  or model chosen so that they do not fit is refused with a sentence naming the model to choose
+  (the form's script offers it as the language changes: static/js/language-offer.js);
 - co-owners are active teachers, and only the owner (or a superuser) changes who they are;
 - a new language or embedding model re-indexes the collection's files (`files.reindex_for_changes`).
 """
@@ -21,10 +25,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts.models import User, teachers_named
-from collections_app.models import Collection
+from collections_app.models import LANGUAGE_CHOICES_SHOWN, Collection
 from kernel.errors import Forbidden, InvalidInput
 from rag.languages import LANGUAGES
-from rag.providers.registry import UnknownModel, get_embedding_model
+from rag.providers.languages import knows_language, suggest_model
+from rag.providers.registry import UnknownModel, get_embedding_model, is_available
 
 CO_OWN = gettext_lazy("own or co-own a collection")
 # The fields a write may set; anything else in a change set is a programming error.
@@ -49,6 +54,7 @@ def check_collection(actor: User, collection: Collection | None, changes: dict[s
     unknown = set(changes) - set(FIELDS)
     if unknown:
         raise ValueError(f"Not a collection setting: {sorted(unknown)}")
+    model_given = changes.get("embedding_model") not in (None, "")
     if collection is None:  # a new collection: the defaults for what was left out
         defaults = {"language": "english", "embedding_model": settings.EMBEDDING_MODEL}
         changes = {**defaults, **{k: v for k, v in changes.items() if v not in (None, "") or k not in defaults}}
@@ -61,6 +67,7 @@ def check_collection(actor: User, collection: Collection | None, changes: dict[s
         cleaned["language"] = _clean_language(changes["language"])
     if "embedding_model" in changes:
         cleaned["embedding_model"] = _clean_embedding_model(changes["embedding_model"])
+    _check_language_fit(collection, cleaned, model_given=model_given)
     owner = collection.owner if collection is not None else actor
     if "owner" in changes and changes["owner"] is not None and changes["owner"] != owner:
         if not actor.is_superuser:
@@ -138,6 +145,53 @@ def _clean_language(value: str) -> str:
         }
         raise InvalidInput(sentence, field="language")
     return language
+
+
+def model_for_language(language: str, model: str) -> str | None:
+    """An embedding model the model server has that knows `language`, when `model` does not; None
+    when `model` knows it, or when the server has no model that does (the collection then relies
+    mostly on keyword search, and its pages say so: `collections_app.search.language_warning`)."""
+    return None if knows_language(model, language) else fitting_model(language)
+
+
+def fitting_model(language: str) -> str | None:
+    """The best embedding model the model server has for `language` among the multilingual ones we
+    know (`rag.providers.languages.SUGGESTED`), by the name a collection stores; None when it has none."""
+    name = suggest_model(language, is_available)  # a bare name: a model of the Ollama-protocol server
+    return f"ollama:{name}" if name else None
+
+
+def language_name(language: str) -> str:
+    """The language as the reader's language writes it ("suomi" → "Finnish" in English)."""
+    return str(dict(LANGUAGE_CHOICES_SHOWN).get(language, language))
+
+
+def _check_language_fit(collection: Collection | None, cleaned: dict[str, Any], *, model_given: bool) -> None:
+    """A new or changed pair of language and embedding model fits, when the server makes that
+    possible: search by meaning in a language its model does not know ranks passages almost at random.
+    A pair stored before stays editable (a rename does not ask for a new model)."""
+    stored: dict[str, str] = {}
+    if collection is not None:  # the stored row: a ModelForm may have copied its values onto `collection`
+        row = Collection.objects.filter(pk=collection.pk).values_list("language", "embedding_model").first()
+        stored_language, stored_model = row or (collection.language, collection.embedding_model)
+        stored = {"language": stored_language, "embedding_model": stored_model}
+    language = cleaned.get("language", stored.get("language", "english"))
+    model = cleaned.get("embedding_model", stored.get("embedding_model", settings.EMBEDDING_MODEL))
+    if stored.get("language") == language and stored.get("embedding_model") == model:
+        return
+    better = model_for_language(language, model)
+    if better is None:
+        return
+    if collection is None and not model_given:  # nobody chose the default: the one that fits instead
+        cleaned["embedding_model"] = better
+        return
+    sentence = _(
+        "The model for search by meaning “%(model)s” does not know %(language)s. Choose “%(better)s”, which the "
+        "model server has and which knows %(language)s, so that questions find passages by what they mean."
+    )
+    raise InvalidInput(
+        sentence % {"model": model, "language": language_name(language), "better": better}, field="embedding_model"
+    )
 
 
 def _clean_embedding_model(value: str) -> str:
