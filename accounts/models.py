@@ -34,10 +34,10 @@ class User(AbstractUser):
         return self.role == Role.TEACHER or self.is_superuser
 
     @property
-    def may_hold_api_tokens(self) -> bool:
-        """API tokens are for teachers' programs (and staff's): a student's page shows none, a
-        student cannot make one, and one made while the user was a teacher stops working when
-        they are made a student (read at every request, as every permission)."""
+    def sees_api_tokens(self) -> bool:
+        """Whether the account page has an API-token section: teachers' and staff's programs use the
+        API. A student's page has none; the API itself still answers a student's token (an operator
+        may make one with `manage.py create_api_token`), under the student's own permissions."""
         return self.is_active and (self.is_teacher or self.is_staff)
 
 
@@ -73,10 +73,9 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
         return self.filter(models.Q(expires__isnull=True) | models.Q(expires__gt=timezone.now()))
 
     def user_for(self, raw: str) -> User | None:
-        """The user a raw bearer token belongs to, or None (unknown, revoked or expired, or its user
-        inactive or a student now: `may_hold_api_tokens`)."""
+        """The active user a raw bearer token belongs to, or None (unknown, revoked or expired)."""
         token = self.live().select_related("user").filter(key_hash=_hash_token(raw)).first()
-        if token is None or not token.user.may_hold_api_tokens:
+        if token is None or not token.user.is_active:
             return None
         # Touch at most once a minute so busy programs don't write on every request.
         now = timezone.now()
@@ -119,11 +118,7 @@ class ApiToken(models.Model):
     @classmethod
     def issue(cls, user: User, name: str = "", *, days: int | None = None) -> tuple[ApiToken, str]:
         """A new token and its raw value (shown once). It expires after `days` days (default:
-        API_TOKEN_DEFAULT_DAYS; 0: never). Raises Forbidden for a user who may not hold tokens."""
-        from kernel.errors import Forbidden
-
-        if not user.may_hold_api_tokens:
-            raise Forbidden(gettext("API tokens are for teachers' programs; this account is a student's."))
+        API_TOKEN_DEFAULT_DAYS; 0: never)."""
         days = settings.API_TOKEN_DEFAULT_DAYS if days is None else days
         if days < 0:
             raise ValueError("A token's lifetime cannot be negative.")

@@ -45,8 +45,8 @@ class TokenForm(forms.Form):
 def account(request):
     """GET lists the user's tokens; POST makes one and shows its raw value on this response only
     (it is never stored and never put in a redirect or a message). Students get the page without
-    tokens, and their POST is refused (`User.may_hold_api_tokens`, which `ApiToken.issue` asks too)."""
-    if not request.user.may_hold_api_tokens:
+    tokens, and their POST is refused (`User.sees_api_tokens`)."""
+    if not request.user.sees_api_tokens:
         if request.method == "POST":
             raise Forbidden(_("API tokens are for teachers' programs; this account is a student's."))
         return render(request, "accounts/account.html", {"form": None, "tokens": [], "new_token": None})

@@ -7,7 +7,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.models import active_teachers
 from collections_app.models import Collection
-from collections_app.writes import check_collection, fitting_model
+from collections_app.writes import check_form, fitting_model
 from kernel.forms import WriteRulesForm
 from rag.languages import LANGUAGES
 from rag.providers import available_models
@@ -45,7 +45,7 @@ def language_offers(choices: list[tuple[str, str]]) -> dict:
 class CollectionForm(WriteRulesForm):
     """The settings form of the pages. Its rules are `collections_app.writes`' (as in the API and admin)."""
 
-    check = staticmethod(check_collection)
+    check = staticmethod(check_form)
 
     co_owners = forms.ModelMultipleChoiceField(
         queryset=active_teachers(),

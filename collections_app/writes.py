@@ -6,10 +6,12 @@ them is refused in the others with the same sentence.
 
 Rules:
 - a name of 1-200 characters; a supported language; an embedding model some provider knows;
-- an embedding model that knows the collection's language whenever the model server has one that
-  does (`model_for_language`): a new collection left without a model gets that one, and a language
-  or model chosen so that they do not fit is refused with a sentence naming the model to choose
-  (the form's script offers it as the language changes: static/js/language-offer.js);
+- in the forms (the pages and the admin: `check_form`), an embedding model that knows the
+  collection's language whenever the model server has one that does (`model_for_language`): a pair
+  chosen so that they do not fit is refused with a sentence naming the model to choose, and the
+  page's script offers that model as the language changes (static/js/language-offer.js). The API
+  takes the pair a program sends, as it always has (the collection's pages then say the model does
+  not know the language: `search.language_warning`);
 - co-owners are active teachers, and only the owner (or a superuser) changes who they are;
 - a new language or embedding model re-indexes the collection's files (`files.reindex_for_changes`).
 """
@@ -45,16 +47,18 @@ class CollectionWrite:
     requeued: list = field(default_factory=list)
 
 
-def check_collection(actor: User, collection: Collection | None, changes: dict[str, Any]) -> dict[str, Any]:
+def check_collection(
+    actor: User, collection: Collection | None, changes: dict[str, Any], *, fit_language: bool = False
+) -> dict[str, Any]:
     """Validate `changes` (field -> new value) made by `actor`; the cleaned values.
 
     Raises InvalidInput (naming the field) or Forbidden with a sentence the user can act on.
     `co_owners` is a list of User objects or usernames; `owner` may only be set by a superuser.
+    `fit_language`: also refuse a language and embedding model that do not fit (the forms' rule).
     """
     unknown = set(changes) - set(FIELDS)
     if unknown:
         raise ValueError(f"Not a collection setting: {sorted(unknown)}")
-    model_given = changes.get("embedding_model") not in (None, "")
     if collection is None:  # a new collection: the defaults for what was left out
         defaults = {"language": "english", "embedding_model": settings.EMBEDDING_MODEL}
         changes = {**defaults, **{k: v for k, v in changes.items() if v not in (None, "") or k not in defaults}}
@@ -67,7 +71,8 @@ def check_collection(actor: User, collection: Collection | None, changes: dict[s
         cleaned["language"] = _clean_language(changes["language"])
     if "embedding_model" in changes:
         cleaned["embedding_model"] = _clean_embedding_model(changes["embedding_model"])
-    _check_language_fit(collection, cleaned, model_given=model_given)
+    if fit_language:
+        _check_language_fit(collection, cleaned)
     owner = collection.owner if collection is not None else actor
     if "owner" in changes and changes["owner"] is not None and changes["owner"] != owner:
         if not actor.is_superuser:
@@ -166,7 +171,13 @@ def language_name(language: str) -> str:
     return str(dict(LANGUAGE_CHOICES_SHOWN).get(language, language))
 
 
-def _check_language_fit(collection: Collection | None, cleaned: dict[str, Any], *, model_given: bool) -> None:
+def check_form(actor: User, collection: Collection | None, changes: dict[str, Any]) -> dict[str, Any]:
+    """The rules of the collection forms (the pages and the admin): `check_collection`'s, and a
+    language and embedding model that fit."""
+    return check_collection(actor, collection, changes, fit_language=True)
+
+
+def _check_language_fit(collection: Collection | None, cleaned: dict[str, Any]) -> None:
     """A new or changed pair of language and embedding model fits, when the server makes that
     possible: search by meaning in a language its model does not know ranks passages almost at random.
     A pair stored before stays editable (a rename does not ask for a new model)."""
@@ -181,9 +192,6 @@ def _check_language_fit(collection: Collection | None, cleaned: dict[str, Any], 
         return
     better = model_for_language(language, model)
     if better is None:
-        return
-    if collection is None and not model_given:  # nobody chose the default: the one that fits instead
-        cleaned["embedding_model"] = better
         return
     sentence = _(
         "The model for search by meaning “%(model)s” does not know %(language)s. Choose “%(better)s”, which the "
