@@ -33,6 +33,13 @@ class User(AbstractUser):
         # Superusers run the instance and may do everything a teacher does.
         return self.role == Role.TEACHER or self.is_superuser
 
+    @property
+    def sees_api_tokens(self) -> bool:
+        """Whether the account page has an API-token section: teachers' and staff's programs use the
+        API. A student's page has none; the API itself still answers a student's token (an operator
+        may make one with `manage.py create_api_token`), under the student's own permissions."""
+        return self.is_active and (self.is_teacher or self.is_staff)
+
 
 def active_teachers() -> models.QuerySet[User]:
     """Users who may own and co-own collections and prompts: active teachers and superusers."""

@@ -1,5 +1,5 @@
-"""The account page (the user's API tokens, listed with created / last used / expiry, made and
-revoked) and the language switcher."""
+"""The account page (a teacher's API tokens, listed with created / last used / expiry, made and
+revoked; students have no token section) and the language switcher."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from django.views.i18n import set_language as django_set_language
 
 from accounts.middleware import set_language_cookie
 from accounts.models import ApiToken
+from kernel.errors import Forbidden
 
 MAX_TOKEN_DAYS = 3650
 
@@ -43,7 +44,12 @@ class TokenForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 def account(request):
     """GET lists the user's tokens; POST makes one and shows its raw value on this response only
-    (it is never stored and never put in a redirect or a message)."""
+    (it is never stored and never put in a redirect or a message). Students get the page without
+    tokens, and their POST is refused (`User.sees_api_tokens`)."""
+    if not request.user.sees_api_tokens:
+        if request.method == "POST":
+            raise Forbidden(_("API tokens are for teachers' programs; this account is a student's."))
+        return render(request, "accounts/account.html", {"form": None, "tokens": [], "new_token": None})
     form = TokenForm(request.POST or None)
     new_token = None
     if request.method == "POST" and form.is_valid():

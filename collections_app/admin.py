@@ -41,7 +41,7 @@ class CollectionAdminForm(WriteRulesForm):
         model = Collection
         fields = ["name", "description", "language", "embedding_model", "owner", "co_owners"]
 
-    check = staticmethod(writes.check_collection)
+    check = staticmethod(writes.check_form)
     write_fields = writes.FIELDS
 
     def actor(self):

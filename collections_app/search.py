@@ -115,25 +115,25 @@ def _capped_limit(user, collection, limit: int) -> int:
     return min(limit, settings.SEARCH_STUDENT_MAX_LIMIT)
 
 
-def language_warning(collection) -> str | None:
+def language_warning(collection) -> dict | None:
     """What to tell a teacher whose collection is in a language its embedding model was not trained
-    for (the search page and the collection page show it); None when the model knows it."""
-    from rag.providers import is_available
-    from rag.providers.languages import knows_language, suggest_model
+    for (the search page and the collection pages show it): a sentence in plain words, and which
+    model it is and which to choose for the page's "Details"; None when the model knows the language."""
+    from collections_app.writes import language_name, model_for_language
+    from rag.providers.languages import knows_language
 
     if knows_language(collection.embedding_model, collection.language):
         return None
-    language = collection.get_language_display()
     warning = _(
-        "The embedding model %(model)s was not trained on %(language)s: its meaning search ranks %(language)s "
-        "text almost at random, so it counts less here and keyword search does most of the work."
-    ) % {"model": collection.embedding_model, "language": language}
-    suggestion = suggest_model(collection.language, is_available)
-    if suggestion:
-        advice = _("The model server has a multilingual model, %(model)s: choose it in the collection's settings.")
-        return f"{warning} {advice % {'model': suggestion}}"
-    advice = _("Ask your administrator to pull a multilingual model such as bge-m3 on the model server.")
-    return f"{warning} {advice}"
+        "The model for search by meaning in this collection does not know %(language)s: it ranks %(language)s "
+        "text almost at random, so it counts less here and matching words do most of the work."
+    ) % {"language": language_name(collection.language)}
+    better = model_for_language(collection.language, collection.embedding_model)
+    if better:
+        advice = _("The model server has one that knows every language: choose it in the collection's settings.")
+    else:
+        advice = _("Ask your administrator to add a model that knows every language to the model server.")
+    return {"text": f"{warning} {advice}", "model": collection.embedding_model, "better": better}
 
 
 @login_required

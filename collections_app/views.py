@@ -12,7 +12,7 @@ from django.http import FileResponse, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from access.rules import (
@@ -34,6 +34,13 @@ from kernel.formats import number
 from kernel.rendering import render_markdown
 from rag.ingest.transcript import is_time_heading
 from rag.locate import tokens
+
+# The upload form's PDF methods in a teacher's words (the stored choices' labels are the admin's).
+PDF_MODE_LABELS = [
+    (PdfMode.AUTO, gettext_lazy("Automatic: the vision model when it is available")),
+    (PdfMode.VLM, gettext_lazy("The vision model")),
+    (PdfMode.FAST, gettext_lazy("Fast text extraction")),
+]
 
 
 @login_required
@@ -76,7 +83,7 @@ def collection_detail(request, pk: int):
         "flagged_files": flagged_files[:20],
         "status_choices": STATUS_CHOICES,
         "sort_choices": SORT_LABELS.items(),
-        "pdf_modes": PdfMode.choices,
+        "pdf_modes": PDF_MODE_LABELS,
         "max_upload_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
         "max_pages": settings.UPLOAD_MAX_PDF_PAGES,
         "language_warning": language_warning(collection),

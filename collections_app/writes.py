@@ -6,6 +6,12 @@ them is refused in the others with the same sentence.
 
 Rules:
 - a name of 1-200 characters; a supported language; an embedding model some provider knows;
+- in the forms (the pages and the admin: `check_form`), an embedding model that knows the
+  collection's language whenever the model server has one that does (`model_for_language`): a pair
+  chosen so that they do not fit is refused with a sentence naming the model to choose, and the
+  page's script offers that model as the language changes (static/js/language-offer.js). The API
+  takes the pair a program sends, as it always has (the collection's pages then say the model does
+  not know the language: `search.language_warning`);
 - co-owners are active teachers (named by username or address), and only the owner (or a
   superuser) changes who they are, or invites someone without an account (`invite_co_owner`);
 - a new language or embedding model re-indexes the collection's files (`files.reindex_for_changes`).
@@ -23,11 +29,12 @@ from django.utils.translation import gettext_lazy
 
 from accounts import invitations
 from accounts.models import User, teachers_named
-from collections_app.models import Collection, CollectionInvitation
+from collections_app.models import LANGUAGE_CHOICES_SHOWN, Collection, CollectionInvitation
 from kernel.errors import Forbidden, InvalidInput, NotFound
 from kernel.formats import number
 from rag.languages import LANGUAGES
-from rag.providers.registry import UnknownModel, get_embedding_model
+from rag.providers.languages import knows_language, suggest_model
+from rag.providers.registry import UnknownModel, get_embedding_model, is_available
 
 CO_OWN = gettext_lazy("own or co-own a collection")
 # The fields a write may set; anything else in a change set is a programming error.
@@ -43,11 +50,14 @@ class CollectionWrite:
     requeued: list = field(default_factory=list)
 
 
-def check_collection(actor: User, collection: Collection | None, changes: dict[str, Any]) -> dict[str, Any]:
+def check_collection(
+    actor: User, collection: Collection | None, changes: dict[str, Any], *, fit_language: bool = False
+) -> dict[str, Any]:
     """Validate `changes` (field -> new value) made by `actor`; the cleaned values.
 
     Raises InvalidInput (naming the field) or Forbidden with a sentence the user can act on.
     `co_owners` is a list of User objects or usernames; `owner` may only be set by a superuser.
+    `fit_language`: also refuse a language and embedding model that do not fit (the forms' rule).
     """
     unknown = set(changes) - set(FIELDS)
     if unknown:
@@ -64,6 +74,8 @@ def check_collection(actor: User, collection: Collection | None, changes: dict[s
         cleaned["language"] = _clean_language(changes["language"])
     if "embedding_model" in changes:
         cleaned["embedding_model"] = _clean_embedding_model(changes["embedding_model"])
+    if fit_language:
+        _check_language_fit(collection, cleaned)
     owner = collection.owner if collection is not None else actor
     if "owner" in changes and changes["owner"] is not None and changes["owner"] != owner:
         if not actor.is_superuser:
@@ -173,6 +185,56 @@ def _clean_language(value: str) -> str:
         }
         raise InvalidInput(sentence, field="language")
     return language
+
+
+def model_for_language(language: str, model: str) -> str | None:
+    """An embedding model the model server has that knows `language`, when `model` does not; None
+    when `model` knows it, or when the server has no model that does (the collection then relies
+    mostly on keyword search, and its pages say so: `collections_app.search.language_warning`)."""
+    return None if knows_language(model, language) else fitting_model(language)
+
+
+def fitting_model(language: str) -> str | None:
+    """The best embedding model the model server has for `language` among the multilingual ones we
+    know (`rag.providers.languages.SUGGESTED`), by the name a collection stores; None when it has none."""
+    name = suggest_model(language, is_available)  # a bare name: a model of the Ollama-protocol server
+    return f"ollama:{name}" if name else None
+
+
+def language_name(language: str) -> str:
+    """The language as the reader's language writes it ("suomi" → "Finnish" in English)."""
+    return str(dict(LANGUAGE_CHOICES_SHOWN).get(language, language))
+
+
+def check_form(actor: User, collection: Collection | None, changes: dict[str, Any]) -> dict[str, Any]:
+    """The rules of the collection forms (the pages and the admin): `check_collection`'s, and a
+    language and embedding model that fit."""
+    return check_collection(actor, collection, changes, fit_language=True)
+
+
+def _check_language_fit(collection: Collection | None, cleaned: dict[str, Any]) -> None:
+    """A new or changed pair of language and embedding model fits, when the server makes that
+    possible: search by meaning in a language its model does not know ranks passages almost at random.
+    A pair stored before stays editable (a rename does not ask for a new model)."""
+    stored: dict[str, str] = {}
+    if collection is not None:  # the stored row: a ModelForm may have copied its values onto `collection`
+        row = Collection.objects.filter(pk=collection.pk).values_list("language", "embedding_model").first()
+        stored_language, stored_model = row or (collection.language, collection.embedding_model)
+        stored = {"language": stored_language, "embedding_model": stored_model}
+    language = cleaned.get("language", stored.get("language", "english"))
+    model = cleaned.get("embedding_model", stored.get("embedding_model", settings.EMBEDDING_MODEL))
+    if stored.get("language") == language and stored.get("embedding_model") == model:
+        return
+    better = model_for_language(language, model)
+    if better is None:
+        return
+    sentence = _(
+        "The model for search by meaning “%(model)s” does not know %(language)s. Choose “%(better)s”, which the "
+        "model server has and which knows %(language)s, so that questions find passages by what they mean."
+    )
+    raise InvalidInput(
+        sentence % {"model": model, "language": language_name(language), "better": better}, field="embedding_model"
+    )
 
 
 def _clean_embedding_model(value: str) -> str:

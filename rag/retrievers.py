@@ -24,7 +24,7 @@ VECTOR, EXACT, SUBSTRING, ALL_WORDS, ANY_WORD = "vector", "exact", "substring", 
 RETRIEVERS = (VECTOR, EXACT, SUBSTRING, ALL_WORDS, ANY_WORD)
 # Shown to teachers (how a passage was found), so in their language.
 LABELS = {
-    VECTOR: gettext_lazy("meaning (vector)"),
+    VECTOR: gettext_lazy("meaning"),
     EXACT: gettext_lazy("exact phrase"),
     SUBSTRING: gettext_lazy("substring"),
     ALL_WORDS: gettext_lazy("all words"),

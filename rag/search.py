@@ -115,10 +115,13 @@ def search_collections(
     model = curation_model or settings.CURATION_MODEL
     if curate and not is_available(model):
         # Asking a missing model would fail once per passage, after the client's timeouts.
-        skipped = _(
-            "Curation was skipped: the model %(model)s is not on the model server. Results keep their search order."
+        # Said in words (pages show the notes); the model's name is under the status badge's "Details".
+        notes.append(
+            _(
+                "Curation was skipped: the model that checks results is not on the model server. "
+                "Results keep their search order."
+            )
         )
-        notes.append(skipped % {"model": model})
         curate = False
     if not curate and _too_weak(targets):
         note = _("Nothing in the material matches the query's words or is close to its meaning.")
@@ -190,7 +193,7 @@ def build_targets(
             except CurreChatError as exc:  # ProviderError, UnknownModel
                 vectors[model] = None
                 if notes is not None:
-                    notes.append(_("The meaning (vector) search is unavailable: %(error)s") % {"error": exc})
+                    notes.append(_("Search by meaning is unavailable: %(error)s") % {"error": exc})
         index = ChunkStore.index_name(collection.id)
         weight = 1.0 if knows_language(model, collection.language) else foreign_vector_weight
         parsed = parse(query, collection.language)

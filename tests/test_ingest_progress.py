@@ -60,9 +60,9 @@ async def test_progress_events_move_from_queued_to_ready(fast_collection, owner,
     assert events[0]["status"] == "queued"
     progress = [e["progress"] for e in events if e["status"] == "processing"]
     assert progress and progress == sorted(progress), "the bar only moves forward"
-    assert any("embedded" in e["detail"] for e in events)
+    assert any("made searchable" in e["detail"] for e in events)
     # The bar is drawn from `done` of `total`: the very numbers the text states ("15 of 55 passages").
-    counted = [e for e in events if re.match(r"\d+ of \d+ passages embedded", e["detail"])]
+    counted = [e for e in events if re.match(r"\d+ of \d+ passages made searchable", e["detail"])]
     assert counted and all(
         [e["done"], e["total"]] == [int(n) for n in re.findall(r"\d+", e["detail"])] for e in counted
     )

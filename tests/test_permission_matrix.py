@@ -170,7 +170,8 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "jwks"): Row(EVERYONE, lambda w, r: "/lti/jwks/"),
     ("POST", "launch"): Row(set(), lambda w, r: "/lti/launch/", anonymous=REFUSED),
     ("POST", "deep_link"): Row(set(), lambda w, r: "/lti/deep-link/"),
-    ("POST", "account"): Row(SIGNED_IN, lambda w, r: "/account/", lambda w: {"name": "x", "days": "1"}),
+    # Making an API token: teachers and staff; a student is refused (no token section on their page).
+    ("POST", "account"): Row(TEACHERS, lambda w, r: "/account/", lambda w: {"name": "x", "days": "1"}),
     # The owner's token: only its owner revokes it (anyone else gets a 404).
     ("POST", "token_revoke"): Row(
         {"owner"}, lambda w, r: f"/account/tokens/{w.users['owner'].api_tokens.get().pk}/revoke/"

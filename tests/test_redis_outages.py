@@ -149,7 +149,7 @@ def _upload_queued(client, collection, content: bytes, name: str) -> int:
 def _embedding_under_way(file_id: int):
     def check() -> bool:
         detail = SourceFile.objects.get(pk=file_id).progress_detail
-        return "passages embedded" in detail and not detail.startswith("0 ")
+        return "passages made searchable" in detail and not detail.startswith("0 ")
 
     return check
 

@@ -268,7 +268,7 @@ def test_cancel_stops_a_big_markdown_file_while_its_passages_are_embedded(
     client = client_for(owner)
 
     def embedding(source: SourceFile) -> bool:  # some passages are embedded, most are not
-        return "passages embedded" in source.progress_detail and not source.progress_detail.startswith("0 ")
+        return "passages made searchable" in source.progress_detail and not source.progress_detail.startswith("0 ")
 
     source = _cancel_during(client, fast_collection, markdown.encode(), "optics.md", run_worker, embedding)
     ollama.embed_delay = 0

@@ -147,7 +147,7 @@ def test_a_missing_curation_model_leaves_the_search_results_uncurated(texts, oll
     curated = search_collections([texts], "variance average", curate=True, curation_model="not-pulled:1b")
     assert curated.status == "ok"
     assert [p.chunk_id for p in curated.results] == [p.chunk_id for p in outcome.results]
-    assert any("the model not-pulled:1b is not on the model server" in n for n in curated.notes)
+    assert any("the model that checks results is not on the model server" in n for n in curated.notes)
     assert ollama.chat_requests() == []  # nothing was asked of a model that is not there
 
 

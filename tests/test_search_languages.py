@@ -82,15 +82,16 @@ def test_the_collection_page_warns_and_suggests_a_multilingual_model_on_the_serv
     client_for, owner, russian_minilm, ollama
 ):
     page = client_for(owner).get(reverse("collection_detail", args=[russian_minilm.pk])).content.decode()
-    assert "was not trained on Russian" in page
-    assert "The model server has a multilingual model, snowflake-arctic-embed2" in page
+    assert "does not know Russian" in page
+    assert "The model server has one that knows every language" in page
+    assert "The one to choose: ollama:snowflake-arctic-embed2." in page.split("<summary>Details</summary>")[-1]
 
 
 def test_the_search_page_shows_the_warning_to_a_co_owner_too(client_for, co_owner, russian_minilm, ollama):
     ollama.models.remove("snowflake-arctic-embed2:latest")
     page = client_for(co_owner).get(reverse("collection_search", args=[russian_minilm.pk])).content.decode()
-    assert "was not trained on Russian" in page
-    assert "pull a multilingual model such as bge-m3" in page
+    assert "does not know Russian" in page
+    assert "Ask your administrator to add a model that knows every language" in page
 
 
 def test_no_warning_where_the_model_knows_the_language(client_for, owner, collection, ollama):

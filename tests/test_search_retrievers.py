@@ -206,7 +206,7 @@ def test_keyword_retrievers_still_answer_when_the_embedding_server_fails(notes, 
     assert outcome.status == "ok"
     assert outcome.results[0].chunk_id.endswith(":0")
     assert all("vector" not in p.sources for p in outcome.results)
-    assert any("vector) search is unavailable" in n for n in outcome.notes)
+    assert any("Search by meaning is unavailable" in n for n in outcome.notes)
 
 
 @pytest.mark.slow

@@ -203,7 +203,7 @@ def test_collections_a_teacher_may_not_use_are_refused_by_page_and_api(
     assert not theirs.collections.exists()
 
 
-def test_admin_creates_a_collection_through_the_write_path(client_for, admin_user, owner, co_owner):
+def test_admin_creates_a_collection_through_the_write_path(client_for, admin_user, owner, co_owner, ollama):
     form = {
         "name": "  Made in the admin  ",
         "description": "",
@@ -213,6 +213,10 @@ def test_admin_creates_a_collection_through_the_write_path(client_for, admin_use
         "co_owners": [co_owner.pk, owner.pk],
         **_no_inline_files(),
     }
+    # A model that does not know the language, while the server has one that does: refused as on the page.
+    refused = client_for(admin_user).post("/admin/collections_app/collection/add/", form)
+    assert refused.status_code == 200 and "Choose “ollama:snowflake-arctic-embed2”" in _page_text(refused)
+    form["embedding_model"] = "ollama:snowflake-arctic-embed2"
     response = client_for(admin_user).post("/admin/collections_app/collection/add/", form)
     assert response.status_code == 302, _page_text(response)[:3000]
     made = Collection.objects.get(name="Made in the admin")
@@ -228,8 +232,8 @@ def test_admin_cannot_enroll_a_prompts_own_teacher(client_for, admin_user, owner
 
 def test_the_embedding_model_is_chosen_from_the_models_that_exist(client_for, owner, collection, ollama):
     page = client_for(owner).get("/collections/new/").content.decode()
-    assert "<select" in page and "local:all-MiniLM-L6-v2 — English only" in page
-    assert "ollama:snowflake-arctic-embed2 — multilingual" in page, "the model server's embedder is offered"
+    assert "<select" in page and "local:all-MiniLM-L6-v2 — knows English only" in page
+    assert "ollama:snowflake-arctic-embed2 — knows every language" in page, "the model server's embedder is offered"
     assert "qwen3:8b" not in page.split('name="embedding_model"')[1].split("</select>")[0], "chat models are not"
 
 

@@ -1,6 +1,7 @@
 from typing import cast
 
 from django import forms
+from django.conf import settings
 from django.utils.text import format_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -81,8 +82,9 @@ class PromptForm(WriteRulesForm):
             "description": forms.Textarea(attrs={"rows": 2}),
             "system_prompt": forms.Textarea(attrs={"rows": 8}),
             "student_instructions": forms.Textarea(attrs={"rows": 2}),
-            # Suggests the models the server has (templates/model_options.html) while allowing any name.
-            "chat_model": forms.TextInput(attrs={"list": "model-options", "autocomplete": "off"}),
+            # A choice among the chat models the servers have (`chat_model_choices`); the name is still
+            # checked by chat.course.writes, so a name no server has is refused with its sentence.
+            "chat_model": forms.Select,
             "source_policy": forms.RadioSelect,
             "chat_visibility": forms.RadioSelect,
         }
@@ -125,9 +127,13 @@ class PromptForm(WriteRulesForm):
                 self.fields["co_teachers"].help_text = _("Only the prompt's owner changes its co-teachers.")
         listing = available_models()
         cast(ModelsField, self.fields["student_models"]).choices = _student_model_choices(listing, self.instance)
+        stored = self.instance.chat_model if self.instance.pk else settings.CHAT_MODEL
+        posted = self.data.get("chat_model", "") if self.is_bound else ""
+        cast(forms.Select, self.fields["chat_model"].widget).choices = chat_model_choices(listing, [posted, stored])
         if listing.reachable("ollama"):  # "the model server": OLLAMA_HOST
-            names = ", ".join(listing.names()) or _("none")
-            self.fields["chat_model"].help_text = _("Models on the server: %(names)s.") % {"names": names}
+            self.fields["chat_model"].help_text = _(
+                "The language model that writes the answers: one of the chat models the model server has."
+            )
         else:
             self.fields["chat_model"].help_text = _(
                 "No model server is connected; until one is, students get answers quoted from the material."
@@ -135,6 +141,16 @@ class PromptForm(WriteRulesForm):
 
     def actor(self):
         return self._actor
+
+
+def chat_model_choices(listing: Listing, kept: list[str]) -> list[tuple[str, str]]:
+    """The chat models the servers have (their embedders left out), and the models in `kept` (the
+    prompt's stored one, a posted one) even when no server has them now, marked so: saving the form
+    keeps what was stored, and a refused name is shown as it was sent."""
+    names = [name for name in listing.names() if not looks_like_embedder(name)]
+    away = [name for name in dict.fromkeys(kept) if name and name not in names]
+    marked = _("%(name)s (not available now)")
+    return [(name, name) for name in names] + [(name, marked % {"name": name}) for name in away]
 
 
 def _student_model_choices(listing: Listing, prompt: Prompt) -> list[tuple[str, str]]:

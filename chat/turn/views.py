@@ -39,19 +39,19 @@ from rag.providers.registry import split_name
 
 def _model_status(model: str, user) -> dict:
     """The status line of a chat: is the chat's model connected, or do answers quote passages?
-    Teachers and staff read the model's name; students only whether the assistant is available."""
+    Teachers and staff can open the model's name under "Details"; students read only whether the
+    assistant is available."""
     connected = is_available(model)
     if not shows_details(user):
         # chat.js writes the same two sentences (its catalogue) as answers arrive.
         available = _("The assistant is available (connected).")
         quoting = _("The assistant answers by quoting the course material: its language model is not connected.")
         return {"connected": connected, "model": "", "text": available if connected else quoting}
+    # The model's name goes behind the line's "Details" (templates/chat/chat.html), as on every page.
     if connected:
-        text = _("Model %(model)s connected.") % {"model": model}
+        text = _("The language model is connected.")
     elif available_models().reachable(split_name(model)[0]):  # the model's server answered without it
-        text = _("Model %(model)s is not on the model server: answers quote the material without it.") % {
-            "model": model
-        }
+        text = _("The chat model is not on the model server: answers quote the material without it.")
     else:
         text = _("No language model connected: answers quote the course material without a language model.")
     return {"connected": connected, "model": model, "text": text}
@@ -122,8 +122,10 @@ def _chat_page(request, prompt, session):
         # Whether the assistant answers now: only for someone who can write to it (a student waiting
         # for the opening must not read a green "available") or who teaches it.
         "model_status": _model_status(model, request.user) if writable or teaching else None,
-        # Which model wrote each answer: for students when they choose between models, for teachers always.
+        # Which model wrote each answer: for students when they choose between models, for teachers always
+        # (behind "Details" unless the answer's model was a choice: `models_chosen`).
         "show_models": offers_choice(prompt) or shows_details(request.user),
+        "models_chosen": offers_choice(prompt),
         "create": {"url": "/api/v1/chats", "prompt_id": prompt.pk, "page": f"/prompts/{prompt.pk}/chat/"},
         # Ratings of the student's own answers (feedback controls under each answer).
         "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,

@@ -15,7 +15,7 @@ from rag.ingest.job import IngestFailed, TooLarge
 
 IMAGE_SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff")
 NEEDS_VISION = gettext_lazy(
-    "“%(name)s” is a picture: reading it needs the vision model (%(model)s), which is not available now. "
+    "“%(name)s” is a picture: reading it needs the vision model, which is not available now. "
     "Ask your administrator to connect it, or upload the material as a document or PDF with selectable text."
 )
 MAX_SIDE = 2000  # the side a page image is capped to for the model (as PDF pages are)

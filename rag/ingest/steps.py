@@ -162,10 +162,9 @@ class Extract:
                 if job.pdf_mode == "vlm":
                     job.notes.append(
                         _(
-                            "The vision model (%(model)s) was not reachable, so the text layer was used; "
+                            "The vision model was not reachable, so the PDF's own text was used; "
                             "tables and math may have lost their layout. Retry when the model is back."
                         )
-                        % {"model": settings.VLM_MODEL}
                     )
                 job.pages = pdf.fast_pages(doc, pages_done, ctx.cancelled)
                 if is_math_heavy(p.markdown for p in job.pages):
@@ -256,10 +255,9 @@ class Normalize:
             raise IngestFailed(
                 _(
                     "No text could be found in this PDF (it is probably scanned pages) and the vision model "
-                    "(%(model)s) that could read the images is not available. Ask your administrator to "
+                    "that could read the images is not available. Ask your administrator to "
                     "connect it and press Retry, or upload a version of the file with selectable text."
                 )
-                % {"model": settings.VLM_MODEL}
             )
         if chars == 0:
             sentence = _("“%(name)s” contains no text to index. Check that you picked the right file.")
@@ -292,7 +290,7 @@ class Embed:
         def done(count: int) -> None:
             ctx.progress(
                 count / max(total, 1),
-                _("%(count)s of %(total)s passages embedded") % {"count": number(count), "total": number(total)},
+                _("%(count)s of %(total)s passages made searchable") % {"count": number(count), "total": number(total)},
                 of=(count, total),
             )
 

@@ -240,7 +240,9 @@
     }
     box.append(answer);
     if (config.show_models && message.mode === "model" && message.model && ["complete", "stopped"].includes(message.status)) {
-      box.append(el("p", { class: "answered-by muted", "data-testid": "answered-by", text: interpolate(gettext("Answered by %(model)s"), { model: message.model }, true) }));
+      const by = el("p", { class: "answered-by muted", "data-testid": "answered-by", text: interpolate(gettext("Answered by %(model)s"), { model: message.model }, true) });
+      // A model the student chose is named plainly; otherwise its name is for the curious teacher.
+      box.append(config.models_chosen ? by : el("details", { class: "more answered-by-details" }, el("summary", { text: gettext("Details") }), by));
     }
     const cites = citationsBlock(message);
     if (cites) box.append(cites);
@@ -483,7 +485,9 @@
     if (details) {
       text = extractive
         ? gettext("No language model connected: answers quote the course material without a language model.")
-        : interpolate(gettext("Model %(model)s connected."), { model: message.model }, true);
+        : gettext("The language model is connected.");
+      const named = status.querySelector("[data-testid=status-model]"); // behind the line's "Details"
+      if (named && message.model) named.textContent = message.model;
     } else {
       text = extractive
         ? gettext("The assistant answers by quoting the course material: its language model is not connected.")

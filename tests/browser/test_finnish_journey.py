@@ -173,7 +173,7 @@ def test_student_chats_in_finnish_and_teacher_pages_are_finnish(live_app, new_pa
     expect(files.filter(has_text="keskiluvut.md").locator(".file-status")).to_have_text("Valmis")
     expect(teacher.get_by_role("button", name="Lähetä")).to_be_visible()
     # What is not in a catalogue is Finnish too: the language's name, the workers' count.
-    expect(teacher.get_by_role("main")).to_contain_text("suomi · upotukset")
+    expect(teacher.get_by_role("main")).to_contain_text("suomi · omistaja")
     expect(teacher.get_by_test_id("status-badge")).to_contain_text("1 taustakäsittelijä käynnissä")
     pages.check(teacher, "teacher-collection")
 
@@ -192,7 +192,8 @@ def test_student_chats_in_finnish_and_teacher_pages_are_finnish(live_app, new_pa
 
     teacher.get_by_role("link", name="Tilastotiede").first.click()
     teacher.get_by_test_id("settings-tab").click()
-    expect(teacher.get_by_label("Upotusmalli")).to_be_visible()
+    expect(teacher.locator("#id_language")).to_be_visible()
+    expect(teacher.get_by_label("Merkityshaun malli")).to_be_hidden()  # which model exactly: behind "Tiedot"
     pages.check(teacher, "teacher-collection-settings")
 
     teacher.goto(live_app.url + "/")

@@ -128,11 +128,12 @@ def test_teacher_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
     expect(teacher.get_by_test_id("status-badge")).to_contain_text("Search index: connected")
     journey.look(teacher, "home")
 
-    # 4. A new collection: the embedding model is picked from those that exist, each described.
+    # 4. A new collection: the embedding model is picked from those that exist, each described, behind
+    # "Details" (the language decides it: tests/browser/test_plain_words_journey.py).
     teacher.get_by_role("link", name="New collection").first.click()
-    embedder = teacher.get_by_label("Embedding model")
+    embedder = teacher.get_by_label("Model for search by meaning")
     assert embedder.evaluate("(e) => e.tagName") == "SELECT"
-    expect(embedder.locator("option", has_text="multilingual").first).to_be_attached()
+    expect(embedder.locator("option", has_text="knows every language").first).to_be_attached()
     expect(teacher.get_by_text("manage.py")).to_have_count(0)
     journey.look(teacher, "new-collection")
 
@@ -143,7 +144,7 @@ def test_teacher_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
     teacher.get_by_role("link", name="Physics " + suffix).first.click()
     expect(teacher.get_by_test_id("attention-warning")).to_contain_text("1 file needs attention")
     expect(teacher.get_by_test_id("quality-warning")).to_contain_text("1 of 3 pages had no readable text")
-    expect(teacher.get_by_test_id("status-badge")).to_contain_text(f"embeddings {EMBEDDER}")
+    expect(teacher.get_by_test_id("model-details")).to_contain_text(f"model for search by meaning {EMBEDDER}")
     row = teacher.locator("#file-table tbody tr").first
     assert row.evaluate("(r) => getComputedStyle(r).display") == ("block" if phone else "table-row")
     if not phone:  # a long file name does not break the column headings mid-word ("Ty pe")
@@ -216,7 +217,7 @@ def test_teacher_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
     expect(hit.locator("summary")).to_have_text("Details")
     details.locator("summary").click()
     expect(details).to_have_attribute("open", "")
-    expect(details).to_contain_text("fused score")
+    expect(details).to_contain_text("combined score")
     journey.look(teacher, "search-details")
 
     # 4. The prompt page and its preview chat name the prompt's own chat model.
@@ -225,8 +226,9 @@ def test_teacher_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
     teacher.get_by_role("link", name="Physics helper " + suffix).first.click()
     journey.look(teacher, "prompt")
     teacher.get_by_role("link", name="Try this assistant").click()
-    expect(teacher.get_by_test_id("status-badge")).to_contain_text(f"chat {CHAT_MODEL}")
-    expect(teacher.get_by_test_id("model-status")).to_contain_text(f"Model {CHAT_MODEL} connected.")
+    expect(teacher.get_by_test_id("model-details")).to_contain_text(f"chat model {CHAT_MODEL}")
+    expect(teacher.get_by_test_id("model-status")).to_contain_text("The language model is connected.")
+    expect(teacher.get_by_test_id("status-model")).to_have_text(CHAT_MODEL)  # behind the line's "Details"
     journey.look(teacher, "prompt-preview")
 
     # 8. The account pages: tokens, name and password, and resetting a student's password: without a
