@@ -20,7 +20,8 @@ It also keeps files from being stuck when a process dies (docs/RELIABILITY.md):
   looked for dead workers' files, only every 405 s); health counts a silent worker as dead;
 - it registers before its imports, and beats from a thread of its own (`Liveness`), so a worker
   busy importing torch (20-40 s on a loaded machine) or in a long job is never taken for a dead one;
-- rq's scheduler process dies with its worker too;
+- rq's scheduler process dies with its worker too, and every process the worker forks closes its
+  copies of the worker's Redis sockets (a dead worker's wait for a job took the next job with it);
 - rq's scheduler process ended at the first Redis error and came back only at the worker's next
   maintenance (up to 10 minutes): ours waits for Redis and goes on (`SteadyScheduler`);
 - a stop (SIGTERM, Ctrl-C) ends the worker at once even while Redis is away (rq's loop used to
@@ -91,14 +92,37 @@ def die_with_parent() -> None:
 _forks_tied = False
 
 
-def tie_forks_to_this_process() -> None:
-    """Every process this one forks from now on gets SIGTERM when it dies: rq's scheduler, which
-    then releases its lock and stops within a second instead of running on orphaned. (A job's
-    process asks for SIGKILL itself, in `main_work_horse`.)"""
+def tie_forks_to_this_process(connection: redis.Redis) -> None:
+    """Every process this one forks from now on gets SIGTERM when it dies (rq's scheduler, which
+    then releases its lock and stops within a second instead of running on orphaned), and closes
+    its copies of this process's Redis sockets at once (`drop_inherited_sockets`). (A job's process
+    asks for SIGKILL itself, in `main_work_horse`.)"""
     global _forks_tied
     if not _forks_tied:
-        os.register_at_fork(after_in_child=lambda: lifeline.die_with_parent(signal.SIGTERM))
+        pool = connection.connection_pool
+
+        def in_the_child() -> None:
+            lifeline.die_with_parent(signal.SIGTERM)
+            drop_inherited_sockets(pool)
+
+        os.register_at_fork(after_in_child=in_the_child)
         _forks_tied = True
+
+
+def drop_inherited_sockets(pool: redis.ConnectionPool) -> None:
+    """In a forked process: close its copies of the parent's Redis sockets (the child makes its own).
+
+    A copy keeps a socket open after the parent dies, so Redis still counts the parent's wait for a
+    job (BLPOP) as waiting: a worker killed while its scheduler took a second to stop had the next
+    queued job handed to a socket no process read, and that file stayed queued for ever. Closing a
+    copy leaves the parent's socket alone (redis-py shuts a socket down only in the process that
+    opened it; here it is only closed). Read without the pool's lock: another thread of the parent
+    may have held it at the fork, and a child that waited for it would wait for ever."""
+    inherited = [*getattr(pool, "_available_connections", ()), *getattr(pool, "_in_use_connections", ())]
+    for connection in inherited:
+        sock, connection._sock = connection._sock, None  # noqa: SLF001
+        if sock is not None:
+            sock.close()
 
 
 def silent_seconds() -> int:
@@ -310,7 +334,7 @@ class PreloadingWorker(Worker):
         """rq's start (registration, "*** Listening on"), after the imports. The worker registers
         before them, as starting (health counts it busy), and beats from then on: for the 20-40 s
         that importing torch takes on a loaded machine, the band used to say no worker was running."""
-        tie_forks_to_this_process()  # before rq forks its scheduler
+        tie_forks_to_this_process(self.connection)  # before rq forks its scheduler
         if not self._preloaded:
             self.register_birth()
             self.set_state(WorkerStatus.STARTED)

@@ -6,6 +6,7 @@ by the worker still alive (docs/RELIABILITY.md, scenario 1b)."""
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from rq import Worker
+from rq import Queue, Worker
 
 from chat.insight.retention import schedule_purge
 from currechat.health import check_workers
@@ -208,3 +209,24 @@ def test_idle_and_busy_workers_count_and_a_killed_ones_file_fails_with_retry(
     error = live_workers.file(file_id)[1]
     assert "no sign of life" in error and "Retry" in error, error
     print(f"dead worker uncounted at +{noticed:.1f} s; its file failed at +{failed:.1f} s (stale after {STALE} s)")
+
+
+@pytest.mark.slow
+def test_a_file_uploaded_while_a_killed_workers_scheduler_stops_is_not_lost(live_workers, ollama):
+    """A worker killed mid-wait (out of memory) leaves its scheduler process behind for the moment it
+    takes to stop, longer on a loaded machine. That process used to keep a copy of the worker's
+    sockets open, so Redis still counted the dead worker's wait for a job: it handed the next file's
+    job to a socket nobody read, and the file stayed queued for ever (seen in CI)."""
+    first = live_workers.start()
+    wait_for(lambda: check_workers().idle == 1, 120, "the worker to wait for a job", live_workers.log)
+    scheduler = wait_for(lambda: children_of(first.pid), 60, "the worker's scheduler", live_workers.log)[0]
+    os.kill(scheduler, signal.SIGSTOP)  # a scheduler slow to stop, as on a loaded machine
+    try:
+        first.kill()
+        first.wait()
+        file_id = int(live_workers.manage("shell", "-c", UPLOAD.format(model=FAST_EMBEDDER)).split()[-1])
+        assert Queue("ingest", connection=get_redis()).count == 1, "the file's job was taken by the dead worker"
+        live_workers.start()
+        wait_for(lambda: live_workers.file(file_id)[0] == "ready", 240, "the next worker to ingest the file")
+    finally:
+        os.kill(scheduler, signal.SIGKILL)
