@@ -390,6 +390,13 @@ def test_student_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
     expect(sessions).not_to_contain_text("Power, week 3")
     journey.look(student, "chat-deleted")
 
+    # A mistyped address: our page, as wide as the screen, with a way home.
+    assert student.goto(live_app.url + "/chats/no-such-chat/").status == 404
+    expect(student.get_by_role("heading", name="Not found")).to_be_visible()
+    journey.look(student, "not-found")
+    student.get_by_role("link", name="Back to your home page").click()
+    expect(student.get_by_role("heading", name="Your assistants")).to_be_visible()
+
     # 8. Their account: tokens, name and password.
     student.goto(live_app.url + "/account/")
     journey.look(student, "account")
