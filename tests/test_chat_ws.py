@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 
 import pytest
 from channels.db import database_sync_to_async
@@ -18,17 +20,26 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 async def test_tokens_arrive_in_order_and_none_is_lost(student, session, ollama):
     words = [f"w{i} " for i in range(400)]
-    ollama.script(Reply(chunks=words, delay=0.001))
+    mid_answer = threading.Event()  # the model holds word 200 until the test has seen 0-199
+    ollama.script(Reply(chunks=words, delay=0.001, gate=mid_answer, gate_after=200))
     ws, connected, _ = await connect_ws(student, session.id)
     assert connected
     await ws.send_json_to({"type": "user_message", "content": "Count for me"})
-    events = await receive_turn(ws)
+    try:
+        # Streamed as it comes, not as one block at the end: the first half reaches the page while
+        # the model is still in the middle of its answer.
+        events: list[dict] = []
+        while "".join(e.get("text", "") for e in events) != "".join(words[:200]):
+            events.append(json.loads(await ws.receive_from(timeout=EVENT_SECONDS)))
+            assert events[-1]["type"] == "token", events[-1]
+    finally:
+        mid_answer.set()
+    events += await receive_turn(ws)
     await ws.disconnect()
 
     # Tokens that queue up while the server is busy may travel together, never out of order.
     assert {e["type"] for e in events[:-1]} == {"token"} and events[-1]["type"] == "message_done"
     assert "".join(e["text"] for e in events[:-1]) == "".join(words)
-    assert len(events) > 40  # streamed as it came, not as one block at the end
     done = events[-1]["message"]
     assert done["content"] == "".join(words) and done["status"] == "complete"
     stored = await database_sync_to_async(Message.objects.get)(pk=done["id"])

@@ -425,7 +425,7 @@ def test_an_upload_refused_because_the_queue_is_down_can_be_uploaded_again(
 
 def test_job_processes_die_with_their_worker():
     """The horse asks Linux for SIGKILL when its parent dies (no orphaned job holding the file)."""
-    from currechat.worker import die_with_parent
+    from currechat.forks import die_with_parent
 
     asked_read, asked_write = os.pipe()  # the job tells its worker it has asked for the signal
     pid_read, pid_write = os.pipe()  # the worker tells this test its job's pid
