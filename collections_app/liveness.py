@@ -1,5 +1,6 @@
 """Whether a file's worker is alive: a running ingestion beats a heartbeat, and a file whose
-worker fell silent is failed with a Retry offered (INGEST_HEARTBEAT_SECONDS, INGEST_STALE_SECONDS)."""
+worker fell silent is failed with a Retry offered (INGEST_HEARTBEAT_SECONDS, INGEST_STALE_SECONDS);
+a queued file whose job was lost is queued again."""
 
 from __future__ import annotations
 
@@ -62,6 +63,21 @@ def fail_stalled_files() -> int:
     seconds = settings.INGEST_STALE_SECONDS
     why = format_lazy(gettext_lazy("no sign of life for over {seconds} seconds"), seconds=seconds)
     return sum(fail_lost(pk, attempt, why) for pk, attempt in lost)
+
+
+def queue_lost_files() -> int:
+    """Queue a job again for every file queued longer than INGEST_STALE_SECONDS; how many. For a
+    worker to call when no ingestion job waits in the queue: such a file's job is gone (Redis lost
+    its data, or a job was taken by a process that died), and the file would say "queued" for ever.
+    A job too many costs nothing: each takes the file due next in the fair order, or none."""
+    from collections_app.tasks import ingest_file  # the task module imports the lifecycle, which imports this one
+
+    lost = SourceFile.objects.filter(status=FileStatus.QUEUED, updated__lt=_stale_before()).order_by("pk")
+    found = list(lost.values_list("pk", "attempt", "re_extract", "queued_language"))
+    for pk, attempt, re_extract, language in found:
+        log.warning("file %s attempt %s was queued with no job waiting for it: queued again", pk, attempt)
+        ingest_file.enqueue(pk, attempt, re_extract, language)
+    return len(found)
 
 
 class Heartbeat:

@@ -53,6 +53,7 @@ from currechat import lifeline
 from currechat.forks import die_with_parent, tie_forks_to_this_process
 
 INGEST_TASK = "collections_app.tasks.ingest_file"
+INGEST_QUEUE = "ingest"
 # How often a worker without a scheduler tries to take the scheduler's lock (`_revive_scheduler`).
 SCHEDULER_RETRY_SECONDS = 10.0
 
@@ -315,15 +316,19 @@ class PreloadingWorker(Worker):
 
     def heartbeat(self, *args, **kwargs):
         """rq's heartbeat, then (at most every half beat) a look for files whose worker died: a file
-        of a worker killed mid-job is failed within INGEST_STALE_SECONDS + one beat."""
+        of a worker killed mid-job is failed within INGEST_STALE_SECONDS + one beat; and, when no
+        ingestion job waits, for queued files whose job was lost (queued again)."""
         super().heartbeat(*args, **kwargs)
         now = time.monotonic()
         if now - self._swept_at >= settings.WORKER_HEARTBEAT_SECONDS / 2:
             self._swept_at = now
             try:
                 liveness.fail_stalled_files()
+                ingest = [queue for queue in self.queues if queue.name == INGEST_QUEUE]
+                if ingest and ingest[0].count == 0:
+                    liveness.queue_lost_files()
             except Exception:  # noqa: BLE001 — the database may be briefly away; the next beat retries
-                log.warning("Could not check for files whose worker died", exc_info=True)
+                log.warning("Could not check for files whose worker died or whose job was lost", exc_info=True)
         self._revive_scheduler(now)
 
     def _revive_scheduler(self, now: float) -> None:

@@ -15,7 +15,7 @@ import pymupdf
 import pytest
 from django.db import connections
 from django.utils import timezone
-from rq import Worker
+from rq import Queue, Worker
 from rq.job import Job
 
 from chat.models import Message, MessageStatus
@@ -118,6 +118,19 @@ def test_a_running_job_beats_so_a_slow_step_is_not_taken_for_a_dead_worker(
     with liveness.Heartbeat(source.pk, source.attempt):  # a step that reports nothing (one slow VLM page)
         _until(lambda: not liveness.is_stalled(SourceFile.objects.get(pk=source.pk)), "the job's heartbeat")
     assert liveness.fail_stalled_files() == 0
+
+
+def test_a_queued_file_whose_job_was_lost_gets_a_job_again(fast_collection, client_for, owner, run_worker):
+    source = SourceFile.objects.get(pk=upload(client_for(owner), fast_collection, NOTES, "optics.md").json()["id"])
+    Queue("ingest", connection=get_redis()).empty()  # Redis lost the job (restarted without its data)
+    assert liveness.queue_lost_files() == 0, "queued a moment ago: its job may be on its way"
+    long_ago = timezone.now() - timedelta(hours=1)
+    SourceFile.objects.filter(pk=source.pk).update(updated=long_ago)
+    assert liveness.queue_lost_files() == 1
+    run_worker()
+    source.refresh_from_db()
+    assert source.status == FileStatus.READY and source.chunk_count >= 1
+    assert liveness.queue_lost_files() == 0
 
 
 def test_health_counts_only_workers_that_beat_recently(db):

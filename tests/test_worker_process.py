@@ -230,3 +230,21 @@ def test_a_file_uploaded_while_a_killed_workers_scheduler_stops_is_not_lost(live
         wait_for(lambda: live_workers.file(file_id)[0] == "ready", 240, "the next worker to ingest the file")
     finally:
         os.kill(scheduler, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_file_whose_job_redis_lost_is_ingested_all_the_same(live_workers, ollama):
+    """Redis lost its queue (restarted without its data) while the database still says "queued": a
+    worker queues the file again once it has waited INGEST_STALE_SECONDS with no job for it."""
+    file_id = int(live_workers.manage("shell", "-c", UPLOAD.format(model=FAST_EMBEDDER)).split()[-1])
+    Queue("ingest", connection=get_redis()).empty()
+    live_workers.start()
+    wait_for(lambda: check_workers().idle == 1, 120, "the worker to wait for a job", live_workers.log)
+    wait_for(
+        lambda: live_workers.file(file_id)[0] == "ready",
+        STALE + BEAT + SLACK + 120,
+        "the worker to queue the file again and ingest it",
+        live_workers.log,
+    )
+    log = (live_workers.tmp / "worker0.log").read_text()
+    assert f"file {file_id} attempt 1 was queued with no job waiting for it" in log

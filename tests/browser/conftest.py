@@ -140,6 +140,10 @@ def live_app(tmp_path_factory):
         "PRIVACY_CONTACT": "tietosuoja@testi.example",
         "PRIVACY_DATA_LOCATION": "Helsinki",
         "TEACHER_INVITATIONS": "1",  # an invitation link makes a teacher account (test_coteacher_journey)
+        # test_queue_journey puts files in the queue without jobs while its pages are looked at; the
+        # worker queues a job again for a file queued that long without one (a lost job), and a slow
+        # browser on a loaded machine must not reach that point.
+        "INGEST_STALE_SECONDS": "600",
     }
     app = LiveApp(url=f"http://127.0.0.1:{port}", env=env)
     app.manage("migrate", "--noinput")

@@ -2,7 +2,8 @@
 estimate in the files table, at a phone's and a laptop's width, never "ingestion has started".
 
 The files are put in the queue without jobs (as if every worker were busy elsewhere), so they stay
-queued while the page is looked at; the test takes them out again, since the worker process is
+queued while the page is looked at (the live app's worker would queue jobs for them only after its
+INGEST_STALE_SECONDS, set long there); the test takes them out again, since the worker process is
 shared by the whole session and would otherwise take them with another test's job."""
 
 from __future__ import annotations
