@@ -5,11 +5,14 @@ the shared machine does hits both alike.
 
     .venv/bin/python bench/chat_load.py --nginx 1,2 --chats 100,200 --tokens 100 --rate 20 --rounds 2
     .venv/bin/python bench/chat_load.py --before d3b0a4b --chats 200 --tokens 100 --rate 20 --rounds 2
+    .venv/bin/python bench/chat_load.py --servers uvicorn,daphne --chats 200 --tokens 150 --rate 10 --rounds 2
 
 --nginx 1,2    one web process against two (CPU per streamed token must not grow from 1 to 2: nothing
                shared serialises them);
 --before REV   the code of REV (`git archive`) against the working tree, one web process each: the
-               server's CPU per streamed token before and after a change, on both protocols.
+               server's CPU per streamed token before and after a change, on both protocols;
+--servers uvicorn,daphne
+               one web process of each ASGI server, same code (docs/DEPLOY.md says which and why).
 
 Reported per deployment, protocol and load: tokens per second delivered, the server's own time to
 first token (first token at the client − message sent − the model's delay before its first chunk)
@@ -151,6 +154,12 @@ def main(args) -> int:
             stacks["after (working tree)"] = Stack(
                 tmp / "after", model["ollama"], webs=1, workers=0, openai_url=model["openai"], extra_env=common
             )
+        elif args.servers:
+            for server in args.servers.split(","):
+                stacks[server] = Stack(
+                    tmp / server, model["ollama"], webs=1, workers=0, openai_url=model["openai"], extra_env=common,
+                    server=server,
+                )  # fmt: skip
         else:
             for n in (int(x) for x in args.nginx.split(",")):
                 stacks[f"{n} web"] = Stack(

@@ -332,8 +332,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per protocol, each with budgets off and on mixed")
     parser.add_argument("--nginx", default="", help="behind nginx: web processes of each deployment, e.g. 1,2")
     parser.add_argument("--before", default="", help="behind nginx: the code of this git revision against the tree")
+    parser.add_argument("--servers", default="", help="behind nginx: one web process of each, e.g. uvicorn,daphne")
     args = parser.parse_args()
-    if args.nginx or args.before:
+    if args.nginx or args.before or args.servers:
         from bench import chat_deploy
 
         return chat_deploy.main(args)
