@@ -12,7 +12,9 @@ the shared machine does hits both alike.
 --before REV   the code of REV (`git archive`) against the working tree, one web process each: the
                server's CPU per streamed token before and after a change, on both protocols;
 --servers uvicorn,daphne
-               one web process of each ASGI server, same code (docs/DEPLOY.md says which and why).
+               one web process of each ASGI server, same code (docs/DEPLOY.md says which and why);
+--deflate on,off
+               uvicorn with and without websocket per-message compression.
 
 Reported per deployment, protocol and load: tokens per second delivered, the server's own time to
 first token (first token at the client − message sent − the model's delay before its first chunk)
@@ -154,6 +156,12 @@ def main(args) -> int:
             stacks["after (working tree)"] = Stack(
                 tmp / "after", model["ollama"], webs=1, workers=0, openai_url=model["openai"], extra_env=common
             )
+        elif args.deflate:
+            for value in args.deflate.split(","):
+                stacks[f"deflate {value}"] = Stack(
+                    tmp / f"deflate-{value}", model["ollama"], webs=1, workers=0, openai_url=model["openai"],
+                    extra_env=common, deflate=value == "on",
+                )  # fmt: skip
         elif args.servers:
             for server in args.servers.split(","):
                 stacks[server] = Stack(

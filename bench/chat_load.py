@@ -333,8 +333,9 @@ def main() -> int:
     parser.add_argument("--nginx", default="", help="behind nginx: web processes of each deployment, e.g. 1,2")
     parser.add_argument("--before", default="", help="behind nginx: the code of this git revision against the tree")
     parser.add_argument("--servers", default="", help="behind nginx: one web process of each, e.g. uvicorn,daphne")
+    parser.add_argument("--deflate", default="", help="behind nginx: uvicorn with websocket compression on,off")
     args = parser.parse_args()
-    if args.nginx or args.before or args.servers:
+    if args.nginx or args.before or args.servers or args.deflate:
         from bench import chat_deploy
 
         return chat_deploy.main(args)

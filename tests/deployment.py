@@ -30,14 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 
-def web_command(port: int, server: str = "uvicorn", lifespan: str = "on") -> list[str]:
-    """A web process as deploy/systemd/currechat-web@.service starts it."""
+def web_command(port: int, server: str = "uvicorn", lifespan: str = "on", deflate: bool = True) -> list[str]:
+    """A web process as deploy/systemd/currechat-web@.service starts it (`deflate`: websocket
+    per-message compression, uvicorn's default, for bench/chat_load.py --deflate)."""
     if server == "daphne":
         return [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"]
     return [
         *(PY, "-m", "uvicorn", "currechat.asgi:application", "--host", "127.0.0.1", "--port", str(port)),
         *("--lifespan", lifespan, "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio"),
-        *("--no-access-log", "--no-server-header"),
+        *("--ws-per-message-deflate", str(deflate).lower(), "--no-access-log", "--no-server-header"),
     ]
 
 
@@ -128,6 +129,7 @@ class Stack:
     # For older code (bench/chat_load.py --before) that has no /readyz and no ASGI lifespan.
     probe_path: str = "/readyz"
     lifespan: str = "on"
+    deflate: bool = True
     redis: RedisStackServer | None = None
     postgres: PostgresServer | None = None
     web: list[Process] = field(default_factory=list)
@@ -199,7 +201,7 @@ class Stack:
     def add_web(self, port: int) -> Process:
         process = Process(
             f"web {port}",
-            web_command(port, self.server, self.lifespan),
+            web_command(port, self.server, self.lifespan, self.deflate),
             self.env,
             self.tmp / f"web-{port}.log",
             self.source,
