@@ -147,32 +147,27 @@ def main(args) -> int:
     stacks: dict[str, Stack] = {}
     common = {"CHAT_RATE_LIMIT": "0", "CHAT_WORKER_THREADS": "512"}
     try:
+
+        def stack(label: str, folder: str, **options) -> None:
+            """A deployment with no ingestion workers, on both model servers (one web process unless said)."""
+            options.setdefault("webs", 1)
+            stacks[label] = Stack(
+                tmp / folder, model["ollama"], workers=0, openai_url=model["openai"], extra_env=common, **options
+            )
+
         if args.before:
             old = source_of(args.before, tmp)
-            stacks[f"before ({args.before})"] = Stack(
-                tmp / "before", model["ollama"], webs=1, workers=0, openai_url=model["openai"], source=old,
-                extra_env=common, probe_path="/api/v1/health", lifespan="auto",
-            )  # fmt: skip
-            stacks["after (working tree)"] = Stack(
-                tmp / "after", model["ollama"], webs=1, workers=0, openai_url=model["openai"], extra_env=common
-            )
+            stack(f"before ({args.before})", "before", source=old, probe_path="/api/v1/health", lifespan="auto")
+            stack("after (working tree)", "after")
         elif args.deflate:
             for value in args.deflate.split(","):
-                stacks[f"deflate {value}"] = Stack(
-                    tmp / f"deflate-{value}", model["ollama"], webs=1, workers=0, openai_url=model["openai"],
-                    extra_env=common, deflate=value == "on",
-                )  # fmt: skip
+                stack(f"deflate {value}", f"deflate-{value}", deflate=value == "on")
         elif args.servers:
             for server in args.servers.split(","):
-                stacks[server] = Stack(
-                    tmp / server, model["ollama"], webs=1, workers=0, openai_url=model["openai"], extra_env=common,
-                    server=server,
-                )  # fmt: skip
+                stack(server, server, server=server)
         else:
             for n in (int(x) for x in args.nginx.split(",")):
-                stacks[f"{n} web"] = Stack(
-                    tmp / f"web{n}", model["ollama"], webs=n, workers=0, openai_url=model["openai"], extra_env=common
-                )
+                stack(f"{n} web", f"web{n}", webs=n)
         chats: dict[str, dict] = {}
         for label, stack in stacks.items():
             stack.start()

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from kernel.formats import moment
 from tests.browser.conftest import no_overflow
-from tests.browser.test_finnish_journey import FinnishPages
+from tests.browser.test_finnish_journey import look_at
 
 pytestmark = pytest.mark.browser
 
@@ -108,14 +108,7 @@ def test_a_used_up_week_is_told_plainly_and_a_teacher_resets_it(live_app, new_pa
     prompt_id, chat_id = live_app.manage("shell", "-c", setup).split()[-2:]
     size = (width, 844 if width < 800 else 900)
     locale = "fi-FI" if language == "fi" else "en-GB"
-    finnish = FinnishPages(journey) if language == "fi" else None
-
-    def look(page, label: str) -> None:
-        if finnish:
-            finnish.check(page, label)
-            page.set_viewport_size({"width": size[0], "height": size[1]})
-        else:
-            journey.look(page, label)
+    look = look_at(journey, language, size)
 
     # The student's week is used up: the line says so in words, with the reset in their own zone.
     student = new_page(*size, locale=locale, timezone_id=ZONE)

@@ -97,6 +97,21 @@ class FinnishPages:
             self.journey.shot(page, f"{label}-{width}")
 
 
+def look_at(journey, language: str, size: tuple[int, int]):
+    """A journey's `look` for a test in `language` at `size`: in Finnish, `FinnishPages.check` at both
+    widths, then back at the test's own size; otherwise `journey.look`."""
+    finnish = FinnishPages(journey) if language == "fi" else None
+
+    def look(page, label: str) -> None:
+        if finnish:
+            finnish.check(page, label)
+            page.set_viewport_size({"width": size[0], "height": size[1]})
+        else:
+            journey.look(page, label)
+
+    return look
+
+
 def test_student_chats_in_finnish_and_teacher_pages_are_finnish(live_app, new_page, journey, ollama):
     code = live_app.manage("shell", "-c", SETUP.format(password=PASSWORD, passage=PASSAGE)).split()[-1]
     ollama.script(

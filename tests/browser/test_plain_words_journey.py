@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_budget_journey import WORDS as LOGIN_WORDS
 from tests.browser.test_budget_journey import log_in
-from tests.browser.test_finnish_journey import FinnishPages
+from tests.browser.test_finnish_journey import look_at
 from tests.test_plain_words import SETTING, WORDS
 
 pytestmark = pytest.mark.browser
@@ -65,16 +65,12 @@ def test_a_finnish_collection_gets_the_right_model_before_it_exists(
     names = {"teacher": f"plainope{language}{width}", "student": f"plainopp{language}{width}"}
     live_app.manage("shell", "-c", SETUP.format(password=PASSWORD, name=f"Sanat {language} {width}", **names))
     size = (width, 844 if width < 800 else 900)
-    finnish = FinnishPages(journey) if language == "fi" else None
+    look_here = look_at(journey, language, size)
 
     def look(page, label: str, *, details_open: bool = False) -> None:
         if not details_open:  # an opened "Details" shows the names on purpose
             plain(page)
-        if finnish:
-            finnish.check(page, label)
-            page.set_viewport_size({"width": size[0], "height": size[1]})
-        else:
-            journey.look(page, label)
+        look_here(page, label)
 
     teacher = new_page(*size, locale="fi-FI" if language == "fi" else "en-GB")
     log_in(teacher, live_app, login, names["teacher"])

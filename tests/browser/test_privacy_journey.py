@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import no_overflow
 from tests.browser.test_budget_journey import WORDS as LOGIN_WORDS
 from tests.browser.test_budget_journey import log_in
-from tests.browser.test_finnish_journey import FinnishPages
+from tests.browser.test_finnish_journey import look_at
 
 pytestmark = pytest.mark.browser
 
@@ -87,14 +87,7 @@ def test_a_student_confirms_the_privacy_notice_on_joining_and_a_raised_level_in_
     name = f"Yksityisyys {language} {width}"
     code = live_app.manage("shell", "-c", SETUP.format(password=PASSWORD, name=name, **names)).split()[-1]
     size = (width, 844 if width < 800 else 900)
-    finnish = FinnishPages(journey) if language == "fi" else None
-
-    def look(page, label: str) -> None:
-        if finnish:  # in Finnish at both widths, then back to the test's own
-            finnish.check(page, label)
-            page.set_viewport_size({"width": size[0], "height": size[1]})
-        else:
-            journey.look(page, label)
+    look = look_at(journey, language, size)
 
     student = new_page(*size, locale="fi-FI" if language == "fi" else "en-GB")
     log_in(student, live_app, login, names["student"])

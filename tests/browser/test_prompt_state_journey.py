@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_budget_journey import WORDS as LOGIN_WORDS
 from tests.browser.test_budget_journey import log_in
-from tests.browser.test_finnish_journey import FinnishPages
+from tests.browser.test_finnish_journey import look_at
 
 pytestmark = pytest.mark.browser
 
@@ -64,14 +64,7 @@ def test_a_prompt_not_open_yet_reads_the_same_everywhere(live_app, new_page, jou
     code = live_app.manage("shell", "-c", SETUP.format(password=PASSWORD, name=name, **names)).split()[-1]
     size = (width, 844 if width < 800 else 900)
     locale = "fi-FI" if language == "fi" else "en-GB"
-    finnish = FinnishPages(journey) if language == "fi" else None
-
-    def look(page, label: str) -> None:
-        if finnish:
-            finnish.check(page, label)
-            page.set_viewport_size({"width": size[0], "height": size[1]})
-        else:
-            journey.look(page, label)
+    look = look_at(journey, language, size)
 
     # The student joins with the code alone: told when it opens, nothing invites a question yet.
     student = new_page(*size, locale=locale)
