@@ -304,6 +304,33 @@ def test_stop_reaches_the_answer_in_this_process_while_redis_is_away(
     assert len(reply.content.split()) < 600
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_sent_through_another_web_process_ends_the_answer_running_here(session, ollama):
+    """With several web processes, the student's Stop may reach one that does not run the answer:
+    it travels through Redis, and this process's watcher finds it for every turn it runs."""
+    ollama.script(Reply(chunks=[f"w{i} " for i in range(600)], delay=0.05))
+    turn = start_turn(session, "Talk for a long time")
+    answering = TurnInThread(turn)
+    answering.start()
+    assert answering.first_token.wait(60), "the answer started"
+    other_process = (
+        "from chat.turn.limits import StopSignal; "
+        f"StopSignal({session.pk}).request(); "
+        f"assert not StopSignal({session.pk}).request_here(), 'no turn runs in this process'"
+    )
+    env = {**os.environ, "REDIS_URL": settings.REDIS_URL, "REDIS_INDEX_PREFIX": settings.REDIS_INDEX_PREFIX}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", other_process], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert answering.ended.wait(60), "the answer ended after Stop"
+    answering.join(30)
+    reply = Message.objects.get(pk=turn.reply.pk)
+    assert answering.events[-1]["type"] == "message_done"
+    assert reply.status == MessageStatus.STOPPED and reply.content.startswith("w0")
+    assert len(reply.content.split()) < 600
+
+
 # Item 4: the worker's scheduler and its stop -------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 from rq import Queue, Worker
 from rq.job import Job
 
-from chat.models import Message, MessageStatus
+from chat.models import ChatSession, Message, MessageStatus
 from chat.turn.agent import ORPHANED, run_turn, start_turn
 from chat.turn.events import CallbackSink
 from chat.turn.limits import ALIVE_TTL, TurnLock, alive_key
@@ -201,6 +201,57 @@ def test_streamed_text_is_stored_while_the_answer_is_written(session, ollama):
     midway = [content for status, content in seen if status == MessageStatus.STREAMING and content]
     assert midway, "some text was stored before the answer finished"
     assert all(reply.content.startswith(content) and content != reply.content for content in midway)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_answer_streaming_at_once_is_stored_as_it_grows(session, ollama):
+    """The streamed texts of all the answers a process runs are written together (one statement
+    a second): each of them must be stored midway, none overwritten by another's text, and none
+    left behind its final text when it ends."""
+    gates = [threading.Event() for _ in range(3)]
+    words = {n: [f"a{n}w{i} " for i in range(40)] for n in range(3)}
+    # Twenty words of each answer take more than a second (a write is due), then the rest is held.
+    ollama.script(*(Reply(chunks=words[n], delay=0.06, gate_after=20, gate=gates[n]) for n in range(3)))
+    chats = [session] + [ChatSession.objects.create(prompt=session.prompt, user=session.user) for _ in range(2)]
+    turns = [start_turn(chat, "Talk a while") for chat in chats]
+    answers = [threading.Thread(target=_answer, args=(turn,)) for turn in turns]
+    for answer in answers:
+        answer.start()
+    try:
+        # Each reply's stored text: streaming, begun, and the start of one answer of its own.
+        def stored_midway() -> bool:
+            replies = Message.objects.filter(pk__in=[turn.reply.pk for turn in turns])
+            owners = {
+                n
+                for r in replies
+                for n, w in words.items()
+                if r.status == MessageStatus.STREAMING and r.content and "".join(w[:20]).startswith(r.content)
+            }
+            return len(owners) == 3
+
+        _wait_for(stored_midway, 60, "the start of every answer to be stored")
+    finally:
+        for gate in gates:
+            gate.set()
+    for answer in answers:
+        answer.join(60)
+    finals = sorted(Message.objects.get(pk=turn.reply.pk).content for turn in turns)
+    assert finals == sorted("".join(w) for w in words.values())
+    assert all(Message.objects.get(pk=turn.reply.pk).status == MessageStatus.COMPLETE for turn in turns)
+
+
+def _answer(turn) -> None:
+    try:
+        run_turn(turn, CallbackSink(lambda event: None))
+    finally:
+        connections.close_all()
+
+
+def _wait_for(check, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
 
 
 # Item 4 and 5: inputs that held or broke a worker ---------------------------------------------------

@@ -28,6 +28,7 @@ from chat.course.usage import UsageMeter, reserve
 from chat.insight import stats as insight
 from chat.models import ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
 from chat.serializers import message_dict
+from chat.turn import streamsave
 from chat.turn.answering import Progress, TurnFailed, answer_extractively, answer_with_model
 from chat.turn.attachments import Attachment
 from chat.turn.budget import MessageTooLong
@@ -266,6 +267,7 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
     finally:
         turn.meter.settle()  # what the turn held and did not use goes back to the budgets
         _mirror_usage(turn)
+        turn.stop.forget_here()
         turn.lock.release()
     sink.emit(final)
     return reply
@@ -297,6 +299,7 @@ def _mirror_usage(turn: Turn) -> None:
 
 
 def _finish(reply: Message, progress: Progress, status: str) -> None:
+    streamsave.forget(reply)  # no streamed write after this final one
     reply.content = progress.text
     reply.tool_calls = progress.tool_calls
     reply.tool_results = progress.tool_results

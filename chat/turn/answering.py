@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from chat.models import AnswerMode, Message, MessageRole, MessageStatus
-from chat.turn import grounding
+from chat.turn import grounding, streamsave
 from chat.turn.attachments import model_text as attachment_model_text
 from chat.turn.budget import Budget, context_window, fit_history, message_tokens, tools_tokens
 from chat.turn.events import EventSink, PassageView, ToolResultEvent
@@ -28,11 +27,6 @@ if TYPE_CHECKING:
     from chat.turn.agent import Turn
 
 log = logging.getLogger(__name__)
-
-# Streamed text is written to the reply at most this often, so a crashed process loses at most
-# this much of what the student already saw (never before the first token: it is sent first).
-STREAM_SAVE_SECONDS = 1.0
-
 
 ROUND_SEPARATOR = "\n\n"
 
@@ -58,27 +52,12 @@ class Progress:
     tool_results: list[dict] = field(default_factory=list)
     passages: dict[int, PassageView] = field(default_factory=dict)
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "rounds": 0})
-    saved_at: float = field(default_factory=time.monotonic)
 
 
 def emit_text(reply: Message, progress: Progress, text: str, sink: EventSink) -> None:
     progress.text += text
     sink.emit({"type": "token", "message_id": reply.id, "text": text})
-    now = time.monotonic()
-    if now - progress.saved_at >= STREAM_SAVE_SECONDS:
-        progress.saved_at = now
-        save_streamed(reply, progress)
-
-
-def save_streamed(reply: Message, progress: Progress) -> None:
-    """Write the text streamed so far, while the reply is unfinished (a Stop or an orphan check
-    that already ended it wins). Throttled by the caller; a failed write waits for the next one."""
-    try:
-        Message.objects.filter(pk=reply.pk, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).update(
-            content=progress.text, status=MessageStatus.STREAMING, mode=reply.mode, model=reply.model
-        )
-    except Exception:  # noqa: BLE001 — the final save still stores everything
-        log.warning("Could not save the streamed text of chat reply %s", reply.id, exc_info=True)
+    streamsave.note(reply, progress.text)  # after the token: a write never delays what the student sees
 
 
 def as_model_reads(question: Message) -> str:
