@@ -30,6 +30,7 @@ import multiprocessing
 import os
 import shutil
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,7 +62,9 @@ class Run:
     error: str = ""
 
 
-async def one_chat(stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[int, str], start_at: float) -> Run:
+async def one_chat(
+    stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[int, str], start_at: float, length: int
+) -> Run:
     import websockets
 
     run = Run(index)
@@ -76,7 +79,7 @@ async def one_chat(stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[in
         ) as ws:
             await asyncio.sleep(max(0.0, start_at - time.monotonic()))
             run.sent = time.monotonic()
-            await ws.send(json.dumps({"type": "user_message", "content": f"chat {index}: count for me"}))
+            await ws.send(json.dumps({"type": "user_message", "content": f"chat {index}: count to {length}"}))
             async for raw in ws:
                 event = json.loads(raw)
                 if event["type"] == "token":
@@ -92,22 +95,23 @@ async def one_chat(stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[in
     return run
 
 
-async def run_round(stack: Stack, tls: ssl.SSLContext, chats: list, ramp: float, first: int) -> list[Run]:
+async def run_round(stack: Stack, tls: ssl.SSLContext, chats: list, ramp: float, first: int, length: int) -> list[Run]:
     begin = time.monotonic() + 3.0  # every socket open first
     spacing = ramp / max(1, len(chats))
     return await asyncio.gather(
-        *(one_chat(stack, tls, first + i, chat, begin + i * spacing) for i, chat in enumerate(chats))
+        *(one_chat(stack, tls, first + i, chat, begin + i * spacing, length) for i, chat in enumerate(chats))
     )
 
 
-def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
+def measure(stack: Stack, tls, chats: list, args, first: int, length: int) -> dict:
+    """One round of `chats` answers of `length` tokens each, all streaming at once."""
     pids = [web.pid for web in stack.web]
     cpu_before = [cpu_seconds(pid) for pid in pids]
     wall = time.monotonic()
-    runs = asyncio.run(run_round(stack, tls, chats, args.ramp, first))
+    runs = asyncio.run(run_round(stack, tls, chats, args.ramp, first, length))
     wall = time.monotonic() - wall
     cpu = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
-    expected = [f"t{i}" for i in range(args.tokens)]
+    expected = [f"t{i}" for i in range(length)]
     streamed = sum(len("".join(r.tokens).split()) for r in runs)
     lost = sum(len(set(expected) - set("".join(r.tokens).split())) for r in runs if not r.error)
     own = [((r.first - r.sent) - 1.0 / args.rate) * 1000 for r in runs if r.first is not None and not r.error]
@@ -116,6 +120,9 @@ def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
         "p50": pct(own, 0.5),
         "p95": pct(own, 0.95),
         "cpu_us": sum(cpu) / max(1, streamed) * 1e6,
+        "cpu": cpu,
+        "streamed": streamed,
+        "chats": len(runs),
         "cpu_share": [c / max(sum(cpu), 1e-9) for c in cpu],
         "lost": lost,
         "failed": sum(1 for r in runs if r.error),
@@ -141,8 +148,8 @@ def main(args) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="currechat-chat-deploy-"))
     ctx = multiprocessing.get_context("spawn")
     loads = [int(n) for n in str(args.chats).split(",")]
-    expected = [f"t{i} " for i in range(args.tokens)]
-    servers = start_model_servers(ctx, expected, 1.0 / args.rate)
+    lengths = [int(n) for n in str(args.tokens).split(",")]
+    servers = start_model_servers(ctx, [f"t{i} " for i in range(lengths[0])], 1.0 / args.rate)
     model = {"ollama": servers["ollama"][2], "openai": servers["openai"][2]}
     stacks: dict[str, Stack] = {}
     common = {"CHAT_RATE_LIMIT": "0", "CHAT_WORKER_THREADS": "512"}
@@ -171,7 +178,8 @@ def main(args) -> int:
         chats: dict[str, dict] = {}
         for label, stack in stacks.items():
             stack.start()
-            prepare = PREPARE.replace("MODELS", repr(MODELS)).replace("COUNT", str(max(loads) * (args.rounds + 1)))
+            chats_needed = max(loads) * (args.rounds * len(lengths) + 1)
+            prepare = PREPARE.replace("MODELS", repr(MODELS)).replace("COUNT", str(chats_needed))
             chats[label] = json.loads(stack.manage("shell", "-c", prepare).strip().splitlines()[-1])
         tls = {
             label: ssl.create_default_context(cafile=str(s.tmp / "nginx" / "cert.pem")) for label, s in stacks.items()
@@ -186,17 +194,24 @@ def main(args) -> int:
         # Warm-up (not counted): every deployment's first burst of connections, threads and caches.
         for label, stack in stacks.items():
             for protocol in PROTOCOLS:
-                measure(stack, tls[label], take(label, protocol, min(loads)), args, 10**6)
+                measure(stack, tls[label], take(label, protocol, min(loads)), args, 10**6, lengths[0])
         results: list[tuple[int, str, int, str, dict]] = []
         order = list(stacks)
         for r in range(args.rounds):
             for load in loads:
                 for protocol in PROTOCOLS:
                     for label in order if r % 2 == 0 else order[::-1]:
-                        result = measure(stacks[label], tls[label], take(label, protocol, load), args, (r + 1) * 10**5)
-                        results.append((r, protocol, load, label, result))
-                        print(f"round {r + 1} {protocol} {load} chats {label}: {result}", flush=True)
+                        # Both lengths back to back, in turns first: the same machine for both.
+                        for length in lengths if r % 2 == 0 else lengths[::-1]:
+                            chats_now = take(label, protocol, load)
+                            result = measure(stacks[label], tls[label], chats_now, args, (r + 1) * 10**5, length)
+                            result["length"] = length
+                            results.append((r, protocol, load, label, result))
+                            where = f"round {r + 1} {protocol} {load} chats {label} {length} tokens"
+                            print(f"{where}: {result}", flush=True)
         print(report(results, args))
+        if len(lengths) > 1:
+            print(marginal(results, lengths))
         return 0
     finally:
         for stack in stacks.values():
@@ -210,17 +225,17 @@ def main(args) -> int:
 def report(results: list, args) -> str:
     rows = [
         f"\n{args.tokens} tokens at {args.rate:g} tokens/s per answer, ramp {args.ramp:g} s; {args.rounds} rounds\n",
-        "| deployment | protocol | chats | tokens/s | own TTFT p50 / p95 (ms) | CPU per streamed token | "
-        "CPU share per process | lost | failed | load avg |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| deployment | protocol | chats | tokens | tokens/s | own TTFT p50 / p95 (ms) | CPU per streamed token, "
+        "all in | CPU share per process | lost | failed | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _r, protocol, load, label, m in results:
         shares = " / ".join(f"{s:.0%}" for s in m["cpu_share"])
         rows.append(
-            f"| {label} | {protocol} | {load} | {m['tokens_per_s']:.0f} | {m['p50']:.1f} / {m['p95']:.1f} | "
-            f"{m['cpu_us']:.0f} µs | {shares} | {m['lost']} | {m['failed']} | {m['load']:.1f} |"
+            f"| {label} | {protocol} | {load} | {m['length']} | {m['tokens_per_s']:.0f} | {m['p50']:.1f} / "
+            f"{m['p95']:.1f} | {m['cpu_us']:.0f} µs | {shares} | {m['lost']} | {m['failed']} | {m['load']:.1f} |"
         )
-    rows.append("\nMedian CPU per streamed token over rounds:\n")
+    rows.append("\nMedian CPU per streamed token over rounds, all in (the questions' own work included):\n")
     rows.append("| protocol | chats | " + " | ".join(sorted({r[3] for r in results})) + " |")
     labels = sorted({r[3] for r in results})
     rows.append("|---|---|" + "---|" * len(labels))
@@ -234,4 +249,37 @@ def report(results: list, args) -> str:
     errors = sorted({e for *_, m in results for e in m["errors"]})
     if errors:
         rows.append("errors: " + "; ".join(errors[:5]))
+    return "\n".join(rows)
+
+
+def marginal(results: list, lengths: list[int]) -> str:
+    """CPU per streamed token as the cost of one more token: the web processes' CPU for the long
+    answers less that for the short ones, over the tokens between them (same chats, same round).
+    What stays is each question's own work (sign-in, permission, rate limit, budget, the writes,
+    the rendered `message_done`), reported per question."""
+    short, long = min(lengths), max(lengths)
+    rows = [
+        f"\nCPU per streamed token, marginal ({short} → {long} tokens per answer), and per question:\n",
+        "| round | deployment | protocol | chats | CPU per streamed token | per process | CPU per question |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    found: dict[tuple[str, str, int], list[float]] = {}
+    for r, protocol, load, label, m in results:
+        if m["length"] != long:
+            continue
+        base = next(
+            x for rr, p, n, lab, x in results if (rr, p, n, lab) == (r, protocol, load, label) and x["length"] == short
+        )
+        tokens = m["streamed"] - base["streamed"]
+        each = [(c - b) / max(1, tokens) * len(m["cpu"]) * 1e6 for c, b in zip(m["cpu"], base["cpu"], strict=True)]
+        per_token = (sum(m["cpu"]) - sum(base["cpu"])) / max(1, tokens) * 1e6
+        per_question = (sum(base["cpu"]) - per_token / 1e6 * base["streamed"]) / max(1, base["chats"]) * 1e3
+        found.setdefault((label, protocol, load), []).append(per_token)
+        rows.append(
+            f"| {r + 1} | {label} | {protocol} | {load} | {per_token:.0f} µs | "
+            f"{' / '.join(f'{e:.0f}' for e in each)} µs | {per_question:.1f} ms |"
+        )
+    rows.append("\n| deployment | protocol | chats | median CPU per streamed token |\n|---|---|---|---|")
+    for (label, protocol, load), values in sorted(found.items()):
+        rows.append(f"| {label} | {protocol} | {load} | {statistics.median(values):.0f} µs |")
     return "\n".join(rows)

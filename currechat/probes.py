@@ -32,6 +32,7 @@ from typing import Any
 from django.conf import settings
 
 from kernel import draining
+from rag.providers import wire
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +151,7 @@ async def drain() -> None:
         settings.CHAT_DRAIN_SECONDS,
     )
     draining.abandon()
+    wire.wake_waiting()  # answers whose model is silent end now too, not at their next token
     left = await asyncio.to_thread(draining.wait_for_turns, ABANDON_GRACE_SECONDS)
     if left:
         # Their threads wait on a silent model server; Python would wait for them at exit. What

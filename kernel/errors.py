@@ -2,7 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import threading
+from typing import Any, Literal
+
+_thread = threading.local()
+
+
+class Sentence:
+    """A sentence translated in the language of the thread that reads it: for errors that may be
+    made on a thread serving everyone, with no user's language (the model-stream reader,
+    rag/providers/wire.py). Mark the text with `gettext_lazy`. A ProviderError made on any other
+    thread translates its Sentence at once, as `_()` would have; one made on such a thread keeps it
+    until `settled` in the asker's thread."""
+
+    def __init__(self, text: Any, **params: Any):
+        self.text, self.params = text, params
+
+    def __str__(self) -> str:
+        return str(self.text) % self.params if self.params else str(self.text)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+
+def translate_when_read() -> None:
+    """Called by a thread that serves everyone: errors made on it keep their Sentence untranslated."""
+    _thread.lazy = True
+
+
+def settled(error: BaseException) -> BaseException:
+    """`error`, its Sentence translated in this thread's language (it was made on one that serves everyone)."""
+    if error.args and isinstance(error.args[0], Sentence):
+        error.args = (str(error.args[0]), *error.args[1:])
+    return error
 
 
 class CurreChatError(Exception):
@@ -57,12 +89,13 @@ class ProviderError(CurreChatError):
 
     def __init__(
         self,
-        message: str,
+        message: str | Sentence,
         *,
         retryable: bool = True,
         reason: Literal["failed", "timeout", "unreachable", "unreadable", "cut", "missing"] = "failed",
     ):
-        super().__init__(message)
+        lazy = isinstance(message, Sentence) and getattr(_thread, "lazy", False)
+        super().__init__(message if lazy else str(message))
         self.retryable = retryable
         self.reason = reason
 
@@ -73,7 +106,7 @@ class ModelMissing(ProviderError):
 
     code = "model_missing"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str | Sentence):
         super().__init__(message, retryable=False, reason="missing")
 
 

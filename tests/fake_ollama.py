@@ -42,6 +42,9 @@ class Reply:
     # the middle of an answer that a test chooses by an event, not by the clock.
     gate: threading.Event | None = None
     gate_after: int | None = None
+    # After the last line, keep the connection open without ending the HTTP body (as a proxy that
+    # buffers the end might): the answer is complete at its `done` line all the same.
+    unended: bool = False
 
     def wait_at(self, index: int) -> None:
         if self.gate is not None and index == self.gate_after:
@@ -88,6 +91,10 @@ class FakeOllama:
         self.fail_embed = False
         self.releases: dict[str, int] = {}  # model -> times pulled again (new weights, new digest)
         self.requests: list[tuple[str, dict]] = []
+        self.chat_peers: list[tuple[str, int]] = []  # the client's address of each /api/chat request
+        # Hang up on the next /api/chat request without answering (as a server does whose idle
+        # keep-alive timeout fires just as the request arrives).
+        self.hang_up_next = False
         self.responder: Responder | None = None
         self.abandoned = 0
         self._script: deque[Reply | Responder] = deque()
@@ -119,6 +126,8 @@ class FakeOllama:
             self.fail_embed = False
             self.releases = {}
             self.requests.clear()
+            self.chat_peers.clear()
+            self.hang_up_next = False
             self.responder = None
             self.abandoned = 0  # streamed answers whose client hung up before the end
             self._script.clear()
@@ -248,6 +257,11 @@ class FakeOllama:
                 self.wfile.flush()
 
             def _chat(self, body):
+                fake.chat_peers.append(self.client_address[:2])
+                if fake.hang_up_next:
+                    fake.hang_up_next = False
+                    self.close_connection = True
+                    return
                 name = body.get("model", "")
                 if not self._known(name):
                     self._json(404, {"error": f"model '{name}' not found"})
@@ -299,6 +313,10 @@ class FakeOllama:
                         message = {"role": "assistant", "content": "", "tool_calls": calls}
                         self._line({**base, "message": message, "done": False})
                     self._line(done)
+                    if reply.unended:
+                        self.rfile.read()  # until the client hangs up
+                        self.close_connection = True
+                        return
                     self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
                     with fake._abandoned:

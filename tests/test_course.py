@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -249,6 +251,34 @@ async def test_stop_keeps_the_partial_answer_and_the_next_message_works(student,
     nxt = await receive_turn(ws)
     await ws.disconnect()
     assert nxt[-1]["type"] == "message_done" and nxt[-1]["message"]["content"] == "Next answer."
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_stop_ends_an_answer_whose_model_has_not_said_a_word_yet(student, session, ollama):
+    """A model reading a long prompt is silent for a while: Stop ends the answer then too."""
+    silent = threading.Event()
+    ollama.script(Reply(chunks=["late "], gate_after=0, gate=silent))
+    ws, _, _ = await connect_ws(student, session.id)
+    try:
+        await ws.send_json_to({"type": "user_message", "content": "Think hard"})
+        await asyncio.to_thread(_until, lambda: ollama.chat_requests(), "the model to be asked")
+        await ws.send_json_to({"type": "stop"})
+        events = await receive_turn(ws)
+    finally:
+        silent.set()
+        await ws.disconnect()
+    done = events[-1]
+    assert done["type"] == "message_done" and done["message"]["status"] == "stopped"
+    assert not [e for e in events if e["type"] == "token"]
+    assert await asyncio.to_thread(ollama.wait_for_abandoned, 1, EVENT_SECONDS) == 1
+
+
+def _until(check, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+    return value
 
 
 def test_stop_without_a_running_answer_is_a_conflict(client_for, student, session):

@@ -24,9 +24,9 @@ from rag.ingest.job import IngestFailed
 from rag.ingest.pdf.safety import DAMAGED
 from rag.ingest.pipeline import failure_message
 from rag.providers import ChatMessage, get_chat_model
-from rag.providers.ollama import _stream_events as ollama_events
-from rag.providers.openai import _sse_data
-from rag.providers.openai import _stream_events as openai_events
+from rag.providers.ollama import _Lines
+from rag.providers.openai import _Events
+from rag.providers.wire import decoded
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn, search_call
 from tests.fixtures_ingest import text_pdf, upload
@@ -176,8 +176,8 @@ def test_a_failing_model_server_is_described_in_the_language(language, failure, 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_a_reply_that_is_no_model_stream_is_described_in_the_language(language):
     sse = (line for item in PROXY_PAGE for line in (f"data: {item}", ""))
-    for events, host in ((ollama_events(iter(PROXY_PAGE), "http://gpu1"), "http://gpu1"),
-                         (openai_events(_sse_data(sse), "http://gpu1/v1"), "http://gpu1/v1")):  # fmt: skip
+    for events, host in ((decoded(iter(PROXY_PAGE), _Lines("http://gpu1")), "http://gpu1"),
+                         (decoded(sse, _Events("http://gpu1/v1")), "http://gpu1/v1")):  # fmt: skip
         with translation.override(language), pytest.raises(ProviderError) as failed:
             list(events)
         assert_translated(str(failed.value), language, data={host})

@@ -32,9 +32,9 @@ from rag.ingest import chunking
 from rag.ingest.html import NESTED_TOO_DEEP
 from rag.ingest.job import PageText
 from rag.ingest.pdf.text_layer import fast_pages
-from rag.providers.ollama import _stream_events
-from rag.providers.openai import _sse_data
-from rag.providers.openai import _stream_events as _openai_events
+from rag.providers.ollama import _Lines
+from rag.providers.openai import _Events
+from rag.providers.wire import decoded
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 from tests.fixtures_ingest import PDFS, chunk_keys, upload
@@ -186,21 +186,29 @@ def test_a_lock_left_behind_by_a_finished_turn_is_broken(client_for, student, se
     assert response.status_code == 200
 
 
+@pytest.mark.django_db(transaction=True)
 def test_streamed_text_is_stored_while_the_answer_is_written(session, ollama):
-    ollama.script(Reply(chunks=[f"w{i} " for i in range(30)], delay=0.05))
+    """Stored midway by the process's writer (another connection): what a crash would leave."""
+    gate = threading.Event()
+    words = [f"w{i} " for i in range(30)]
+    # Twenty words take more than a second (a write is due), then the model holds the rest.
+    ollama.script(Reply(chunks=words, delay=0.06, gate_after=20, gate=gate))
     turn = start_turn(session, "Talk a while")
-    seen: list[tuple[str, str]] = []
-
-    def watch(event) -> None:
-        if event["type"] == "token":
-            stored = Message.objects.get(pk=turn.reply.pk)
-            seen.append((stored.status, stored.content))
-
-    reply = run_turn(turn, CallbackSink(watch))
-    assert reply.status == MessageStatus.COMPLETE
-    midway = [content for status, content in seen if status == MessageStatus.STREAMING and content]
-    assert midway, "some text was stored before the answer finished"
-    assert all(reply.content.startswith(content) and content != reply.content for content in midway)
+    answer = threading.Thread(target=_answer, args=(turn,))
+    answer.start()
+    try:
+        stored = _until(
+            lambda: (
+                Message.objects.filter(pk=turn.reply.pk, status=MessageStatus.STREAMING).exclude(content="").first()
+            ),
+            "the start of the answer to be stored",
+        )
+    finally:
+        gate.set()
+    answer.join(60)
+    reply = Message.objects.get(pk=turn.reply.pk)
+    assert reply.status == MessageStatus.COMPLETE and reply.content == "".join(words)
+    assert "".join(words[:20]).startswith(stored.content), "what was stored midway is the answer's start"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -461,7 +469,7 @@ def test_a_garbage_event_on_the_openai_protocol_is_skipped_and_the_answer_comple
 
 def test_a_reply_that_is_not_an_openai_stream_ends_with_a_sentence_to_act_on():
     page = ["<html>", "<head><title>502 Bad Gateway</title></head>", "<body>", "<h1>502</h1>", "</body>"]
-    events = _openai_events(_sse_data(line for item in page for line in (f"data: {item}", "")), "http://gpu1/v1")
+    events = decoded((line for item in page for line in (f"data: {item}", "")), _Events("http://gpu1/v1"))
     with pytest.raises(ProviderError, match="could not be read.*OPENAI_BASE_URL") as failed:
         list(events)
     assert failed.value.retryable
@@ -471,7 +479,7 @@ def test_a_reply_that_is_not_an_ollama_stream_ends_with_a_sentence_to_act_on():
     """More unreadable lines than a stream could have by accident: a proxy's page, not a model's answer."""
     page = ["<html>", "<head><title>502 Bad Gateway</title></head>", "<body>", "<h1>502</h1>", "</body>"]
     with pytest.raises(ProviderError, match="could not be read.*OLLAMA_HOST") as failed:
-        list(_stream_events(iter(page), "http://models.example"))
+        list(decoded(iter(page), _Lines("http://models.example")))
     assert failed.value.retryable
 
 

@@ -55,6 +55,7 @@ class Progress:
 
 
 def emit_text(reply: Message, progress: Progress, text: str, sink: EventSink) -> None:
+    """Stream a piece of the answer (from the turn's thread, or from the model-stream reader)."""
     progress.text += text
     sink.emit({"type": "token", "message_id": reply.id, "text": text})
     streamsave.note(reply, progress.text)  # after the token: a write never delays what the student sees
@@ -152,34 +153,52 @@ class ModelLoop:
                 messages.append(ChatMessage(role="tool", content=outcome.model_text, tool_name=call.name))
 
     def _round(self, messages: list[ChatMessage], specs) -> list[ToolCall]:
-        """One model call, its text streamed as `token` events. Returns the tool calls it made."""
+        """One model call, its text streamed as `token` events. Returns the tool calls it made.
+
+        The text goes out from the process's model-stream reader as it arrives (`_Text`): this
+        thread sleeps until the round ends, and wakes only for a tool call, the round's end, or to
+        check Stop while the model is silent (`Waiting`)."""
         calls: list[ToolCall] = []
-        stream = self.model.stream(messages, tools=specs, options=self.options)
+        text = _Text(self)
+        stream = self.model.stream(messages, tools=specs, options=self.options, on_text=text)
         try:
-            self._read(stream, calls)
+            for event in stream:
+                self.turn.check_stop()
+                if isinstance(event, TextDelta):  # a provider that hands the text back after all
+                    text(event.text)
+                elif isinstance(event, ToolCallEvent):
+                    calls.append(event.call)
+                elif isinstance(event, Done):
+                    self.progress.usage["prompt_tokens"] += event.prompt_tokens
+                    self.progress.usage["completion_tokens"] += event.completion_tokens
+                    self.progress.usage["rounds"] += 1
+                    self.turn.meter(event.prompt_tokens, event.completion_tokens, self.turn.model)
         finally:
             # On Stop (or any failure) the model request ends now: closing the stream closes its
-            # HTTP response, so the model server sees the connection go and stops generating.
+            # HTTP response, so the model server sees the connection go and stops generating; and
+            # no more of its text reaches the student or the reply.
             stream.close()
         return calls
 
-    def _read(self, stream, calls: list[ToolCall]) -> None:
-        started = False
-        for event in stream:
-            self.turn.check_stop()
-            if isinstance(event, TextDelta) and event.text:
-                if not started and self.progress.text:
-                    # An earlier round said something already: this round's text starts a new paragraph.
-                    emit_text(self.turn.reply, self.progress, ROUND_SEPARATOR, self.sink)
-                started = True
-                emit_text(self.turn.reply, self.progress, event.text, self.sink)
-            elif isinstance(event, ToolCallEvent):
-                calls.append(event.call)
-            elif isinstance(event, Done):
-                self.progress.usage["prompt_tokens"] += event.prompt_tokens
-                self.progress.usage["completion_tokens"] += event.completion_tokens
-                self.progress.usage["rounds"] += 1
-                self.turn.meter(event.prompt_tokens, event.completion_tokens, self.turn.model)
+
+class _Text:
+    """A round's text as it arrives, on the model-stream reader's thread (`ChatModel.stream`'s
+    `on_text`): checked against Stop, then streamed to the sink and noted for saving. Never waits:
+    every answer of the process is read by that one thread."""
+
+    def __init__(self, loop: ModelLoop):
+        self.loop, self.started = loop, False
+
+    def __call__(self, text: str) -> None:
+        if not text:
+            return
+        turn, progress, sink = self.loop.turn, self.loop.progress, self.loop.sink
+        turn.check_stop()  # raises: the stream ends, and the turn's thread raises it in turn
+        if not self.started and progress.text:
+            # An earlier round said something already: this round's text starts a new paragraph.
+            emit_text(turn.reply, progress, ROUND_SEPARATOR, sink)
+        self.started = True
+        emit_text(turn.reply, progress, text, sink)
 
 
 def run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: Progress, sink: EventSink) -> ToolOutcome:

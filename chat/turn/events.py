@@ -94,7 +94,9 @@ ChatEventOut = TokenEvent | ToolCallEventOut | ToolResultEvent | MessageDoneEven
 
 
 class EventSink(Protocol):
-    """Receives a turn's events in order. Called from the thread that runs the turn."""
+    """Receives a turn's events in order: from the thread that runs the turn, and the streamed text
+    from the process's model-stream reader while that thread waits (never both at once). Must not
+    block: the reader carries every answer of the process."""
 
     def emit(self, event: ChatEventOut) -> None: ...
 

@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 from kernel.errors import Conflict
 from kernel.ratelimit import RateLimited, SlidingWindow
 from kernel.redis_client import get_redis, quick_redis
+from rag.providers import wire
 
 log = logging.getLogger(__name__)
 
@@ -210,9 +211,11 @@ class _StopWatcher:
                 log.info("Stop check could not reach Redis; Stops reach only this process's turns meanwhile")
                 time.sleep(STOP_REDIS_PAUSE_SECONDS)
                 continue
-            for (_chat, event), stop in zip(watched, stops, strict=True):
-                if stop is not None:
-                    event.set()
+            found = [event for (_chat, event), stop in zip(watched, stops, strict=True) if stop is not None]
+            for event in found:
+                event.set()
+            if found:
+                wire.wake_waiting()  # a turn whose model is silent checks its Stop now
 
 
 _watcher = _StopWatcher()
@@ -265,6 +268,7 @@ class StopSignal:
         if event is None:
             return False
         event.set()
+        wire.wake_waiting()  # a turn whose model is silent checks its Stop now
         return True
 
     def requested(self) -> bool:

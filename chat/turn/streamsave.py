@@ -1,12 +1,12 @@
 """The text of every answer streaming in this process, written to the replies about once a second,
-in one statement for all of them.
+in one statement for all of them, by a thread of its own.
 
 So that a crashed or killed process loses at most a second of what its students already saw, the
 streamed text is stored as it grows. Written by each turn for itself, that was an UPDATE per
 streaming answer per second: with 200 chats streaming, a twelfth of the web process's CPU. Now
-each turn only notes its text (`note`), and whichever turn's thread first finds a second passed
-writes all the noted texts at once (so the writer is always a thread that is running a turn, with
-its database connection, and no thread of its own is needed).
+each turn only notes its text (`note`, called as each piece arrives, on the process's model-stream
+reader: it must never wait for the database), and the writer thread, running while any text is
+noted, writes all the noted texts at once every STREAM_SAVE_SECONDS.
 
 A write never overtakes the end of an answer: it changes only replies still pending or streaming,
 and a turn forgets its note (`forget`) before its final save.
@@ -15,10 +15,12 @@ and a turn forgets its note (`forget`) before its final save.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Case, CharField, TextField, Value, When
 
 from chat.models import Message, MessageStatus
@@ -41,36 +43,40 @@ class _Noted:
 
 class _Saves:
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # guards _noted
+        self._lock = threading.Lock()  # guards _noted and _writer
         self._noted: dict[int, _Noted] = {}
-        self._writing = threading.Lock()  # one writer at a time
-        self._written_at = time.monotonic()
+        self._writer: threading.Thread | None = None
+        self._pid = 0
 
     def note(self, reply: Message, text: str) -> None:
         with self._lock:
             self._noted[reply.pk] = _Noted(text, reply.mode, reply.model)
-        if time.monotonic() - self._written_at < STREAM_SAVE_SECONDS:
-            return
-        if not self._writing.acquire(blocking=False):
-            return  # another turn's thread is writing them now
-        try:
-            if time.monotonic() - self._written_at < STREAM_SAVE_SECONDS:
-                return  # written just now by another thread
-            self._written_at = time.monotonic()
-            with self._lock:
-                noted, self._noted = self._noted, {}
-            _write(noted)
-        finally:
-            self._writing.release()
+            if self._writer is None or self._pid != os.getpid():  # none yet, or in a forked child
+                self._pid = os.getpid()
+                self._writer = threading.Thread(target=self._run, name="stream-saves", daemon=True)
+                self._writer.start()
 
     def forget(self, reply: Message) -> None:
         with self._lock:
             self._noted.pop(reply.pk, None)
 
+    def _run(self) -> None:
+        try:
+            while True:
+                time.sleep(STREAM_SAVE_SECONDS)
+                with self._lock:
+                    noted, self._noted = self._noted, {}
+                    if not noted:
+                        self._writer = None  # a later note starts another
+                        return
+                _write(noted)
+        finally:
+            connection.close()  # this thread's own
+
 
 def _write(noted: dict[int, _Noted]) -> None:
     """One UPDATE per BATCH_SIZE replies. A failed write is not retried: each turn notes its whole
-    text again with its next token, and its final save stores everything."""
+    text again with its next piece, and its final save stores everything."""
     ids = list(noted)
     for start in range(0, len(ids), BATCH_SIZE):
         batch = ids[start : start + BATCH_SIZE]
@@ -93,7 +99,8 @@ _saves = _Saves()
 
 
 def note(reply: Message, text: str) -> None:
-    """The reply's text so far (and its mode and model); stored within about a second."""
+    """The reply's text so far (and its mode and model); stored within about a second. Never
+    waits for the database."""
     _saves.note(reply, text)
 
 

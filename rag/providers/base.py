@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self
 
-from kernel.errors import CurreChatError, ProviderError
+from kernel.errors import CurreChatError, ProviderError, Sentence
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ class UnreadableLines:
     student is already reading; more than MAX_UNREADABLE_LINES mean the other end is not a model
     server's stream at all, and the reply ends with `failure`, a sentence saying what to check."""
 
-    def __init__(self, host: str, failure: str):
+    def __init__(self, host: str, failure: str | Sentence):
         self.host, self.failure, self.count = host, failure, 0
 
     def skip(self, raw: object) -> None:
@@ -122,7 +122,17 @@ class Done:
     tool_calls: tuple[ToolCall, ...] = field(default=())
 
 
-ChatEvent = TextDelta | ToolCallEvent | Done
+@dataclass(frozen=True)
+class Waiting:
+    """Nothing has arrived for a while (the model is reading the prompt, or writing a tool call).
+    Carries nothing: it lets whoever reads the stream check its own reasons to stop (a student's
+    Stop, a cancelled file, a server shutting down) while the model is silent."""
+
+
+ChatEvent = TextDelta | ToolCallEvent | Done | Waiting
+
+# Where a stream's text goes when the caller takes it as it arrives (`ChatModel.stream(on_text=)`).
+TextSink = Callable[[str], None]
 
 # Told (prompt_tokens, completion_tokens, model name) of each model call made for someone, from any
 # thread: how the app counts a user's tokens (chat/course/usage.py) through library code that knows no app.
@@ -166,8 +176,15 @@ class Provider(Protocol):
 class ChatModel(Protocol):
     """A chat or vision-language model.
 
-    `stream()` yields `TextDelta`s as they arrive, a `ToolCallEvent` per tool call, and ends with
-    one `Done`. It raises `ProviderError` (with `retryable`) when the server fails, also mid-stream.
+    `stream()` yields `TextDelta`s as they arrive, a `ToolCallEvent` per tool call, `Waiting`
+    while nothing arrives, and ends with one `Done`. It raises `ProviderError` (with `retryable`)
+    when the server fails, also mid-stream. Closing the iterator ends the request at once.
+
+    With `on_text`, the text is not yielded: each piece goes to `on_text` as soon as it arrives, in
+    order, possibly from another thread (the process's stream reader, `rag/providers/wire.py`), and
+    always before the events that follow it are yielded; never after the iterator was closed. So
+    the caller's thread wakes only for tool calls, `Done`, `Waiting` and errors, not per token. An
+    exception raised by `on_text` ends the request, and the iterator raises it.
     """
 
     name: str
@@ -179,6 +196,7 @@ class ChatModel(Protocol):
         tools: Sequence[ToolSpec] = (),
         format: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
+        on_text: TextSink | None = None,
     ) -> Iterator[ChatEvent]: ...
 
     def complete(
@@ -213,6 +231,19 @@ class EmbeddingModel(Protocol):
     def embed_query(self, text: str) -> list[float]: ...
 
 
+def text_to(events: Iterator[ChatEvent], on_text: TextSink | None) -> Iterator[ChatEvent]:
+    """`stream(on_text=)` for a provider that reads its stream in the caller's thread: the text
+    goes to `on_text` here, the other events are yielded."""
+    if on_text is None:
+        yield from events
+        return
+    for event in events:
+        if isinstance(event, TextDelta):
+            on_text(event.text)
+        else:
+            yield event
+
+
 class CompletesFromStream:
     """`complete()` for a chat model that implements `stream()`: the streamed text, joined."""
 
@@ -223,6 +254,7 @@ class CompletesFromStream:
         tools: Sequence[ToolSpec] = (),
         format: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
+        on_text: TextSink | None = None,
     ) -> Iterator[ChatEvent]:
         raise NotImplementedError
 
@@ -233,6 +265,7 @@ class CompletesFromStream:
         format: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
     ) -> str:
-        return "".join(
-            e.text for e in self.stream(messages, format=format, options=options) if isinstance(e, TextDelta)
-        )
+        parts: list[str] = []  # gathered as the text arrives: this thread wakes once, at the end
+        for _event in self.stream(messages, format=format, options=options, on_text=parts.append):
+            pass
+        return "".join(parts)

@@ -1,9 +1,10 @@
 """Models served over Ollama's HTTP protocol.
 
-Chat replies are read here, line by line from `/api/chat`'s NDJSON stream (`_stream_events`), not
-by the official `ollama` client: the client validates each whole line and rejects the whole reply
-for one bad part (a tool call whose arguments are not an object, a garbage line), before the agent
-could let the model try again. Embeddings and the model list still go through the client."""
+Chat replies are read by the process's stream reader (`wire`), line by line from `/api/chat`'s
+NDJSON stream (`_Lines`), not by the official `ollama` client: the client validates each whole line
+and rejects the whole reply for one bad part (a tool call whose arguments are not an object, a
+garbage line), before the agent could let the model try again; and it reads in the caller's thread,
+at several times the CPU per token. Embeddings and the model list still go through the client."""
 
 from __future__ import annotations
 
@@ -11,22 +12,22 @@ import base64
 import functools
 import json
 import logging
-import ssl
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Self
 
-import certifi
 import httpx
 import ollama
 import pydantic
 from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from kernel.errors import ModelMissing, ProviderError
+from kernel.errors import ModelMissing, ProviderError, Sentence
+from rag.providers import wire
 from rag.providers.base import (
     LIST_TIMEOUT,
     ChatEvent,
@@ -35,23 +36,18 @@ from rag.providers.base import (
     Done,
     ModelInfo,
     TextDelta,
+    TextSink,
     ToolCall,
     ToolCallEvent,
     ToolSpec,
     UnreadableLines,
+    text_to,
 )
 
 log = logging.getLogger(__name__)
 VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
 # Query prefixes from the models' cards: some embedders are trained with asymmetric inputs.
 QUERY_PREFIXES = {"snowflake-arctic-embed2": "query: ", "nomic-embed-text": "search_query: "}
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One TLS context per process: building one loads the CA bundle (~35 ms of CPU), which made
-    every new client slow; a chat turn or a curation call creates one."""
-    return ssl.create_default_context(cafile=certifi.where())
 
 
 def _headers() -> dict[str, str]:
@@ -64,7 +60,7 @@ def _timeout(timeout: float) -> httpx.Timeout:
 
 
 def make_client(host: str, timeout: float) -> ollama.Client:
-    return ollama.Client(host=host, timeout=_timeout(timeout), verify=_tls_context(), headers=_headers())
+    return ollama.Client(host=host, timeout=_timeout(timeout), verify=wire.tls_context(), headers=_headers())
 
 
 def make_http_client(host: str, timeout: float) -> httpx.Client:
@@ -73,13 +69,13 @@ def make_http_client(host: str, timeout: float) -> httpx.Client:
     return httpx.Client(
         base_url=host,
         timeout=_timeout(timeout),
-        verify=_tls_context(),
+        verify=wire.tls_context(),
         follow_redirects=True,
         headers={"content-type": "application/json", "accept": "application/json", **_headers()},
     )
 
 
-def _status_error(host: str, model: str, status: int, text: str) -> ProviderError:
+def _refusal(host: str, model: str, status: int, text: str) -> ProviderError:
     """A non-200 answer as the client's ResponseError would have been translated."""
     try:
         detail = json.loads(text).get("error") or text
@@ -91,25 +87,27 @@ def _status_error(host: str, model: str, status: int, text: str) -> ProviderErro
 def _transport_error(exc: Exception, host: str, *, mid_answer: bool = False) -> ProviderError:
     """A connection that failed or timed out, as a ProviderError (its `reason` for plain words)."""
     if isinstance(exc, httpx.TimeoutException):
-        return ProviderError(
-            _("The model server at %(host)s did not answer in time.") % {"host": host}, reason="timeout"
-        )
+        return wire.timed_out(host)
     if mid_answer:  # the connection dropped while the answer streamed
-        return ProviderError(_("The model server closed the answer before it was finished."), reason="cut")
-    return ProviderError(_("The model server at %(host)s cannot be reached.") % {"host": host}, reason="unreachable")
+        return wire.cut()
+    return wire.unreachable(host)
 
 
 def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> ProviderError:
+    """Also made on the model-stream reader's thread: sentences translated when read (`Sentence`)."""
     if exc.status_code == 404:
         return ModelMissing(
-            _(
-                "The model server at %(host)s does not have the model '%(model)s'. Pull it there "
-                "(ollama pull %(model)s) or choose another model."
+            Sentence(
+                gettext_lazy(
+                    "The model server at %(host)s does not have the model '%(model)s'. Pull it there "
+                    "(ollama pull %(model)s) or choose another model."
+                ),
+                host=host,
+                model=model,
             )
-            % {"host": host, "model": model}
         )
     retryable = exc.status_code < 0 or exc.status_code >= 500 or exc.status_code == 429
-    return ProviderError(_("The model server failed: %(error)s.") % {"error": exc.error}, retryable=retryable)
+    return wire.failed(exc.error, retryable=retryable)
 
 
 @contextmanager
@@ -178,9 +176,20 @@ def _part(line: dict[str, Any]) -> _Part | None:
     return _Part(text, tuple(calls), bool(line.get("done")), prompt_tokens, completion_tokens)
 
 
-def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
-    """Our events from the lines of one `/api/chat` reply; raises ProviderError when the server
-    reports an error or the reply ends before `done`.
+def _plain_text(line: Any) -> str | None:
+    """The text of a line that holds only text (no tool calls, not the last line), else None."""
+    if type(line) is not dict or line.get("done") is not False or "error" in line:
+        return None
+    message = line.get("message")
+    if type(message) is not dict or message.get("tool_calls"):
+        return None
+    text = message.get("content")
+    return text if type(text) is str else None
+
+
+class _Lines:
+    """Our events from the lines of one `/api/chat` reply (a `wire.Decoder`); raises ProviderError
+    when the server reports an error or the reply ends before `done`.
 
     A line that is not a chat part is skipped and logged, and the reply goes on. NDJSON lines stand
     alone, so one bad line does not spoil the next; Ollama sends a token or a tool call per line, so
@@ -188,38 +197,52 @@ def _stream_events(lines: Iterable[str], host: str) -> Iterator[ChatEvent]:
     would throw away an answer the student is already reading and cost a whole new generation.
     More than MAX_UNREADABLE_LINES bad lines mean the other end is not an Ollama stream at all (a
     proxy's error page, the wrong port): that reply ends with a sentence saying to try again."""
-    calls: list[ToolCall] = []
-    unreadable = UnreadableLines(
-        host,
-        _(
-            "The model server at %(host)s sent replies that could not be read; it may not be an Ollama "
-            "server, or a proxy in between changed them. Try again, or ask an administrator to check OLLAMA_HOST."
+
+    def __init__(self, host: str):
+        self.finished = False
+        self.calls: list[ToolCall] = []
+        self.unreadable = UnreadableLines(
+            host,
+            Sentence(
+                gettext_lazy(
+                    "The model server at %(host)s sent replies that could not be read; it may not be an Ollama "
+                    "server, or a proxy in between changed them. Try again, or ask an administrator to check "
+                    "OLLAMA_HOST."
+                ),
+                host=host,
+            ),
         )
-        % {"host": host},
-    )
-    for raw in lines:
+
+    def line(self, raw: str) -> list[ChatEvent]:
         if not raw.strip():
-            continue
+            return []
         try:
-            line = json.loads(raw)
-        except json.JSONDecodeError:
+            line = wire.loads(raw)
+        except ValueError:
             line = None
+        text = _plain_text(line)
+        if text is not None:  # most lines: a token and nothing else
+            return [TextDelta(text)] if text else []
         if isinstance(line, dict) and line.get("error"):
-            raise ProviderError(_("The model server failed: %(error)s.") % {"error": line["error"]})
+            raise wire.failed(line["error"])
         part = _part(line) if isinstance(line, dict) else None
         if part is None:
-            unreadable.skip(raw)
-            continue
-        if part.text:
-            yield TextDelta(part.text)
+            self.unreadable.skip(raw)
+            return []
+        events: list[ChatEvent] = [TextDelta(part.text)] if part.text else []
         for call in part.calls:
-            calls.append(call)
-            yield ToolCallEvent(call)
+            self.calls.append(call)
+            events.append(ToolCallEvent(call))
         if part.done:
-            yield Done(part.prompt_tokens, part.completion_tokens, tuple(calls))
-            return
-    # A stream that ends without `done` was cut off: never pass it off as a complete answer.
-    raise ProviderError(_("The model server closed the answer before it was finished."), reason="cut")
+            self.finished = True
+            events.append(Done(part.prompt_tokens, part.completion_tokens, tuple(self.calls)))
+        return events
+
+    def end(self) -> list[ChatEvent]:
+        if not self.finished:
+            # A stream that ends without `done` was cut off: never pass it off as a complete answer.
+            raise wire.cut()
+        return []
 
 
 class _OllamaModel:
@@ -249,9 +272,11 @@ class _OllamaModel:
 
 
 class OllamaChatModel(CompletesFromStream, _OllamaModel):
-    def __init__(self, model: str, *, host: str, timeout: float):
-        super().__init__(model, host=host, timeout=timeout)
-        self._http = make_http_client(host, timeout)
+    @functools.cached_property
+    def _http(self) -> httpx.Client:
+        """For `info()` and a proxied server's streams; made when first needed (a curation call
+        builds a model and streams through the process's reader, `wire`, only)."""
+        return make_http_client(self.host, self.timeout)
 
     def stream(
         self,
@@ -260,21 +285,37 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
         tools: Sequence[ToolSpec] = (),
         format: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
+        on_text: TextSink | None = None,
     ) -> Iterator[ChatEvent]:
         body: dict[str, Any] = {"model": self.name, "messages": [_message_payload(m) for m in messages], "stream": True}
         for key, value in (("tools", [t.as_ollama() for t in tools]), ("format", format), ("options", options)):
             if value:
                 body[key] = value
+        url = self.host.rstrip("/") + "/api/chat"
+        if wire.proxied(url):
+            return text_to(self._stream_proxied(body), on_text)
+        request = wire.Request(
+            url=url,
+            body=json.dumps(body).encode(),
+            headers=(("Accept", "application/x-ndjson"), *_headers().items()),
+            connect_timeout=min(self.timeout, 5.0),
+            read_timeout=self.timeout,
+            host=self.host,
+        )
+        refusal = functools.partial(_refusal, self.host, self.name)
+        return wire.stream(request, _Lines(self.host), refusal, on_text)
+
+    def _stream_proxied(self, body: dict[str, Any]) -> Iterator[ChatEvent]:
+        """Through httpx in this thread, which goes through the proxy the environment names."""
         started = False
         try:
             # Closed early (the student pressed Stop, or the agent failed): leaving the `with`
             # ends the HTTP response now, not at garbage collection, so the server stops generating.
             with self._http.stream("POST", "/api/chat", json=body) as response:
                 if response.status_code != 200:
-                    text = response.read().decode(errors="replace")
-                    raise _status_error(self.host, self.name, response.status_code, text)
+                    raise _refusal(self.host, self.name, response.status_code, response.read().decode(errors="replace"))
                 started = True
-                yield from _stream_events(response.iter_lines(), self.host)
+                yield from wire.decoded(response.iter_lines(), _Lines(self.host))
         except httpx.TransportError as exc:
             raise _transport_error(exc, self.host, mid_answer=started) from exc
 
@@ -284,7 +325,7 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
         except httpx.TransportError as exc:
             raise _transport_error(exc, self.host) from exc
         if response.status_code != 200:
-            raise _status_error(self.host, self.name, response.status_code, response.text)
+            raise _refusal(self.host, self.name, response.status_code, response.text)
         try:
             shown = response.json()
             model_info, parameters = shown.get("model_info") or {}, shown.get("parameters") or ""

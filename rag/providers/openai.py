@@ -7,27 +7,32 @@ in a final usage chunk (`stream_options.include_usage`); structured output is `r
 json_schema; images are data URLs in the user message's content parts; a tool result names its
 call by id, which is taken from the assistant message it answers.
 
-Chat streams are read here, event by event (`_sse_data`, `_stream_events`), while the SDK still makes
-the request (connection, key, timeouts, status errors): its own stream built a pydantic object per
-event, most of the server's CPU per streamed token, and could not go on after an unreadable event.
+Chat streams are read by the process's stream reader (`wire`), event by event (`_Events`), with
+the headers the SDK would send (its key among them): the SDK's own stream built a pydantic object
+per event and read in the caller's thread through its HTTP client, most of the server's CPU per
+streamed token, and could not go on after an unreadable event. Everything else (the model list,
+embeddings, a server behind a proxy) goes through the SDK.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Self, cast
+from typing import Any, Self
 
 import httpx2
 import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from kernel.errors import ModelMissing, ProviderError
+from kernel.errors import ModelMissing, ProviderError, Sentence
+from rag.providers import wire
 from rag.providers.base import (
     LIST_TIMEOUT,
     ChatEvent,
@@ -36,13 +41,14 @@ from rag.providers.base import (
     Done,
     ModelInfo,
     TextDelta,
+    TextSink,
     ToolCall,
     ToolCallEvent,
     ToolSpec,
     UnknownModel,
     UnreadableLines,
+    text_to,
 )
-from rag.providers.ollama import _tls_context
 
 log = logging.getLogger(__name__)
 NO_KEY = "none"  # local servers need no key, but the client insists on one
@@ -56,7 +62,7 @@ def make_client(base_url: str, timeout: float) -> openai.OpenAI:
         api_key=settings.OPENAI_API_KEY or NO_KEY,
         timeout=httpx2.Timeout(timeout, connect=min(timeout, 5.0)),
         max_retries=0,
-        http_client=httpx2.Client(verify=_tls_context()),
+        http_client=httpx2.Client(verify=wire.tls_context()),
     )
 
 
@@ -66,25 +72,15 @@ def _translate_errors(base_url: str, model: str):
     try:
         yield
     except openai.NotFoundError as exc:
-        raise ModelMissing(
-            _("The model server at %(host)s does not have the model '%(model)s'. Choose another model.")
-            % {"host": base_url, "model": model}
-        ) from exc
+        raise _missing(base_url, model) from exc
     except openai.APIStatusError as exc:
-        retryable = exc.status_code >= 500 or exc.status_code == 429
-        raise ProviderError(
-            _("The model server failed: %(error)s.") % {"error": _message(exc)}, retryable=retryable
-        ) from exc
+        raise wire.failed(_message(exc), retryable=exc.status_code >= 500 or exc.status_code == 429) from exc
     except openai.APITimeoutError as exc:
-        raise ProviderError(
-            _("The model server at %(host)s did not answer in time.") % {"host": base_url}, reason="timeout"
-        ) from exc
+        raise wire.timed_out(base_url) from exc
     except openai.APIConnectionError as exc:
-        raise ProviderError(
-            _("The model server at %(host)s cannot be reached.") % {"host": base_url}, reason="unreachable"
-        ) from exc
+        raise wire.unreachable(base_url) from exc
     except openai.APIError as exc:  # an error event mid-stream (vLLM sends one when generation fails)
-        raise ProviderError(_("The model server failed: %(error)s.") % {"error": exc.message}) from exc
+        raise wire.failed(exc.message) from exc
     except json.JSONDecodeError as exc:
         # A non-streamed reply (the model list, embeddings) whose body is not JSON.
         log.warning("Unreadable reply from the model server at %s: %s", base_url, exc)
@@ -140,10 +136,27 @@ def _messages_payload(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     return payload
 
 
-def _response_format(format: dict[str, Any] | None) -> Any:
-    if format is None:
-        return openai.omit
+def _response_format(format: dict[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": "reply", "schema": format}}
+
+
+def _refusal(host: str, model: str, status: int, text: str) -> ProviderError:
+    """A non-200 answer to a chat request, as `_translate_errors` words the SDK's status errors."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    error = body.get("error", body) if isinstance(body, dict) else None
+    detail = (error.get("message") if isinstance(error, dict) else error) or text.strip()[:300] or status
+    if status == 404:
+        return _missing(host, model)
+    return wire.failed(detail, retryable=status >= 500 or status == 429)
+
+
+def _missing(host: str, model: str) -> ModelMissing:
+    """Also made on the model-stream reader's thread: translated when read (`Sentence`)."""
+    sentence = gettext_lazy("The model server at %(host)s does not have the model '%(model)s'. Choose another model.")
+    return ModelMissing(Sentence(sentence, host=host, model=model))
 
 
 @dataclass
@@ -158,79 +171,86 @@ class _PendingCall:
         return ToolCall.from_wire(self.id or f"call_{index}", self.name, "".join(self.arguments))
 
 
-def _sse_data(lines: Iterable[str]) -> Iterator[str]:
-    """The data of each server-sent event (its `data:` lines joined), until `[DONE]`. Comments,
-    event names and ids are not used by chat-completion streams."""
-    data: list[str] = []
-    for line in lines:
-        if line:
-            if line.startswith("data:"):
-                data.append(line[6:] if line.startswith("data: ") else line[5:])
-            continue
-        if not data:
-            continue
-        joined, data = "\n".join(data), []
-        if joined == "[DONE]":
-            return
-        yield joined
-    if data and (joined := "\n".join(data)) != "[DONE]":
-        yield joined
-
-
-def _stream_events(events: Iterable[str], host: str) -> Iterator[ChatEvent]:
-    """Our events from the data of one chat-completion stream; raises ProviderError when the server
-    reports an error or the stream ends without a finish reason.
+class _Events:
+    """Our events from the server-sent events of one chat-completion stream (a `wire.Decoder`);
+    raises ProviderError when the server reports an error or the stream ends without a finish
+    reason. An event's `data:` lines are joined; comments, event names and ids are not used by
+    chat-completion streams; `[DONE]` ends the stream.
 
     An event that is not a chat chunk is skipped and logged, as a bad line of Ollama's stream is:
     each event stands alone, so one bad event costs a token, while ending the answer would throw
     away what the student is reading. More than MAX_UNREADABLE_LINES of them mean the other end is
     not an OpenAI-compatible stream at all (a proxy's page): a sentence naming OPENAI_BASE_URL."""
-    pending: dict[int, _PendingCall] = {}
-    finished, usage = False, None
-    unreadable = UnreadableLines(
-        host,
-        _(
-            "The model server at %(host)s sent replies that could not be read; it may not be an "
-            "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
-            "administrator to check OPENAI_BASE_URL."
+
+    def __init__(self, host: str):
+        self.finished = False  # `[DONE]` came
+        self.data: list[str] = []
+        self.pending: dict[int, _PendingCall] = {}
+        self.reason_given, self.usage = False, None
+        self.unreadable = UnreadableLines(
+            host,
+            Sentence(
+                gettext_lazy(
+                    "The model server at %(host)s sent replies that could not be read; it may not be an "
+                    "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
+                    "administrator to check OPENAI_BASE_URL."
+                ),
+                host=host,
+            ),
         )
-        % {"host": host},
-    )
-    for data in events:
+
+    def line(self, line: str) -> list[ChatEvent]:
+        if line:
+            if line.startswith("data:"):
+                self.data.append(line[6:] if line.startswith("data: ") else line[5:])
+            return []
+        return self._event()
+
+    def end(self) -> list[ChatEvent]:
+        events = self._event()  # a last event without its blank line
+        if not self.reason_given:
+            # A stream that ends without a finish reason was cut off: never a complete answer.
+            raise wire.cut()
+        calls = tuple(self.pending[i].call(i) for i in sorted(self.pending))
+        counts: dict[str, Any] = self.usage if isinstance(self.usage, dict) else {}
+        prompt_tokens, completion_tokens = (counts.get(key) for key in ("prompt_tokens", "completion_tokens"))
+        done = Done(
+            prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
+            completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0,
+            tool_calls=calls,
+        )
+        return [*events, *(ToolCallEvent(made) for made in calls), done]
+
+    def _event(self) -> list[ChatEvent]:
+        if not self.data or self.finished:
+            return []
+        data, self.data = "\n".join(self.data), []
+        if data == "[DONE]":
+            self.finished = True
+            return []
         try:
-            chunk = json.loads(data)
-        except json.JSONDecodeError:
+            chunk = wire.loads(data)
+        except ValueError:
             chunk = None
         if isinstance(chunk, dict) and chunk.get("error"):
             error = chunk["error"]
             message = error.get("message") if isinstance(error, dict) else error
-            raise ProviderError(_("The model server failed: %(error)s.") % {"error": message})
+            raise wire.failed(message)
         choices = chunk.get("choices") if isinstance(chunk, dict) else None
         if not isinstance(choices, list):
-            unreadable.skip(data)
-            continue
-        usage = chunk.get("usage") or usage
+            self.unreadable.skip(data)
+            return []
+        self.usage = chunk.get("usage") or self.usage
+        events: list[ChatEvent] = []
         for choice in choices:
             delta = choice.get("delta") or {}
             text = delta.get("content")
             if text and isinstance(text, str):
-                yield TextDelta(text)
+                events.append(TextDelta(text))
             for piece in delta.get("tool_calls") or ():
-                _add_call_piece(pending, piece)
-            finished = finished or choice.get("finish_reason") is not None
-    if not finished:
-        # A stream that ends without a finish reason was cut off: never a complete answer.
-        raise ProviderError(_("The model server closed the answer before it was finished."), reason="cut")
-    calls = tuple(pending[i].call(i) for i in sorted(pending))
-    for made in calls:
-        yield ToolCallEvent(made)
-    counts = usage if isinstance(usage, dict) else {}
-    prompt_tokens, completion_tokens = (counts.get(key) for key in ("prompt_tokens", "completion_tokens"))
-    yield Done(
-        prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
-        completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0,
-        tool_calls=calls,
-    )
+                _add_call_piece(self.pending, piece)
+            self.reason_given = self.reason_given or choice.get("finish_reason") is not None
+        return events
 
 
 def _add_call_piece(pending: dict[int, _PendingCall], piece: Any) -> None:
@@ -253,7 +273,11 @@ class _OpenAIModel:
     def __init__(self, model: str, *, base_url: str, timeout: float):
         self.name = model
         self.host = base_url
-        self._client = make_client(base_url, timeout)
+        self.timeout = timeout
+
+    @functools.cached_property
+    def _client(self) -> openai.OpenAI:
+        return make_client(self.host, self.timeout)
 
     @classmethod
     def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
@@ -291,37 +315,54 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
         tools: Sequence[ToolSpec] = (),
         format: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
+        on_text: TextSink | None = None,
     ) -> Iterator[ChatEvent]:
+        body: dict[str, Any] = {
+            "model": self.name,
+            "messages": _messages_payload(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = [t.as_ollama() for t in tools]
+        # Of Ollama's options only these have an OpenAI twin; num_ctx has none (the server's
+        # context is fixed when it starts).
+        for ours, theirs in (("temperature", "temperature"), ("num_predict", "max_tokens")):
+            if ours in (options or {}):
+                body[theirs] = (options or {})[ours]
+        if format is not None:
+            body["response_format"] = _response_format(format)
+        url = str(self._client.base_url).rstrip("/") + "/chat/completions"
+        if wire.proxied(url):
+            return text_to(self._stream_proxied(body), on_text)
+        # The SDK's own headers, its key among them: what it would have sent with this request.
+        sdk = {**self._client.default_headers, **self._client.auth_headers}
+        headers = {name: value for name, value in sdk.items() if isinstance(value, str)}
+        request = wire.Request(
+            url=url,
+            body=json.dumps(body).encode(),
+            headers=tuple({**headers, "Accept": "text/event-stream"}.items()),
+            connect_timeout=min(self.timeout, 5.0),
+            read_timeout=self.timeout,
+            host=self.host,
+        )
+        return wire.stream(request, _Events(self.host), functools.partial(_refusal, self.host, self.name), on_text)
+
+    def _stream_proxied(self, body: dict[str, Any]) -> Iterator[ChatEvent]:
+        """Through the SDK in this thread, which goes through the proxy the environment names."""
         started = False
         try:
             with _translate_errors(self.host, self.name):
-                request = self._client.chat.completions.with_streaming_response.create(
-                    model=self.name,
-                    messages=cast(Any, _messages_payload(messages)),
-                    tools=cast(Any, [t.as_ollama() for t in tools]) or openai.omit,
-                    stream=True,
-                    stream_options={"include_usage": True},
-                    # Of Ollama's options only these have an OpenAI twin; num_ctx has none (the
-                    # server's context is fixed when it starts).
-                    temperature=(options or {}).get("temperature", openai.omit),
-                    max_tokens=(options or {}).get("num_predict", openai.omit),
-                    response_format=_response_format(format),
-                )
+                request = self._client.chat.completions.with_streaming_response.create(**body)
                 # Leaving the `with` (Stop, or any failure) closes the response now: the server
                 # sees the connection go and stops generating.
                 with request as response:
                     started = True
-                    yield from _stream_events(_sse_data(response.iter_lines()), self.host)
+                    yield from wire.decoded(response.iter_lines(), _Events(self.host))
         except httpx2.TimeoutException as exc:
-            raise ProviderError(
-                _("The model server at %(host)s did not answer in time.") % {"host": self.host}, reason="timeout"
-            ) from exc
+            raise wire.timed_out(self.host) from exc
         except httpx2.TransportError as exc:
-            if not started:
-                raise ProviderError(
-                    _("The model server at %(host)s cannot be reached.") % {"host": self.host}, reason="unreachable"
-                ) from exc
-            raise ProviderError(_("The model server closed the answer before it was finished."), reason="cut") from exc
+            raise (wire.cut() if started else wire.unreachable(self.host)) from exc
 
     def info(self) -> ModelInfo:
         """The context window where the server's model list says it (vLLM: `max_model_len`,
