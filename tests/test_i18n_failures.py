@@ -24,8 +24,7 @@ from rag.ingest.job import IngestFailed
 from rag.ingest.pdf.safety import DAMAGED
 from rag.ingest.pipeline import failure_message
 from rag.providers import ChatMessage, get_chat_model
-from rag.providers.ollama import _Lines
-from rag.providers.openai import _Events
+from rag.providers.decoders import OllamaLines, OpenAIEvents
 from rag.providers.wire import decoded
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn, search_call
@@ -176,8 +175,8 @@ def test_a_failing_model_server_is_described_in_the_language(language, failure, 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_a_reply_that_is_no_model_stream_is_described_in_the_language(language):
     sse = (line for item in PROXY_PAGE for line in (f"data: {item}", ""))
-    for events, host in ((decoded(iter(PROXY_PAGE), _Lines("http://gpu1")), "http://gpu1"),
-                         (decoded(sse, _Events("http://gpu1/v1")), "http://gpu1/v1")):  # fmt: skip
+    for events, host in ((decoded(iter(PROXY_PAGE), OllamaLines("http://gpu1")), "http://gpu1"),
+                         (decoded(sse, OpenAIEvents("http://gpu1/v1")), "http://gpu1/v1")):  # fmt: skip
         with translation.override(language), pytest.raises(ProviderError) as failed:
             list(events)
         assert_translated(str(failed.value), language, data={host})

@@ -215,3 +215,11 @@ def test_a_model_server_behind_the_proxy_the_environment_names_is_reached_throug
     events = list(_model().stream(ASK, on_text=got.append))
     assert "".join(got) == "through the proxy" and events[-1] == Done(prompt_tokens=3, completion_tokens=3)
     assert forward_proxy.forwarded == [f"{ollama.url}/api/chat"]
+
+
+def test_a_model_server_the_environment_exempts_from_the_proxy_is_reached_directly(ollama, forward_proxy, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "example.org, 127.0.0.1")
+    ollama.script(Reply(content="straight there"))
+    got: list[str] = []
+    list(_model().stream(ASK, on_text=got.append))
+    assert "".join(got) == "straight there" and forward_proxy.forwarded == []

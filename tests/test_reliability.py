@@ -32,8 +32,7 @@ from rag.ingest import chunking
 from rag.ingest.html import NESTED_TOO_DEEP
 from rag.ingest.job import PageText
 from rag.ingest.pdf.text_layer import fast_pages
-from rag.providers.ollama import _Lines
-from rag.providers.openai import _Events
+from rag.providers.decoders import OllamaLines, OpenAIEvents
 from rag.providers.wire import decoded
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
@@ -469,7 +468,7 @@ def test_a_garbage_event_on_the_openai_protocol_is_skipped_and_the_answer_comple
 
 def test_a_reply_that_is_not_an_openai_stream_ends_with_a_sentence_to_act_on():
     page = ["<html>", "<head><title>502 Bad Gateway</title></head>", "<body>", "<h1>502</h1>", "</body>"]
-    events = decoded((line for item in page for line in (f"data: {item}", "")), _Events("http://gpu1/v1"))
+    events = decoded((line for item in page for line in (f"data: {item}", "")), OpenAIEvents("http://gpu1/v1"))
     with pytest.raises(ProviderError, match="could not be read.*OPENAI_BASE_URL") as failed:
         list(events)
     assert failed.value.retryable
@@ -479,7 +478,7 @@ def test_a_reply_that_is_not_an_ollama_stream_ends_with_a_sentence_to_act_on():
     """More unreadable lines than a stream could have by accident: a proxy's page, not a model's answer."""
     page = ["<html>", "<head><title>502 Bad Gateway</title></head>", "<body>", "<h1>502</h1>", "</body>"]
     with pytest.raises(ProviderError, match="could not be read.*OLLAMA_HOST") as failed:
-        list(decoded(iter(page), _Lines("http://models.example")))
+        list(decoded(iter(page), OllamaLines("http://models.example")))
     assert failed.value.retryable
 
 

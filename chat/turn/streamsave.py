@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import Case, CharField, TextField, Value, When
@@ -34,8 +34,7 @@ STREAM_SAVE_SECONDS = 1.0
 BATCH_SIZE = 100
 
 
-@dataclass(frozen=True)
-class _Noted:
+class _Noted(NamedTuple):  # a plain tuple: one is made per streamed piece
     text: str
     mode: str
     model: str
@@ -46,13 +45,17 @@ class _Saves:
         self._lock = threading.Lock()  # guards _noted and _writer
         self._noted: dict[int, _Noted] = {}
         self._writer: threading.Thread | None = None
-        self._pid = 0
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        """A forked child has none of the parent's threads, nor its answers."""
+        self._lock = threading.Lock()
+        self._noted, self._writer = {}, None
 
     def note(self, reply: Message, text: str) -> None:
         with self._lock:
             self._noted[reply.pk] = _Noted(text, reply.mode, reply.model)
-            if self._writer is None or self._pid != os.getpid():  # none yet, or in a forked child
-                self._pid = os.getpid()
+            if self._writer is None:
                 self._writer = threading.Thread(target=self._run, name="stream-saves", daemon=True)
                 self._writer.start()
 

@@ -8,30 +8,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self
 
-from kernel.errors import CurreChatError, ProviderError, Sentence
+from kernel.errors import CurreChatError
 
 log = logging.getLogger(__name__)
 
 LIST_TIMEOUT = 2.0  # seconds to list a server's models: a status check must not hang a page on a dead server
-# Lines (events) of one reply that may be skipped as unreadable before the stream is taken for
-# something other than a model server's (a proxy's error page, the wrong port).
-MAX_UNREADABLE_LINES = 3
-
-
-class UnreadableLines:
-    """Skips a streamed reply's unreadable lines, both protocols alike. Each line (event) stands
-    alone, so skipping one costs a token, while ending the reply would throw away an answer the
-    student is already reading; more than MAX_UNREADABLE_LINES mean the other end is not a model
-    server's stream at all, and the reply ends with `failure`, a sentence saying what to check."""
-
-    def __init__(self, host: str, failure: str | Sentence):
-        self.host, self.failure, self.count = host, failure, 0
-
-    def skip(self, raw: object) -> None:
-        self.count += 1
-        log.warning("Skipped an unreadable line from the model server at %s: %.200r", self.host, raw)
-        if self.count > MAX_UNREADABLE_LINES:
-            raise ProviderError(self.failure, reason="unreadable")
 
 
 class UnknownModel(CurreChatError):

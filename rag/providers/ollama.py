@@ -13,10 +13,8 @@ import functools
 import json
 import logging
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Self
 
 import httpx
@@ -27,22 +25,18 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.errors import ModelMissing, ProviderError, Sentence
-from rag.providers import wire
+from rag.providers import failures, http1, wire
 from rag.providers.base import (
     LIST_TIMEOUT,
     ChatEvent,
     ChatMessage,
     CompletesFromStream,
-    Done,
     ModelInfo,
-    TextDelta,
     TextSink,
-    ToolCall,
-    ToolCallEvent,
     ToolSpec,
-    UnreadableLines,
     text_to,
 )
+from rag.providers.decoders import OllamaLines
 
 log = logging.getLogger(__name__)
 VERSION_SECONDS = 60.0  # how long a model's digest is trusted before it is looked up again
@@ -60,7 +54,7 @@ def _timeout(timeout: float) -> httpx.Timeout:
 
 
 def make_client(host: str, timeout: float) -> ollama.Client:
-    return ollama.Client(host=host, timeout=_timeout(timeout), verify=wire.tls_context(), headers=_headers())
+    return ollama.Client(host=host, timeout=_timeout(timeout), verify=http1.tls_context(), headers=_headers())
 
 
 def make_http_client(host: str, timeout: float) -> httpx.Client:
@@ -69,7 +63,7 @@ def make_http_client(host: str, timeout: float) -> httpx.Client:
     return httpx.Client(
         base_url=host,
         timeout=_timeout(timeout),
-        verify=wire.tls_context(),
+        verify=http1.tls_context(),
         follow_redirects=True,
         headers={"content-type": "application/json", "accept": "application/json", **_headers()},
     )
@@ -87,10 +81,10 @@ def _refusal(host: str, model: str, status: int, text: str) -> ProviderError:
 def _transport_error(exc: Exception, host: str, *, mid_answer: bool = False) -> ProviderError:
     """A connection that failed or timed out, as a ProviderError (its `reason` for plain words)."""
     if isinstance(exc, httpx.TimeoutException):
-        return wire.timed_out(host)
+        return failures.timed_out(host)
     if mid_answer:  # the connection dropped while the answer streamed
-        return wire.cut()
-    return wire.unreachable(host)
+        return failures.cut()
+    return failures.unreachable(host)
 
 
 def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> ProviderError:
@@ -107,7 +101,7 @@ def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> Pr
             )
         )
     retryable = exc.status_code < 0 or exc.status_code >= 500 or exc.status_code == 429
-    return wire.failed(exc.error, retryable=retryable)
+    return failures.failed(exc.error, retryable=retryable)
 
 
 @contextmanager
@@ -142,107 +136,6 @@ def _message_payload(message: ChatMessage) -> dict[str, Any]:
     if message.images:
         payload["images"] = [base64.b64encode(image).decode() for image in message.images]
     return payload
-
-
-@dataclass(frozen=True)
-class _Part:
-    """One line of `/api/chat`'s stream, as far as we use it."""
-
-    text: str
-    calls: tuple[ToolCall, ...]
-    done: bool
-    prompt_tokens: int
-    completion_tokens: int
-
-
-def _part(line: dict[str, Any]) -> _Part | None:
-    """The line's content, or None when it is not shaped like a chat part at all."""
-    message = line.get("message") or {}
-    if not isinstance(message, dict) or not isinstance(line.get("done", False), bool):
-        return None
-    text = message.get("content") or ""
-    raw_calls = message.get("tool_calls") or []
-    if not isinstance(text, str) or not isinstance(raw_calls, list):
-        return None
-    calls = []
-    for raw in raw_calls:
-        function = raw.get("function") if isinstance(raw, dict) else None
-        if not isinstance(function, dict):
-            return None
-        call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else uuid.uuid4().hex[:12]
-        calls.append(ToolCall.from_wire(call_id, str(function.get("name") or ""), function.get("arguments")))
-    counts = [line.get(key) for key in ("prompt_eval_count", "eval_count")]
-    prompt_tokens, completion_tokens = (n if isinstance(n, int) else 0 for n in counts)
-    return _Part(text, tuple(calls), bool(line.get("done")), prompt_tokens, completion_tokens)
-
-
-def _plain_text(line: Any) -> str | None:
-    """The text of a line that holds only text (no tool calls, not the last line), else None."""
-    if type(line) is not dict or line.get("done") is not False or "error" in line:
-        return None
-    message = line.get("message")
-    if type(message) is not dict or message.get("tool_calls"):
-        return None
-    text = message.get("content")
-    return text if type(text) is str else None
-
-
-class _Lines:
-    """Our events from the lines of one `/api/chat` reply (a `wire.Decoder`); raises ProviderError
-    when the server reports an error or the reply ends before `done`.
-
-    A line that is not a chat part is skipped and logged, and the reply goes on. NDJSON lines stand
-    alone, so one bad line does not spoil the next; Ollama sends a token or a tool call per line, so
-    skipping one costs a word (or a call the model is then asked to repeat), while ending the reply
-    would throw away an answer the student is already reading and cost a whole new generation.
-    More than MAX_UNREADABLE_LINES bad lines mean the other end is not an Ollama stream at all (a
-    proxy's error page, the wrong port): that reply ends with a sentence saying to try again."""
-
-    def __init__(self, host: str):
-        self.finished = False
-        self.calls: list[ToolCall] = []
-        self.unreadable = UnreadableLines(
-            host,
-            Sentence(
-                gettext_lazy(
-                    "The model server at %(host)s sent replies that could not be read; it may not be an Ollama "
-                    "server, or a proxy in between changed them. Try again, or ask an administrator to check "
-                    "OLLAMA_HOST."
-                ),
-                host=host,
-            ),
-        )
-
-    def line(self, raw: str) -> list[ChatEvent]:
-        if not raw.strip():
-            return []
-        try:
-            line = wire.loads(raw)
-        except ValueError:
-            line = None
-        text = _plain_text(line)
-        if text is not None:  # most lines: a token and nothing else
-            return [TextDelta(text)] if text else []
-        if isinstance(line, dict) and line.get("error"):
-            raise wire.failed(line["error"])
-        part = _part(line) if isinstance(line, dict) else None
-        if part is None:
-            self.unreadable.skip(raw)
-            return []
-        events: list[ChatEvent] = [TextDelta(part.text)] if part.text else []
-        for call in part.calls:
-            self.calls.append(call)
-            events.append(ToolCallEvent(call))
-        if part.done:
-            self.finished = True
-            events.append(Done(part.prompt_tokens, part.completion_tokens, tuple(self.calls)))
-        return events
-
-    def end(self) -> list[ChatEvent]:
-        if not self.finished:
-            # A stream that ends without `done` was cut off: never pass it off as a complete answer.
-            raise wire.cut()
-        return []
 
 
 class _OllamaModel:
@@ -303,7 +196,7 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
             host=self.host,
         )
         refusal = functools.partial(_refusal, self.host, self.name)
-        return wire.stream(request, _Lines(self.host), refusal, on_text)
+        return wire.stream(request, OllamaLines(self.host), refusal, on_text)
 
     def _stream_proxied(self, body: dict[str, Any]) -> Iterator[ChatEvent]:
         """Through httpx in this thread, which goes through the proxy the environment names."""
@@ -315,7 +208,7 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
                 if response.status_code != 200:
                     raise _refusal(self.host, self.name, response.status_code, response.read().decode(errors="replace"))
                 started = True
-                yield from wire.decoded(response.iter_lines(), _Lines(self.host))
+                yield from wire.decoded(response.iter_lines(), OllamaLines(self.host))
         except httpx.TransportError as exc:
             raise _transport_error(exc, self.host, mid_answer=started) from exc
 

@@ -22,7 +22,6 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Self
 
 import httpx2
@@ -32,23 +31,19 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.errors import ModelMissing, ProviderError, Sentence
-from rag.providers import wire
+from rag.providers import failures, http1, wire
 from rag.providers.base import (
     LIST_TIMEOUT,
     ChatEvent,
     ChatMessage,
     CompletesFromStream,
-    Done,
     ModelInfo,
-    TextDelta,
     TextSink,
-    ToolCall,
-    ToolCallEvent,
     ToolSpec,
     UnknownModel,
-    UnreadableLines,
     text_to,
 )
+from rag.providers.decoders import OpenAIEvents
 
 log = logging.getLogger(__name__)
 NO_KEY = "none"  # local servers need no key, but the client insists on one
@@ -62,7 +57,7 @@ def make_client(base_url: str, timeout: float) -> openai.OpenAI:
         api_key=settings.OPENAI_API_KEY or NO_KEY,
         timeout=httpx2.Timeout(timeout, connect=min(timeout, 5.0)),
         max_retries=0,
-        http_client=httpx2.Client(verify=wire.tls_context()),
+        http_client=httpx2.Client(verify=http1.tls_context()),
     )
 
 
@@ -74,13 +69,13 @@ def _translate_errors(base_url: str, model: str):
     except openai.NotFoundError as exc:
         raise _missing(base_url, model) from exc
     except openai.APIStatusError as exc:
-        raise wire.failed(_message(exc), retryable=exc.status_code >= 500 or exc.status_code == 429) from exc
+        raise failures.failed(_message(exc), retryable=exc.status_code >= 500 or exc.status_code == 429) from exc
     except openai.APITimeoutError as exc:
-        raise wire.timed_out(base_url) from exc
+        raise failures.timed_out(base_url) from exc
     except openai.APIConnectionError as exc:
-        raise wire.unreachable(base_url) from exc
+        raise failures.unreachable(base_url) from exc
     except openai.APIError as exc:  # an error event mid-stream (vLLM sends one when generation fails)
-        raise wire.failed(exc.message) from exc
+        raise failures.failed(exc.message) from exc
     except json.JSONDecodeError as exc:
         # A non-streamed reply (the model list, embeddings) whose body is not JSON.
         log.warning("Unreadable reply from the model server at %s: %s", base_url, exc)
@@ -150,121 +145,13 @@ def _refusal(host: str, model: str, status: int, text: str) -> ProviderError:
     detail = (error.get("message") if isinstance(error, dict) else error) or text.strip()[:300] or status
     if status == 404:
         return _missing(host, model)
-    return wire.failed(detail, retryable=status >= 500 or status == 429)
+    return failures.failed(detail, retryable=status >= 500 or status == 429)
 
 
 def _missing(host: str, model: str) -> ModelMissing:
     """Also made on the model-stream reader's thread: translated when read (`Sentence`)."""
     sentence = gettext_lazy("The model server at %(host)s does not have the model '%(model)s'. Choose another model.")
     return ModelMissing(Sentence(sentence, host=host, model=model))
-
-
-@dataclass
-class _PendingCall:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-    def call(self, index: int) -> ToolCall:
-        # Text that is not JSON (or not an object) becomes the call's `problem`: the tool says
-        # what is wrong with it, so the model can try again (as for Ollama: one parser in base.py).
-        return ToolCall.from_wire(self.id or f"call_{index}", self.name, "".join(self.arguments))
-
-
-class _Events:
-    """Our events from the server-sent events of one chat-completion stream (a `wire.Decoder`);
-    raises ProviderError when the server reports an error or the stream ends without a finish
-    reason. An event's `data:` lines are joined; comments, event names and ids are not used by
-    chat-completion streams; `[DONE]` ends the stream.
-
-    An event that is not a chat chunk is skipped and logged, as a bad line of Ollama's stream is:
-    each event stands alone, so one bad event costs a token, while ending the answer would throw
-    away what the student is reading. More than MAX_UNREADABLE_LINES of them mean the other end is
-    not an OpenAI-compatible stream at all (a proxy's page): a sentence naming OPENAI_BASE_URL."""
-
-    def __init__(self, host: str):
-        self.finished = False  # `[DONE]` came
-        self.data: list[str] = []
-        self.pending: dict[int, _PendingCall] = {}
-        self.reason_given, self.usage = False, None
-        self.unreadable = UnreadableLines(
-            host,
-            Sentence(
-                gettext_lazy(
-                    "The model server at %(host)s sent replies that could not be read; it may not be an "
-                    "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
-                    "administrator to check OPENAI_BASE_URL."
-                ),
-                host=host,
-            ),
-        )
-
-    def line(self, line: str) -> list[ChatEvent]:
-        if line:
-            if line.startswith("data:"):
-                self.data.append(line[6:] if line.startswith("data: ") else line[5:])
-            return []
-        return self._event()
-
-    def end(self) -> list[ChatEvent]:
-        events = self._event()  # a last event without its blank line
-        if not self.reason_given:
-            # A stream that ends without a finish reason was cut off: never a complete answer.
-            raise wire.cut()
-        calls = tuple(self.pending[i].call(i) for i in sorted(self.pending))
-        counts: dict[str, Any] = self.usage if isinstance(self.usage, dict) else {}
-        prompt_tokens, completion_tokens = (counts.get(key) for key in ("prompt_tokens", "completion_tokens"))
-        done = Done(
-            prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
-            completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0,
-            tool_calls=calls,
-        )
-        return [*events, *(ToolCallEvent(made) for made in calls), done]
-
-    def _event(self) -> list[ChatEvent]:
-        if not self.data or self.finished:
-            return []
-        data, self.data = "\n".join(self.data), []
-        if data == "[DONE]":
-            self.finished = True
-            return []
-        try:
-            chunk = wire.loads(data)
-        except ValueError:
-            chunk = None
-        if isinstance(chunk, dict) and chunk.get("error"):
-            error = chunk["error"]
-            message = error.get("message") if isinstance(error, dict) else error
-            raise wire.failed(message)
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        if not isinstance(choices, list):
-            self.unreadable.skip(data)
-            return []
-        self.usage = chunk.get("usage") or self.usage
-        events: list[ChatEvent] = []
-        for choice in choices:
-            delta = choice.get("delta") or {}
-            text = delta.get("content")
-            if text and isinstance(text, str):
-                events.append(TextDelta(text))
-            for piece in delta.get("tool_calls") or ():
-                _add_call_piece(self.pending, piece)
-            self.reason_given = self.reason_given or choice.get("finish_reason") is not None
-        return events
-
-
-def _add_call_piece(pending: dict[int, _PendingCall], piece: Any) -> None:
-    """One tool-call delta: an id and a name first, then the JSON arguments in pieces, by `index`."""
-    if not isinstance(piece, dict):
-        return
-    index = piece.get("index")
-    call = pending.setdefault(index if isinstance(index, int) else len(pending), _PendingCall())
-    call.id = piece.get("id") or call.id
-    function = piece.get("function")
-    if isinstance(function, dict):
-        call.name = function.get("name") or call.name
-        arguments = function.get("arguments")
-        call.arguments.append(arguments if isinstance(arguments, str) else "")
 
 
 class _OpenAIModel:
@@ -346,7 +233,7 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
             read_timeout=self.timeout,
             host=self.host,
         )
-        return wire.stream(request, _Events(self.host), functools.partial(_refusal, self.host, self.name), on_text)
+        return wire.stream(request, OpenAIEvents(self.host), functools.partial(_refusal, self.host, self.name), on_text)
 
     def _stream_proxied(self, body: dict[str, Any]) -> Iterator[ChatEvent]:
         """Through the SDK in this thread, which goes through the proxy the environment names."""
@@ -358,11 +245,11 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
                 # sees the connection go and stops generating.
                 with request as response:
                     started = True
-                    yield from wire.decoded(response.iter_lines(), _Events(self.host))
+                    yield from wire.decoded(response.iter_lines(), OpenAIEvents(self.host))
         except httpx2.TimeoutException as exc:
-            raise wire.timed_out(self.host) from exc
+            raise failures.timed_out(self.host) from exc
         except httpx2.TransportError as exc:
-            raise (wire.cut() if started else wire.unreachable(self.host)) from exc
+            raise (failures.cut() if started else failures.unreachable(self.host)) from exc
 
     def info(self) -> ModelInfo:
         """The context window where the server's model list says it (vLLM: `max_model_len`,

@@ -1,0 +1,66 @@
+"""How a model server's failures are told: the same sentences for every protocol and path.
+
+Some are made on the process's model-stream reader (rag/providers/wire.py), a thread with no
+user's language: they are `Sentence`s, translated in the language of whoever reads them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.utils.translation import gettext_lazy
+
+from kernel.errors import ProviderError, Sentence
+
+log = logging.getLogger(__name__)
+
+# Lines (events) of one reply that may be skipped as unreadable before the stream is taken for
+# something other than a model server's (a proxy's error page, the wrong port).
+MAX_UNREADABLE_LINES = 3
+
+
+class UnreadableLines:
+    """Skips a streamed reply's unreadable lines, both protocols alike. Each line (event) stands
+    alone, so skipping one costs a token, while ending the reply would throw away an answer the
+    student is already reading; more than MAX_UNREADABLE_LINES mean the other end is not a model
+    server's stream at all, and the reply ends with `failure`, a sentence saying what to check."""
+
+    def __init__(self, host: str, failure: str | Sentence):
+        self.host, self.failure, self.count = host, failure, 0
+
+    def skip(self, raw: object) -> None:
+        self.count += 1
+        log.warning("Skipped an unreadable line from the model server at %s: %.200r", self.host, raw)
+        if self.count > MAX_UNREADABLE_LINES:
+            raise ProviderError(self.failure, reason="unreadable")
+
+
+# The sentences of a failed connection, the same for every protocol. Made on the reader's thread,
+# which has no user's language, they are translated when read (`Sentence`), in the asker's.
+def unreachable(host: str) -> ProviderError:
+    sentence = Sentence(gettext_lazy("The model server at %(host)s cannot be reached."), host=host)
+    return ProviderError(sentence, reason="unreachable")
+
+
+def timed_out(host: str) -> ProviderError:
+    return ProviderError(
+        Sentence(gettext_lazy("The model server at %(host)s did not answer in time."), host=host), reason="timeout"
+    )
+
+
+def not_http(host: str) -> ProviderError:
+    sentence = Sentence(
+        gettext_lazy("The model server at %(host)s sent an answer that is not HTTP; check its address."), host=host
+    )
+    return ProviderError(sentence, reason="unreadable")
+
+
+def cut() -> ProviderError:
+    sentence = Sentence(gettext_lazy("The model server closed the answer before it was finished."))
+    return ProviderError(sentence, reason="cut")
+
+
+def failed(error: object, *, retryable: bool = True) -> ProviderError:
+    """The server's own report of a failure, mid-answer or as its refusal."""
+    sentence = Sentence(gettext_lazy("The model server failed: %(error)s."), error=error)
+    return ProviderError(sentence, retryable=retryable)

@@ -1,0 +1,300 @@
+"""HTTP/1.1 on asyncio, for the model streams of rag/providers/wire.py: a connection reads one
+answer at a time, its bytes parsed by httptools (C; uvicorn's parser), each complete line handed to
+the protocol's decoder and the events to the waiting reading; a pool keeps idle connections per
+server for the next answer. Keep-alive, TLS with the process's one context, and the read timeout (the
+longest silence) as the httpx clients had them; a connection the server closed as a request met it
+is replaced, and the request sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import logging
+import ssl
+from typing import TYPE_CHECKING
+from urllib.parse import quote, unquote, urlsplit
+
+import certifi
+import httptools
+from django.utils.translation import gettext as _
+
+from kernel.errors import ProviderError
+from rag.providers.failures import cut, not_http, timed_out, unreachable
+
+if TYPE_CHECKING:
+    from rag.providers.wire import Request, _Reading
+
+log = logging.getLogger(__name__)
+
+# A refusal's body is read up to this size for its message; the rest is not needed.
+MAX_ERROR_BODY = 64 * 1024
+# Idle keep-alive connections kept per server (more than the busiest moment's streams are closed).
+MAX_IDLE = 256
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context per process: building one loads the CA bundle (~35 ms of CPU)."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+class Abandoned(Exception):  # noqa: N818 — the reader closed the stream; not an error to report
+    pass
+
+
+class Connection(asyncio.Protocol):
+    """An HTTP/1.1 connection to a model server, reading one answer at a time."""
+
+    def __init__(self, pool: Pool, key: tuple[str, str, int]):
+        self.pool, self.key = pool, key
+        self.transport: asyncio.Transport | None = None
+        self.reading: _Reading | None = None  # the answer being read; None while idle
+        self.reused = False
+        self.lost = False
+        self.spoke_unasked = False
+        # Of the answer being read (reset by `send`):
+        self.parser = httptools.HttpResponseParser(self)
+        self.status: int | None = None
+        self.partial = b""  # the start of a line whose end has not arrived
+        self.refused = b""  # the body of a non-200 answer
+        self.received = self.done = False
+        self.last = pool.loop.time()  # when data last arrived
+
+    # The asyncio protocol ------------------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def connection_lost(self, exc) -> None:
+        self.lost = True
+        self.pool.forget(self)
+        reading = self.reading
+        if reading is None or reading.over:
+            self.reading = None
+            return
+        if self.status is None:
+            self.reading = None
+            if self.reused and not self.received:
+                # The server closed this idle connection as we sent on it (keep-alive timeouts
+                # are short, uvicorn's 5 s): the request never arrived; send it on a new one.
+                self.pool.send(reading, fresh=True)
+                return
+            reading.fail(cut() if self.received else unreachable(reading.request.host))
+            return
+        self._complete(at_end=True)
+
+    def data_received(self, data: bytes) -> None:
+        self.received = True
+        self.last = self.pool.loop.time()
+        if self.reading is None:
+            # A server that talks before it is asked is no HTTP server (an SSH port, say), and an
+            # idle connection that talks is not one to reuse.
+            self.spoke_unasked = True
+            self.drop()
+            return
+        try:
+            self.parser.feed_data(data)  # the callbacks below never raise: they end the reading instead
+        except httptools.HttpParserError:
+            self._end(not_http(self.reading.request.host if self.reading else ""))
+
+    # httptools' callbacks ----------------------------------------------------------------------------
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        if self.reading is None or self.reading.over:
+            return  # dropped by an earlier line of this same read, or the answer said it is complete
+        if self.status != 200:
+            if len(self.refused) < MAX_ERROR_BODY:
+                self.refused += body
+            return
+        self.partial += body
+        if b"\n" not in body:
+            return
+        *lines, self.partial = self.partial.split(b"\n")
+        self._lines(lines)
+
+    def on_message_complete(self) -> None:
+        self.done = True
+        self._complete(at_end=False)
+
+    # Reading -----------------------------------------------------------------------------------------
+    def send(self, reading: _Reading) -> None:
+        self.reading, reading.connection = reading, self
+        self.parser = httptools.HttpResponseParser(self)
+        self.status = None
+        self.partial = self.refused = b""
+        self.received = self.done = False
+        self.last = self.pool.loop.time()
+        assert self.transport is not None
+        self.transport.write(reading.raw)
+        self._watch(reading)
+
+    def _watch(self, reading: _Reading) -> None:
+        """The read timeout: a timer per timeout's length, not per token (a token only moves
+        `last`). Also drops a connection whose answer was complete but whose HTTP body never ended."""
+        if self.reading is not reading:
+            return
+        timeout = reading.request.read_timeout
+        silent = self.pool.loop.time() - self.last
+        if silent >= timeout:
+            self._end(timed_out(reading.request.host))
+            return
+        self.pool.loop.call_later(timeout - silent, self._watch, reading)
+
+    def _lines(self, lines: list[bytes]) -> None:
+        reading = self.reading
+        assert reading is not None
+        decoder = reading.decoder
+        try:
+            for raw in lines:
+                if decoder.finished:
+                    break
+                reading.deliver(decoder.line(raw.rstrip(b"\r").decode("utf-8", "replace")))
+            if decoder.finished:
+                reading.deliver(decoder.end())
+                reading.finish()
+        except (ProviderError, Abandoned) as exc:
+            self._end(exc)
+        except Exception as exc:  # noqa: BLE001 — raised by `on_text`: the caller's, handed back to it
+            self._end(exc)
+
+    def _complete(self, *, at_end: bool) -> None:
+        """The answer's body ended (`at_end`: with the connection)."""
+        reading = self.reading
+        if reading is None:
+            return
+        if not reading.over:
+            if self.status != 200:
+                reading.fail(reading.refusal(self.status or 0, self.refused.decode("utf-8", "replace")))
+            else:
+                if self.partial:
+                    self._lines([self.partial])
+                    self.partial = b""
+                if not reading.over:
+                    try:
+                        reading.deliver(reading.decoder.end())
+                        reading.finish()
+                    except (ProviderError, Abandoned) as exc:
+                        reading.fail(exc)
+                    except Exception as exc:  # noqa: BLE001 — raised by `on_text`
+                        reading.fail(exc)
+        self.reading = None
+        if not at_end and self.done and self.parser.should_keep_alive() and not self.lost:
+            self.pool.keep(self)
+        elif not at_end:
+            self.drop()
+
+    def _end(self, error: BaseException) -> None:
+        """The answer ends with `error` (the waiting thread's own close is not reported back)."""
+        reading = self.reading
+        if reading is not None and not isinstance(error, Abandoned):
+            reading.fail(error)
+        if reading is not None:
+            reading.over = True
+        self.drop()
+
+    def drop(self) -> None:
+        self.reading = None
+        if self.transport is not None and not self.lost:
+            self.transport.abort()
+
+
+def request_bytes(request: Request) -> bytes:
+    parts = urlsplit(request.url)
+    target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=~-._") + (f"?{parts.query}" if parts.query else "")
+    headers = {"Content-Type": "application/json", "User-Agent": "CurreChat"}
+    if parts.username:  # credentials in the server's address, sent as httpx sends them
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+    lowered = {name.lower() for name, _value in request.headers}
+    headers = {name: value for name, value in headers.items() if name.lower() not in lowered}
+    lines = [
+        f"POST {target} HTTP/1.1",
+        f"Host: {parts.netloc.rpartition('@')[2]}",
+        *(f"{name}: {value}" for name, value in [*headers.items(), *request.headers]),
+        f"Content-Length: {len(request.body)}",
+    ]
+    if any("\r" in line or "\n" in line for line in lines):
+        raise ProviderError(_("A model server's address or key holds a line break; correct the setting."))
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + request.body
+
+
+class Pool:
+    """The loop's connections to model servers: idle ones by server, for the next request."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.idle: dict[tuple[str, str, int], list[Connection]] = {}
+
+    def send(self, reading: _Reading, *, fresh: bool = False) -> None:
+        """Send on a kept connection to the server, or on a new one. Never raises: whatever goes
+        wrong ends the reading with it, so no thread waits for an answer that will not come."""
+        try:
+            self._send(reading, fresh)
+        except Exception as exc:  # noqa: BLE001 — see above; logged with its trace for the operator
+            log.exception("Model stream to %s failed to start", reading.request.host)
+            reading.fail(unreachable(reading.request.host) if not isinstance(exc, ProviderError) else exc)
+
+    def _send(self, reading: _Reading, fresh: bool) -> None:
+        key = _server(reading.request.url)
+        idle = self.idle.get(key)
+        while idle and not fresh:
+            connection = idle.pop()
+            if not connection.lost:
+                connection.reused = True
+                connection.send(reading)
+                return
+        self.loop.create_task(self._connect(reading, key))
+
+    async def _connect(self, reading: _Reading, key: tuple[str, str, int]) -> None:
+        try:
+            await self._open(reading, key)
+        except Exception as exc:  # noqa: BLE001 — as in `send`
+            log.exception("Model stream to %s failed to start", reading.request.host)
+            reading.fail(unreachable(reading.request.host) if not isinstance(exc, ProviderError) else exc)
+
+    async def _open(self, reading: _Reading, key: tuple[str, str, int]) -> None:
+        scheme, host, port = key
+        tls = tls_context() if scheme == "https" else None
+        try:
+            _transport, connection = await asyncio.wait_for(
+                self.loop.create_connection(
+                    lambda: Connection(self, key), host, port, ssl=tls, server_hostname=host if tls else None
+                ),
+                reading.request.connect_timeout,
+            )
+        except TimeoutError:
+            reading.fail(timed_out(reading.request.host))
+            return
+        except (OSError, ssl.SSLError) as exc:
+            log.info("Could not connect to the model server at %s: %s", reading.request.host, exc)
+            reading.fail(unreachable(reading.request.host))
+            return
+        if connection.lost:  # gone before it was asked anything
+            host = reading.request.host
+            reading.fail(not_http(host) if connection.spoke_unasked else unreachable(host))
+            return
+        if reading.over:  # closed by its thread while connecting: the connection waits for the next
+            self.keep(connection)
+            return
+        connection.send(reading)
+
+    def keep(self, connection: Connection) -> None:
+        idle = self.idle.setdefault(connection.key, [])
+        if len(idle) >= MAX_IDLE:
+            connection.drop()
+            return
+        idle.append(connection)
+
+    def forget(self, connection: Connection) -> None:
+        idle = self.idle.get(connection.key)
+        if idle and connection in idle:
+            idle.remove(connection)
+
+
+def _server(url: str) -> tuple[str, str, int]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname or "", parts.port or (443 if scheme == "https" else 80)
