@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 from typing import Any, Literal
 
-_thread = threading.local()
+
+def _nowhere() -> bool:
+    return False
+
+
+_serving_everyone: Callable[[], bool] = _nowhere
 
 
 class Sentence:
-    """A sentence translated in the language of the thread that reads it: for errors that may be
-    made on a thread serving everyone, with no user's language (the model-stream reader,
-    rag/providers/wire.py). Mark the text with `gettext_lazy`. A ProviderError made on any other
-    thread translates its Sentence at once, as `_()` would have; one made on such a thread keeps it
-    until `settled` in the asker's thread."""
+    """A sentence translated in the language of whoever reads it: for errors that may be made where
+    no user's language is active, by code that serves everyone (the model-stream reader,
+    rag/providers/wire.py). Mark the text with `gettext_lazy`. A ProviderError made anywhere else
+    translates its Sentence at once, as `_()` would have; one made there keeps it until `settled`
+    in the asker's thread."""
 
     def __init__(self, text: Any, **params: Any):
         self.text, self.params = text, params
@@ -25,9 +30,11 @@ class Sentence:
         return repr(str(self))
 
 
-def translate_when_read() -> None:
-    """Called by a thread that serves everyone: errors made on it keep their Sentence untranslated."""
-    _thread.lazy = True
+def translate_when_read(serving_everyone: Callable[[], bool]) -> None:
+    """`serving_everyone()` tells whether the code running now serves everyone (the model-stream
+    reader's loop): errors made there keep their Sentence untranslated until `settled`."""
+    global _serving_everyone
+    _serving_everyone = serving_everyone
 
 
 def settled(error: BaseException) -> BaseException:
@@ -94,7 +101,7 @@ class ProviderError(CurreChatError):
         retryable: bool = True,
         reason: Literal["failed", "timeout", "unreachable", "unreadable", "cut", "missing"] = "failed",
     ):
-        lazy = isinstance(message, Sentence) and getattr(_thread, "lazy", False)
+        lazy = isinstance(message, Sentence) and _serving_everyone()
         super().__init__(message if lazy else str(message))
         self.retryable = retryable
         self.reason = reason

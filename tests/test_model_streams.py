@@ -16,7 +16,7 @@ import pytest
 
 from kernel.errors import ProviderError
 from rag.providers import ChatMessage, Done, TextDelta, get_chat_model
-from tests.fake_ollama import Reply
+from tests.fake_ollama import FakeOllama, Reply
 
 ASK = [ChatMessage(role="user", content="Count for me")]
 
@@ -74,34 +74,43 @@ def test_an_error_raised_by_on_text_ends_the_request_and_reaches_the_reader(olla
     assert got == ["w0 ", "w1 ", "w2 ", "w3 ", "w4 "], "no text after the error"
 
 
-def test_answers_one_after_another_share_one_connection(ollama):
+@pytest.fixture
+def own_server(settings):
+    """A model server of this test's own: no other answer of the process shares its connections."""
+    fake = FakeOllama().start()
+    settings.OLLAMA_HOST = fake.url
+    yield fake
+    fake.stop()
+
+
+def test_answers_one_after_another_share_one_connection(own_server):
     model = _model()
     for n in range(3):
-        ollama.script(Reply(content=f"answer {n}"))
+        own_server.script(Reply(content=f"answer {n}"))
         assert isinstance(list(model.stream(ASK))[-1], Done)
-    assert len(set(ollama.chat_peers[-3:])) == 1, ollama.chat_peers
+    assert len(own_server.chat_peers) == 3 and len(set(own_server.chat_peers)) == 1, own_server.chat_peers
 
 
-def test_a_kept_connection_the_server_hangs_up_on_is_replaced_without_losing_the_answer(ollama):
+def test_a_kept_connection_the_server_hangs_up_on_is_replaced_without_losing_the_answer(own_server):
     """Servers close idle connections (uvicorn after 5 s); when that meets the next request, the
     request is sent again on a new connection, and the student gets the answer."""
     model = _model()
-    ollama.script(Reply(content="first"))
+    own_server.script(Reply(content="first"))
     list(model.stream(ASK))
-    ollama.hang_up_next = True
-    ollama.script(Reply(content="the second answer"))
+    own_server.hang_up_next = True
+    own_server.script(Reply(content="the second answer"))
     got: list[str] = []
     list(model.stream(ASK, on_text=got.append))
     assert "".join(got) == "the second answer"
-    assert ollama.chat_peers[-1] != ollama.chat_peers[-2], "sent again on a new connection"
+    first, hung_up, again = own_server.chat_peers
+    assert hung_up == first and again != first, "asked on the kept connection, then again on a new one"
 
 
-def test_a_new_connection_hung_up_on_is_a_failure_that_names_the_server(ollama, settings):
-    settings.OLLAMA_HOST = ollama.url.replace("127.0.0.1", "localhost")  # no kept connection to this name
-    ollama.hang_up_next = True
+def test_a_new_connection_hung_up_on_is_a_failure_that_names_the_server(own_server):
+    own_server.hang_up_next = True
     with pytest.raises(ProviderError) as failed:
         list(_model().stream(ASK))
-    assert failed.value.retryable and "localhost" in str(failed.value)
+    assert failed.value.retryable and own_server.url in str(failed.value)
 
 
 def test_an_answer_is_complete_at_its_last_line_even_when_its_http_body_never_ends(ollama):

@@ -27,6 +27,7 @@ from chat.turn.attachments import Attachment
 from chat.turn.events import CallbackSink, ChatEventOut, ErrorEvent, TokenEvent
 from kernel import draining
 from kernel.errors import CurreChatError, ServiceUnavailable
+from rag.providers import wire
 
 _executor: ThreadPoolExecutor | None = None
 
@@ -51,21 +52,36 @@ class _Hub:
 
     Threads wake the loop once per batch, for all chats together, not once per token: with many
     chats streaming, a wake-up per token cost more CPU than everything else done for the token.
+    The streamed text comes from the model-stream reader, which reads on this same loop
+    (`wire.serve_on`): it is delivered at once, after whatever the turn threads sent before it.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._loop = loop
+        self._thread = threading.get_ident()  # the loop's
         self._lock = threading.Lock()
         self._pending: list[tuple[_Stream, ChatEventOut | None]] = []
         self._scheduled = False
 
     def emit(self, stream: _Stream, event: ChatEventOut | None) -> None:  # any thread
+        if threading.get_ident() == self._thread:
+            self._deliver_now(stream, event)
+            return
         with self._lock:
             self._pending.append((stream, event))
             if self._scheduled:
                 return
             self._scheduled = True
         self._loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver_now(self, stream: _Stream, event: ChatEventOut | None) -> None:  # the loop
+        with self._lock:
+            batch, self._pending = self._pending, []  # the batch's `_deliver` finds nothing left
+        for earlier, sent in batch:
+            earlier.items.append(sent)
+            earlier.ready.set()
+        stream.items.append(event)
+        stream.ready.set()
 
     def _deliver(self) -> None:  # the loop
         with self._lock:
@@ -124,6 +140,7 @@ async def stream_turn(turn: Turn) -> AsyncIterator[ChatEventOut]:
     stored, so the student finds the answer when they come back.
     """
     loop = asyncio.get_running_loop()
+    wire.serve_on(loop)  # the model's text is read on this loop, where its websocket is written
     hub, stream = _hub(), _Stream()
     sink = CallbackSink(lambda event: hub.emit(stream, event))
     future = loop.run_in_executor(executor(), _run_in_thread, turn, sink)

@@ -18,9 +18,10 @@ import logging
 import os
 import threading
 import time
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from django.db import connection
+from django.db.models import Field
 
 from chat.models import Message, MessageStatus
 
@@ -80,8 +81,8 @@ def _write(noted: dict[int, _Noted]) -> None:
     the web process's CPU with 200 answers streaming. A failed write is not retried: each turn notes
     its whole text again with its next piece, and its final save stores everything."""
     quote = connection.ops.quote_name
-    names = ("content", "mode", "model", "status", "id")
-    content, mode, model, status, key = (quote(Message._meta.get_field(name).column) for name in names)
+    fields = (cast(Field, Message._meta.get_field(name)) for name in ("content", "mode", "model", "status", "id"))
+    content, mode, model, status, key = (quote(field.column or field.name) for field in fields)
     table = quote(Message._meta.db_table)
     # Only the model's own table and column names go in by formatting; every value is a parameter.
     sets = f"{content} = %s, {mode} = %s, {model} = %s, {status} = %s"

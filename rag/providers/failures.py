@@ -64,3 +64,9 @@ def failed(error: object, *, retryable: bool = True) -> ProviderError:
     """The server's own report of a failure, mid-answer or as its refusal."""
     sentence = Sentence(gettext_lazy("The model server failed: %(error)s."), error=error)
     return ProviderError(sentence, retryable=retryable)
+
+
+def reader_stopped() -> ProviderError:
+    """The loop that read the answer stopped under it: its process is shutting down."""
+    sentence = Sentence(gettext_lazy("This server stopped reading the answer as it shut down. Ask again."))
+    return ProviderError(sentence, reason="cut")

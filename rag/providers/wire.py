@@ -20,13 +20,14 @@ import logging
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
 from kernel.errors import ProviderError, settled, translate_when_read
-from rag.providers import http1
+from rag.providers import failures, http1
 from rag.providers.base import ChatEvent, TextDelta, TextSink, Waiting
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,15 @@ class Request:
     host: str  # the server as the sentences name it (OLLAMA_HOST, OPENAI_BASE_URL)
 
 
+def serve_on(loop: asyncio.AbstractEventLoop) -> None:
+    """Read this process's model streams on `loop` from now on: the ASGI server's own, called from
+    its edge on that loop, so the text reaches the websockets without crossing threads (with 200
+    answers streaming, a second loop in its own thread took a third more CPU per token). While that
+    loop is not running (a test's, ended), streams are read on a loop of their own again."""
+    if _reader.adopted is not loop:
+        _reader.adopt(loop)
+
+
 def wake_waiting() -> None:
     """Hand every thread of this process that waits for a model stream a `Waiting` now: a Stop or
     a shutdown was just asked for, and its model may be silent (reading a long prompt)."""
@@ -109,6 +119,8 @@ def stream(
             try:
                 item = reading.events.get(timeout=WAITING_SECONDS)
             except queue.Empty:
+                if reading.loop is not None and not reading.loop.is_running():
+                    raise settled(failures.reader_stopped()) from None
                 yield Waiting()
                 continue
             if item is _END:
@@ -175,29 +187,47 @@ class _Reading:
 
 
 class _Loop:
-    """The process's reading loop, in a daemon thread started on first use (again in a forked
-    child: threads do not survive a fork)."""
+    """Where this process reads its model streams: the loop of the ASGI server that serves its
+    websockets when there is one (`serve_on`), so a token reaches the student's socket without
+    crossing threads; else a loop of its own, in a daemon thread started on first use (again in a
+    forked child: threads do not survive a fork). A pool of connections per loop."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pid = 0
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.pool: http1.Pool | None = None
+        self.own: asyncio.AbstractEventLoop | None = None
+        self.adopted: asyncio.AbstractEventLoop | None = None
+        self.pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, http1.Pool] = weakref.WeakKeyDictionary()
         self.waiting: set[_Reading] = set()
+
+    def adopt(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            self._forked()
+            self.adopted = loop
 
     def submit(self, reading: _Reading) -> None:
         with self._lock:
-            if self._pid != os.getpid() or self.loop is None:
-                self.loop = _new_loop()
-                self.pool = http1.Pool(self.loop)
-                self.waiting = set()
-                threading.Thread(target=_serve, args=(self.loop,), name="model-streams", daemon=True).start()
-                self._pid = os.getpid()
-            loop, pool = self.loop, self.pool
-            assert pool is not None
+            self._forked()
+            loop = self.adopted if self.adopted is not None and self.adopted.is_running() else None
+            if loop is None:
+                if self.own is None:
+                    self.own = _new_loop()
+                    threading.Thread(target=_serve, args=(self.own,), name="model-streams", daemon=True).start()
+                loop = self.own
+            pool = self.pools.get(loop)
+            if pool is None:
+                pool = self.pools[loop] = http1.Pool(loop)
             self.waiting.add(reading)
         reading.loop = loop
         loop.call_soon_threadsafe(pool.send, reading)
+
+    def _forked(self) -> None:
+        """In a forked child, none of the parent's loops run (under the lock)."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self.own = self.adopted = None
+            self.pools = weakref.WeakKeyDictionary()
+            self.waiting = set()
 
     def forget(self, reading: _Reading) -> None:
         with self._lock:
@@ -211,8 +241,17 @@ class _Loop:
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:
-    translate_when_read()  # this thread has no user's language: its errors are translated by the asker's
     loop.run_forever()
+
+
+def _on_a_reading_loop() -> bool:
+    """Whether the code running now runs on a loop that reads model streams (for everyone: its
+    errors are translated by each asker, `settled`)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return loop is _reader.own or loop is _reader.adopted
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -224,6 +263,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 
 _reader = _Loop()
+translate_when_read(_on_a_reading_loop)
 
 
 def decoded(lines: Iterable[str], decoder: Decoder) -> Iterator[ChatEvent]:
