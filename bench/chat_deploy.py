@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,12 +60,11 @@ class Run:
     sent: float = 0.0
     first: float | None = None
     tokens: list[str] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # when each token event arrived
     error: str = ""
 
 
-async def one_chat(
-    stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[int, str], start_at: float, length: int
-) -> Run:
+async def one_chat(stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[int, str], start_at: float) -> Run:
     import websockets
 
     run = Run(index)
@@ -79,12 +79,13 @@ async def one_chat(
         ) as ws:
             await asyncio.sleep(max(0.0, start_at - time.monotonic()))
             run.sent = time.monotonic()
-            await ws.send(json.dumps({"type": "user_message", "content": f"chat {index}: count to {length}"}))
+            await ws.send(json.dumps({"type": "user_message", "content": f"chat {index}: count for me"}))
             async for raw in ws:
                 event = json.loads(raw)
                 if event["type"] == "token":
                     run.first = run.first or time.monotonic()
                     run.tokens.append(event["text"])
+                    run.times.append(time.monotonic())
                 elif event["type"] == "message_done":
                     break
                 elif event["type"] == "error":
@@ -95,24 +96,53 @@ async def one_chat(
     return run
 
 
-async def run_round(stack: Stack, tls: ssl.SSLContext, chats: list, ramp: float, first: int, length: int) -> list[Run]:
-    begin = time.monotonic() + 3.0  # every socket open first
+async def run_round(stack: Stack, tls: ssl.SSLContext, chats: list, ramp: float, first: int, begin: float) -> list[Run]:
     spacing = ramp / max(1, len(chats))
     return await asyncio.gather(
-        *(one_chat(stack, tls, first + i, chat, begin + i * spacing, length) for i, chat in enumerate(chats))
+        *(one_chat(stack, tls, first + i, chat, begin + i * spacing) for i, chat in enumerate(chats))
     )
 
 
-def measure(stack: Stack, tls, chats: list, args, first: int, length: int) -> dict:
-    """One round of `chats` answers of `length` tokens each, all streaming at once."""
+class SteadyWindow(threading.Thread):
+    """The web processes' CPU over the window in which every answer of the round streams: after the
+    last chat has started, before the first can end. Only streaming happens in it (no question is
+    taken, none is finished), so its CPU over the tokens delivered in it is the CPU per streamed token,
+    with nothing of the questions' own work."""
+
+    def __init__(self, pids: list[int], start: float, end: float):
+        super().__init__(daemon=True)
+        self.pids, self.start_at, self.end_at = pids, start, end
+        self.cpu: list[float] = []
+
+    def run(self) -> None:
+        time.sleep(max(0.0, self.start_at - time.monotonic()))
+        before = [cpu_seconds(pid) for pid in self.pids]
+        time.sleep(max(0.0, self.end_at - time.monotonic()))
+        self.cpu = [cpu_seconds(pid) - b for pid, b in zip(self.pids, before, strict=True)]
+
+
+def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
+    """One round of `chats` answers, all streaming at once."""
     pids = [web.pid for web in stack.web]
     cpu_before = [cpu_seconds(pid) for pid in pids]
     wall = time.monotonic()
-    runs = asyncio.run(run_round(stack, tls, chats, args.ramp, first, length))
+    begin = wall + 3.0  # every socket open first
+    # From a second after the last question to a second before the first answer can end.
+    window = SteadyWindow(pids, begin + args.ramp + 1.0, begin + args.tokens / args.rate - 1.0)
+    window.start()
+    runs = asyncio.run(run_round(stack, tls, chats, args.ramp, first, begin))
     wall = time.monotonic() - wall
+    window.join()
     cpu = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
-    expected = [f"t{i}" for i in range(length)]
+    expected = [f"t{i}" for i in range(args.tokens)]
     streamed = sum(len("".join(r.tokens).split()) for r in runs)
+    in_window = sum(
+        len(text.split())
+        for r in runs
+        for text, at in zip(r.tokens, r.times, strict=True)
+        if window.start_at <= at < window.end_at
+    )
+    steady = sum(window.cpu) / max(1, in_window) * 1e6 if window.cpu and window.end_at > window.start_at else None
     lost = sum(len(set(expected) - set("".join(r.tokens).split())) for r in runs if not r.error)
     own = [((r.first - r.sent) - 1.0 / args.rate) * 1000 for r in runs if r.first is not None and not r.error]
     return {
@@ -120,6 +150,10 @@ def measure(stack: Stack, tls, chats: list, args, first: int, length: int) -> di
         "p50": pct(own, 0.5),
         "p95": pct(own, 0.95),
         "cpu_us": sum(cpu) / max(1, streamed) * 1e6,
+        "steady_us": steady,
+        "steady_each_us": [c / max(1, in_window) * len(pids) * 1e6 for c in window.cpu],
+        # What is left of the round's CPU once its tokens are paid at the steady rate: each question's own.
+        "question_ms": (sum(cpu) - (steady or 0) / 1e6 * streamed) / max(1, len(runs)) * 1e3,
         "cpu": cpu,
         "streamed": streamed,
         "chats": len(runs),
@@ -148,8 +182,7 @@ def main(args) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="currechat-chat-deploy-"))
     ctx = multiprocessing.get_context("spawn")
     loads = [int(n) for n in str(args.chats).split(",")]
-    lengths = [int(n) for n in str(args.tokens).split(",")]
-    servers = start_model_servers(ctx, [f"t{i} " for i in range(lengths[0])], 1.0 / args.rate)
+    servers = start_model_servers(ctx, [f"t{i} " for i in range(args.tokens)], 1.0 / args.rate)
     model = {"ollama": servers["ollama"][2], "openai": servers["openai"][2]}
     stacks: dict[str, Stack] = {}
     common = {"CHAT_RATE_LIMIT": "0", "CHAT_WORKER_THREADS": "512"}
@@ -178,7 +211,7 @@ def main(args) -> int:
         chats: dict[str, dict] = {}
         for label, stack in stacks.items():
             stack.start()
-            chats_needed = max(loads) * (args.rounds * len(lengths) + 1)
+            chats_needed = max(loads) * (args.rounds + 1)
             prepare = PREPARE.replace("MODELS", repr(MODELS)).replace("COUNT", str(chats_needed))
             chats[label] = json.loads(stack.manage("shell", "-c", prepare).strip().splitlines()[-1])
         tls = {
@@ -194,24 +227,17 @@ def main(args) -> int:
         # Warm-up (not counted): every deployment's first burst of connections, threads and caches.
         for label, stack in stacks.items():
             for protocol in PROTOCOLS:
-                measure(stack, tls[label], take(label, protocol, min(loads)), args, 10**6, lengths[0])
+                measure(stack, tls[label], take(label, protocol, min(loads)), args, 10**6)
         results: list[tuple[int, str, int, str, dict]] = []
         order = list(stacks)
         for r in range(args.rounds):
             for load in loads:
                 for protocol in PROTOCOLS:
                     for label in order if r % 2 == 0 else order[::-1]:
-                        # Both lengths back to back, in turns first: the same machine for both.
-                        for length in lengths if r % 2 == 0 else lengths[::-1]:
-                            chats_now = take(label, protocol, load)
-                            result = measure(stacks[label], tls[label], chats_now, args, (r + 1) * 10**5, length)
-                            result["length"] = length
-                            results.append((r, protocol, load, label, result))
-                            where = f"round {r + 1} {protocol} {load} chats {label} {length} tokens"
-                            print(f"{where}: {result}", flush=True)
+                        result = measure(stacks[label], tls[label], take(label, protocol, load), args, (r + 1) * 10**5)
+                        results.append((r, protocol, load, label, result))
+                        print(f"round {r + 1} {protocol} {load} chats {label}: {result}", flush=True)
         print(report(results, args))
-        if len(lengths) > 1:
-            print(marginal(results, lengths))
         return 0
     finally:
         for stack in stacks.values():
@@ -223,63 +249,42 @@ def main(args) -> int:
 
 
 def report(results: list, args) -> str:
+    """Every round, then the medians. CPU per streamed token is the steady window's (`SteadyWindow`);
+    "all in" divides all of the round's CPU by its tokens, the questions' own work included, which
+    is also given per question."""
     rows = [
         f"\n{args.tokens} tokens at {args.rate:g} tokens/s per answer, ramp {args.ramp:g} s; {args.rounds} rounds\n",
-        "| deployment | protocol | chats | tokens | tokens/s | own TTFT p50 / p95 (ms) | CPU per streamed token, "
-        "all in | CPU share per process | lost | failed | load avg |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| deployment | protocol | chats | tokens/s | own TTFT p50 / p95 (ms) | CPU per streamed token "
+        "(per process) | all in | CPU per question | CPU share per process | lost | failed | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _r, protocol, load, label, m in results:
         shares = " / ".join(f"{s:.0%}" for s in m["cpu_share"])
+        each = " / ".join(f"{e:.0f}" for e in m["steady_each_us"])
+        steady = f"{m['steady_us']:.0f} µs ({each})" if m["steady_us"] is not None else "(answers too short)"
         rows.append(
-            f"| {label} | {protocol} | {load} | {m['length']} | {m['tokens_per_s']:.0f} | {m['p50']:.1f} / "
-            f"{m['p95']:.1f} | {m['cpu_us']:.0f} µs | {shares} | {m['lost']} | {m['failed']} | {m['load']:.1f} |"
+            f"| {label} | {protocol} | {load} | {m['tokens_per_s']:.0f} | {m['p50']:.1f} / {m['p95']:.1f} | "
+            f"{steady} | {m['cpu_us']:.0f} µs | {m['question_ms']:.1f} ms | {shares} | {m['lost']} | "
+            f"{m['failed']} | {m['load']:.1f} |"
         )
-    rows.append("\nMedian CPU per streamed token over rounds, all in (the questions' own work included):\n")
-    rows.append("| protocol | chats | " + " | ".join(sorted({r[3] for r in results})) + " |")
     labels = sorted({r[3] for r in results})
-    rows.append("|---|---|" + "---|" * len(labels))
-    for protocol in PROTOCOLS:
-        for load in sorted({r[2] for r in results}):
-            cells = []
-            for label in labels:
-                values = sorted(m["cpu_us"] for _r, p, n, lab, m in results if (p, n, lab) == (protocol, load, label))
-                cells.append(f"{values[len(values) // 2]:.0f} µs" if values else "")
-            rows.append(f"| {protocol} | {load} | " + " | ".join(cells) + " |")
+    for key, title, unit in (
+        ("steady_us", "CPU per streamed token", "µs"),
+        ("question_ms", "CPU per question", "ms"),
+        ("cpu_us", "CPU per streamed token, all in", "µs"),
+    ):
+        rows.append(f"\nMedian over rounds, {title}:\n")
+        rows.append("| protocol | chats | " + " | ".join(labels) + " |")
+        rows.append("|---|---|" + "---|" * len(labels))
+        for protocol in PROTOCOLS:
+            for load in sorted({r[2] for r in results}):
+                cells = []
+                for label in labels:
+                    found = [m[key] for _r, p, n, lab, m in results if (p, n, lab) == (protocol, load, label)]
+                    values = sorted(v for v in found if v is not None)
+                    cells.append(f"{statistics.median(values):.1f} {unit}" if values else "")
+                rows.append(f"| {protocol} | {load} | " + " | ".join(cells) + " |")
     errors = sorted({e for *_, m in results for e in m["errors"]})
     if errors:
         rows.append("errors: " + "; ".join(errors[:5]))
-    return "\n".join(rows)
-
-
-def marginal(results: list, lengths: list[int]) -> str:
-    """CPU per streamed token as the cost of one more token: the web processes' CPU for the long
-    answers less that for the short ones, over the tokens between them (same chats, same round).
-    What stays is each question's own work (sign-in, permission, rate limit, budget, the writes,
-    the rendered `message_done`), reported per question."""
-    short, long = min(lengths), max(lengths)
-    rows = [
-        f"\nCPU per streamed token, marginal ({short} → {long} tokens per answer), and per question:\n",
-        "| round | deployment | protocol | chats | CPU per streamed token | per process | CPU per question |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    found: dict[tuple[str, str, int], list[float]] = {}
-    for r, protocol, load, label, m in results:
-        if m["length"] != long:
-            continue
-        base = next(
-            x for rr, p, n, lab, x in results if (rr, p, n, lab) == (r, protocol, load, label) and x["length"] == short
-        )
-        tokens = m["streamed"] - base["streamed"]
-        each = [(c - b) / max(1, tokens) * len(m["cpu"]) * 1e6 for c, b in zip(m["cpu"], base["cpu"], strict=True)]
-        per_token = (sum(m["cpu"]) - sum(base["cpu"])) / max(1, tokens) * 1e6
-        per_question = (sum(base["cpu"]) - per_token / 1e6 * base["streamed"]) / max(1, base["chats"]) * 1e3
-        found.setdefault((label, protocol, load), []).append(per_token)
-        rows.append(
-            f"| {r + 1} | {label} | {protocol} | {load} | {per_token:.0f} µs | "
-            f"{' / '.join(f'{e:.0f}' for e in each)} µs | {per_question:.1f} ms |"
-        )
-    rows.append("\n| deployment | protocol | chats | median CPU per streamed token |\n|---|---|---|---|")
-    for (label, protocol, load), values in sorted(found.items()):
-        rows.append(f"| {label} | {protocol} | {load} | {statistics.median(values):.0f} µs |")
     return "\n".join(rows)

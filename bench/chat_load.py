@@ -48,7 +48,6 @@ sys.path.insert(0, str(ROOT))
 from scripts.redis_stack import RedisStackServer, free_port  # noqa: E402
 
 MARKER = re.compile(r"chat (\d+)")
-LENGTH = re.compile(r"count to (\d+)")
 
 
 # --- The model server, in its own process --------------------------------------------------------
@@ -66,10 +65,7 @@ def _model_server(conn, tokens: list[str], delay: float, protocol: str) -> None:
         found = MARKER.search(last)
         if found:
             arrivals[int(found.group(1))] = time.monotonic()
-        # "count to N" asks for an answer of N tokens (bench/chat_deploy.py compares two lengths).
-        length = LENGTH.search(last)
-        chunks = [f"t{i} " for i in range(int(length.group(1)))] if length else tokens
-        return Reply(chunks=chunks, delay=delay, prompt_tokens=20)
+        return Reply(chunks=tokens, delay=delay, prompt_tokens=20)
 
     fake.responder = respond
     fake.start()
@@ -328,9 +324,7 @@ def mixed_round(port: int, daphne_pid: int, off: list, on: list, args, first_ind
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chats", default="200", help="chats per round (with --nginx/--before: loads, e.g. 100,200)")
-    parser.add_argument(
-        "--tokens", default="150", help="tokens per answer (with --nginx/--before: lengths, e.g. 100,300)"
-    )
+    parser.add_argument("--tokens", type=int, default=150, help="tokens per answer")
     # 10 tokens/s: a plausible per-stream rate when one model server serves 200 streams at once.
     parser.add_argument("--rate", type=float, default=10.0, help="tokens per second per answer")
     parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which the chats start")
@@ -345,7 +339,7 @@ def main() -> int:
         from bench import chat_deploy
 
         return chat_deploy.main(args)
-    args.chats, args.tokens = int(args.chats), int(args.tokens)
+    args.chats = int(args.chats)
     args.first_delay = 1.0 / args.rate  # the fakes sleep this long before every chunk, the first too
 
     tmp = Path(tempfile.mkdtemp(prefix="currechat-chat-load-"))
