@@ -74,6 +74,11 @@ def hashed_embedding(text: str, dims: int) -> list[float]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog is 5; a real model server listens with the system's (Go's
+    # net/http takes somaxconn). With 5, a restarted web process that resumes its answers connects
+    # faster than a busy test process accepts: connects wait a second for the SYN to be sent again,
+    # and its first look at the model list times out (the chat then answers without a model).
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):
         # Clients that hang up (a cancelled chat, a timed-out curation call) are part of the tests;
@@ -92,9 +97,9 @@ class FakeOllama:
         self.releases: dict[str, int] = {}  # model -> times pulled again (new weights, new digest)
         self.requests: list[tuple[str, dict]] = []
         self.chat_peers: list[tuple[str, int]] = []  # the client's address of each /api/chat request
-        # Hang up on the next /api/chat request without answering (as a server does whose idle
-        # keep-alive timeout fires just as the request arrives).
-        self.hang_up_next = False
+        # Hang up on the next this many /api/chat requests without answering (as a server does whose
+        # idle keep-alive timeout fires just as the request arrives, or one that is restarting).
+        self.hang_ups = 0
         self.responder: Responder | None = None
         self.abandoned = 0
         self._script: deque[Reply | Responder] = deque()
@@ -127,7 +132,7 @@ class FakeOllama:
             self.releases = {}
             self.requests.clear()
             self.chat_peers.clear()
-            self.hang_up_next = False
+            self.hang_ups = 0
             self.responder = None
             self.abandoned = 0  # streamed answers whose client hung up before the end
             self._script.clear()
@@ -258,8 +263,8 @@ class FakeOllama:
 
             def _chat(self, body):
                 fake.chat_peers.append(self.client_address[:2])
-                if fake.hang_up_next:
-                    fake.hang_up_next = False
+                if fake.hang_ups:
+                    fake.hang_ups -= 1
                     self.close_connection = True
                     return
                 name = body.get("model", "")

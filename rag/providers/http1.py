@@ -2,8 +2,8 @@
 answer at a time, its bytes parsed by httptools (C; uvicorn's parser), each complete line handed to
 the protocol's decoder and the events to the waiting reading; a pool keeps idle connections per
 server for the next answer. Keep-alive, TLS with the process's one context, and the read timeout (the
-longest silence) as the httpx clients had them; a connection the server closed as a request met it
-is replaced, and the request sent again.
+longest silence) as the httpx clients had them; a request whose connection closed before a byte of
+its answer is sent once more on a new one.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ class Connection(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.status: int | None = None
         self.partial = b""  # the start of a line whose end has not arrived
+        self.answered: _Reading | None = None  # its answer complete, to be told at the end of this read
         self.refused = b""  # the body of a non-200 answer
         self.received = self.done = False
         self.last = pool.loop.time()  # when data last arrived
@@ -75,9 +76,11 @@ class Connection(asyncio.Protocol):
             return
         if self.status is None:
             self.reading = None
-            if self.reused and not self.received:
-                # The server closed this idle connection as we sent on it (keep-alive timeouts
-                # are short, uvicorn's 5 s): the request never arrived; send it on a new one.
+            if not self.received and not reading.sent_again:
+                # Closed before a byte of the answer: most often a kept connection the server
+                # closed as the request met it (keep-alive timeouts are short, uvicorn's 5 s), or
+                # a server restarting. Nothing was generated (nor counted): once more, on a new one.
+                reading.sent_again = True
                 self.pool.send(reading, fresh=True)
                 return
             reading.fail(cut() if self.received else unreachable(reading.request.host))
@@ -97,13 +100,18 @@ class Connection(asyncio.Protocol):
             self.parser.feed_data(data)  # the callbacks below never raise: they end the reading instead
         except httptools.HttpParserError:
             self._end(not_http(self.reading.request.host if self.reading else ""))
+        if self.answered is not None:
+            # The answer's end goes out once this read is handled: if the HTTP body ended in it too,
+            # the connection is kept already, and the asker's next request can take it.
+            answered, self.answered = self.answered, None
+            answered.finish()
 
     # httptools' callbacks ----------------------------------------------------------------------------
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
 
     def on_body(self, body: bytes) -> None:
-        if self.reading is None or self.reading.over:
+        if self.reading is None or self.reading.over or self.reading.decoder.finished:
             return  # dropped by an earlier line of this same read, or the answer said it is complete
         if self.status != 200:
             if len(self.refused) < MAX_ERROR_BODY:
@@ -126,6 +134,7 @@ class Connection(asyncio.Protocol):
         self.status = None
         self.partial = self.refused = b""
         self.received = self.done = False
+        self.answered = None
         self.last = self.pool.loop.time()
         assert self.transport is not None
         self.transport.write(reading.raw)
@@ -154,7 +163,7 @@ class Connection(asyncio.Protocol):
                 reading.deliver(decoder.line(raw.rstrip(b"\r").decode("utf-8", "replace")))
             if decoder.finished:
                 reading.deliver(decoder.end())
-                reading.finish()
+                self.answered = reading  # finished at the end of this read (`data_received`)
         except (ProviderError, Abandoned) as exc:
             self._end(exc)
         except Exception as exc:  # noqa: BLE001 — raised by `on_text`: the caller's, handed back to it
@@ -165,14 +174,14 @@ class Connection(asyncio.Protocol):
         reading = self.reading
         if reading is None:
             return
-        if not reading.over:
+        if not reading.over and not reading.decoder.finished:
             if self.status != 200:
                 reading.fail(reading.refusal(self.status or 0, self.refused.decode("utf-8", "replace")))
             else:
                 if self.partial:
                     self._lines([self.partial])
                     self.partial = b""
-                if not reading.over:
+                if not reading.over and not reading.decoder.finished:
                     try:
                         reading.deliver(reading.decoder.end())
                         reading.finish()
@@ -180,6 +189,9 @@ class Connection(asyncio.Protocol):
                         reading.fail(exc)
                     except Exception as exc:  # noqa: BLE001 — raised by `on_text`
                         reading.fail(exc)
+        if at_end and self.answered is not None:  # no read is being handled that would tell it
+            answered, self.answered = self.answered, None
+            answered.finish()
         self.reading = None
         if not at_end and self.done and self.parser.should_keep_alive() and not self.lost:
             self.pool.keep(self)

@@ -148,6 +148,7 @@ class _Reading:
         self.over = False  # on the loop: the answer ended (complete, failed or abandoned)
         self.connection: http1.Connection | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.sent_again = False  # once, on a new connection, after one closed before answering
 
     # On the loop -------------------------------------------------------------------------------
     def deliver(self, events: Iterable[ChatEvent]) -> None:
