@@ -61,6 +61,7 @@ def _threads(protocol: str, n: int, spacing: float) -> int:
     import httpx
 
     from rag.providers.decoders import OllamaLines, OpenAIEvents
+    from rag.providers.http1 import tls_context
     from rag.providers.registry import get_chat_model
     from rag.providers.wire import decoded
 
@@ -75,7 +76,12 @@ def _threads(protocol: str, n: int, spacing: float) -> int:
         else:
             body = {"model": model.name, "messages": [{"role": "user", "content": "count"}], "stream": True}
             url, decoder = model.host.rstrip("/") + "/chat/completions", OpenAIEvents(model.host)
-        with httpx.Client(timeout=60) as client, client.stream("POST", url, json=body) as response:
+        # As the providers made it: the process's one TLS context (a context of its own per
+        # client would cost milliseconds each and load the comparison).
+        with (
+            httpx.Client(timeout=60, verify=tls_context()) as client,
+            client.stream("POST", url, json=body) as response,
+        ):
             counts.append(sum(1 for e in decoded(response.iter_lines(), decoder) if hasattr(e, "text")))
 
     workers = [threading.Thread(target=one, args=(i,)) for i in range(n)]

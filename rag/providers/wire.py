@@ -5,9 +5,10 @@ protocol's server-sent events), each line its own HTTP chunk. Read by an HTTP cl
 own thread, every token woke that thread and went through the client's pure-Python HTTP/1.1
 parsing: with 200 answers streaming, about 230 µs of CPU per token, most of a web process's work
 (docs/BENCHMARKS.md, "Reading the model's stream"). Here all the streams of a process are read by
-one asyncio loop in a thread of its own (`http1`: HTTP/1.1 parsed by httptools, keep-alive, TLS,
-timeouts), each line decoded on that loop by the protocol's decoder (`decoders`). Text goes on from
-there to the caller's `on_text`, so the thread that asked waits, asleep, until its round ends.
+one asyncio loop (`http1`: HTTP/1.1 parsed by httptools, keep-alive, TLS, timeouts): the ASGI
+server's own once its websocket edge has run (`serve_on`), else one in a thread of its own (workers,
+commands). Each line is decoded on that loop by the protocol's decoder (`decoders`) and its text goes
+on from there to the caller's `on_text`, so the thread that asked waits, asleep, until its round ends.
 
 A model server behind an HTTP proxy (the proxy variables name one for its address) is not read
 here: its provider reads it through httpx in the calling thread (`proxied`).
