@@ -56,6 +56,15 @@ def cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+def _in_threads(one, n: int) -> None:
+    """`one(i)` for i in 0..n-1, each in a thread of its own, all at once; back when all are done."""
+    workers = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
 def _threads(protocol: str, n: int, spacing: float) -> int:
     """Before: a thread per answer, httpx in it, every token woken for."""
     import httpx
@@ -70,11 +79,10 @@ def _threads(protocol: str, n: int, spacing: float) -> int:
     def one(i: int) -> None:
         model = get_chat_model(MODELS[protocol])
         time.sleep(i * spacing)
+        body = {"model": model.name, "messages": [{"role": "user", "content": "count"}], "stream": True}
         if protocol == "ollama":
-            body = {"model": model.name, "messages": [{"role": "user", "content": "count"}], "stream": True}
             url, decoder = model.host.rstrip("/") + "/api/chat", OllamaLines(model.host)
         else:
-            body = {"model": model.name, "messages": [{"role": "user", "content": "count"}], "stream": True}
             url, decoder = model.host.rstrip("/") + "/chat/completions", OpenAIEvents(model.host)
         # As the providers made it: the process's one TLS context (a context of its own per
         # client would cost milliseconds each and load the comparison).
@@ -84,11 +92,7 @@ def _threads(protocol: str, n: int, spacing: float) -> int:
         ):
             counts.append(sum(1 for e in decoded(response.iter_lines(), decoder) if hasattr(e, "text")))
 
-    workers = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    _in_threads(one, n)
     return sum(counts)
 
 
@@ -106,11 +110,7 @@ def _reader(protocol: str, n: int, spacing: float) -> int:
             pass
         counts.append(len(got))
 
-    workers = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    _in_threads(one, n)
     return sum(counts)
 
 
