@@ -100,6 +100,7 @@ class FakeOllama:
         # Hang up on the next this many /api/chat requests without answering (as a server does whose
         # idle keep-alive timeout fires just as the request arrives, or one that is restarting).
         self.hang_ups = 0
+        self.tags_failures = 0  # answer the next this many /api/tags with 503 (a server busy for a moment)
         self.responder: Responder | None = None
         self.abandoned = 0
         self._script: deque[Reply | Responder] = deque()
@@ -133,6 +134,7 @@ class FakeOllama:
             self.requests.clear()
             self.chat_peers.clear()
             self.hang_ups = 0
+            self.tags_failures = 0
             self.responder = None
             self.abandoned = 0  # streamed answers whose client hung up before the end
             self._script.clear()
@@ -192,7 +194,10 @@ class FakeOllama:
 
             def do_GET(self):
                 fake.requests.append((self.path, {}))
-                if self.path == "/api/tags":
+                if self.path == "/api/tags" and fake.tags_failures:
+                    fake.tags_failures -= 1
+                    self._json(503, {"error": "server busy"})
+                elif self.path == "/api/tags":
                     models = [{"name": m, "model": m, "size": 1, "digest": fake.digest(m)} for m in fake.models]
                     self._json(200, {"models": models})
                 elif self.path == "/api/version":

@@ -13,6 +13,7 @@ from chat.turn.extractive import QUOTED_PASSAGES
 from chat.turn.limits import RateLimited
 from kernel.errors import Conflict
 from kernel.rendering import render_markdown
+from rag.providers import is_available
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 
@@ -151,6 +152,16 @@ def test_one_turn_at_a_time_per_chat(session, ollama):
 
 
 # --- Extractive mode -----------------------------------------------------------------------------------
+
+
+def test_one_failed_look_at_the_model_list_does_not_make_the_answer_quotes(session, ollama, settings):
+    settings.HEALTH_CACHE_SECONDS = 60
+    ollama.tags_failures = 1  # the model server was busy for a moment: the process keeps that look
+    assert not is_available(settings.CHAT_MODEL, fresh=True)
+    ollama.script(Reply(content="Selection bias means an unrepresentative sample."))
+    reply, _ = ask(session, "selection bias sample")
+    assert reply.mode == "model" and reply.content == "Selection bias means an unrepresentative sample."
+    assert is_available(settings.CHAT_MODEL)  # the turn's fresh look is kept for the next ones
 
 
 def test_without_a_model_the_answer_quotes_the_passages_labelled_as_such(session, ollama):

@@ -238,7 +238,11 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
         # Only the collections a teacher of the prompt may still use (co-ownership can end).
         searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
         tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
-        if is_available(turn.model):
+        # Before answering without the model, one fresh look: a single failed look (the model
+        # server slow for a moment, a kept failure of the last few seconds) must not make this
+        # answer quotes. A server that is down refuses at once; one that never answers costs the
+        # look's LIST_TIMEOUT once more.
+        if is_available(turn.model) or is_available(turn.model, fresh=True):
             answer_with_model(turn, tool, progress, sink)
         else:
             tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
