@@ -77,15 +77,15 @@ class _Hub:
     def _deliver_now(self, stream: _Stream, event: ChatEventOut | None) -> None:  # the loop
         with self._lock:
             batch, self._pending = self._pending, []  # the batch's `_deliver` finds nothing left
-        for earlier, sent in batch:
-            earlier.items.append(sent)
-            earlier.ready.set()
-        stream.items.append(event)
-        stream.ready.set()
+        self._hand([*batch, (stream, event)])
 
     def _deliver(self) -> None:  # the loop
         with self._lock:
             batch, self._pending, self._scheduled = self._pending, [], False
+        self._hand(batch)
+
+    @staticmethod
+    def _hand(batch: list[tuple[_Stream, ChatEventOut | None]]) -> None:  # the loop
         for stream, event in batch:
             stream.items.append(event)
             stream.ready.set()
