@@ -18,10 +18,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-# ../shared/data beside the checkout, or beside a folder that holds the checkout (a git worktree).
-DATA = next(
-    (p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT.parent / "shared" / "data"
-)
+sys.path.insert(0, str(ROOT))
+
+from tests.shared_data import shared_data  # noqa: E402
+
+DATA = shared_data(ROOT)
 CACHE = ROOT / "var" / "bench-cache"
 
 # name -> (folder, language, max test queries or None for all)

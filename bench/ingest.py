@@ -47,11 +47,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import start_services, stop_services, write_section  # noqa: E402
+from tests.shared_data import shared_data  # noqa: E402
 
-# ../shared/data beside the checkout, or beside a folder that holds the checkout (a git worktree).
-DATA = next(
-    (p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT.parent / "shared" / "data"
-)
+DATA = shared_data(ROOT)
 NOTES_EN = DATA / "pdfs" / "en" / "ingold-tools4scicomp.pdf"
 NOTES_DE = DATA / "pdfs" / "de" / "ingold-eidprog-einfuehrung-programmieren.pdf"
 COMMAND = ".venv/bin/python bench/ingest.py"

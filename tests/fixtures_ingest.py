@@ -17,12 +17,11 @@ from collections_app.models import Collection, SourceFile
 from kernel.redis_client import get_redis
 from rag.index import CollectionIndex
 from tests.fake_ollama import Reply
+from tests.shared_data import shared_data
 
-# ../shared/data beside the checkout, or beside a folder that holds the checkout (a git worktree).
+# ../shared/data, wherever this checkout is (tests/shared_data.py).
 _ROOT = Path(__file__).resolve().parents[1]
-DATA = next(
-    (p / "shared" / "data" for p in _ROOT.parents if (p / "shared" / "data").is_dir()), _ROOT.parent / "shared" / "data"
-)
+DATA = shared_data(_ROOT)
 PDFS = DATA / "pdfs" / "en"
 OPENSTAX_PYTHON = DATA / "openstax" / "introduction-python-programming" / "chapters_md"
 FAST_EMBEDDER = "ollama:snowflake-arctic-embed2"  # served by the test server: quick hashed vectors
