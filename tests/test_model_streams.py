@@ -91,6 +91,18 @@ def test_answers_one_after_another_share_one_connection(own_server):
     assert len(own_server.chat_peers) == 4 and len(set(own_server.chat_peers)) == 1, own_server.chat_peers
 
 
+def test_a_server_that_never_ends_its_bodies_still_answers_every_request(own_server):
+    """The next request waits a moment for a connection whose answer is complete but whose body has
+    not ended; a server that never ends them gets it on a new connection, and every answer arrives."""
+    model = _model()
+    for n in range(3):
+        own_server.script(Reply(content=f"answer {n}", unended=True))
+        got: list[str] = []
+        assert isinstance(list(model.stream(ASK, on_text=got.append))[-1], Done)
+        assert "".join(got) == f"answer {n}"
+    assert len(set(own_server.chat_peers)) == 3, "each on a connection of its own"
+
+
 def test_a_request_the_server_hangs_up_on_is_sent_once_more_and_the_answer_arrives(own_server):
     """Servers close idle connections (uvicorn after 5 s), and one may meet the next request; or a
     server restarts as the request arrives. Nothing was answered: the request goes once more, on a

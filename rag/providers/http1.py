@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 MAX_ERROR_BODY = 64 * 1024
 # Idle keep-alive connections kept per server (more than the busiest moment's streams are closed).
 MAX_IDLE = 256
+# How long a request waits for a connection whose answer is complete but whose HTTP body has not
+# ended yet (servers write the answer's last line and the body's end apart: Ollama's net/http does).
+# A server that leaves its bodies unended past this is not waited for again.
+ENDING_GRACE = 1.0
 
 
 @functools.cache
@@ -62,6 +66,7 @@ class Connection(asyncio.Protocol):
         self.refused = b""  # the body of a non-200 answer
         self.received = self.done = False
         self.last = pool.loop.time()  # when data last arrived
+        self.next: _Reading | None = None  # a request waiting for this answer's body to end
 
     # The asyncio protocol ------------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -73,6 +78,7 @@ class Connection(asyncio.Protocol):
         reading = self.reading
         if reading is None or reading.over:
             self.reading = None
+            self._hand_on()
             return
         if self.status is None:
             self.reading = None
@@ -105,6 +111,8 @@ class Connection(asyncio.Protocol):
             # the connection is kept already, and the asker's next request can take it.
             answered, self.answered = self.answered, None
             answered.finish()
+            if self.reading is answered and not self.lost:  # its body's end is still to come
+                self.pool.ending(self)
 
     # httptools' callbacks ----------------------------------------------------------------------------
     def on_headers_complete(self) -> None:
@@ -194,9 +202,34 @@ class Connection(asyncio.Protocol):
             answered.finish()
         self.reading = None
         if not at_end and self.done and self.parser.should_keep_alive() and not self.lost:
-            self.pool.keep(self)
+            self.pool.forget(self)
+            if self.next is not None:
+                # Not from inside the parser's callback: the next answer gets a parser of its own.
+                self.pool.loop.call_soon(self._send_next)
+            else:
+                self.pool.keep(self)
         elif not at_end:
             self.drop()
+        else:
+            self._hand_on()
+
+    def _send_next(self) -> None:
+        waiting, self.next = self.next, None
+        if self.lost:
+            if waiting is not None:
+                self.pool.send(waiting, wait=False)
+        elif waiting is None or waiting.over:  # closed by its thread meanwhile
+            self.pool.keep(self)
+        else:
+            self.reused = True
+            self.send(waiting)
+
+    def _hand_on(self) -> None:
+        """This connection will not be reused: a request waiting for it goes on a new one."""
+        self.pool.forget(self)
+        waiting, self.next = self.next, None
+        if waiting is not None and not waiting.over:
+            self.pool.send(waiting, wait=False)
 
     def _end(self, error: BaseException) -> None:
         """The answer ends with `error` (the waiting thread's own close is not reported back)."""
@@ -211,6 +244,7 @@ class Connection(asyncio.Protocol):
         self.reading = None
         if self.transport is not None and not self.lost:
             self.transport.abort()
+        self._hand_on()
 
 
 def request_bytes(request: Request) -> bytes:
@@ -239,17 +273,21 @@ class Pool:
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
         self.idle: dict[tuple[str, str, int], list[Connection]] = {}
+        # Connections whose answer is complete, their HTTP body's end still to come, by server.
+        self.finishing: dict[tuple[str, str, int], list[Connection]] = {}
+        self.unending: set[tuple[str, str, int]] = set()  # servers not waited for (ENDING_GRACE)
 
-    def send(self, reading: _Reading, *, fresh: bool = False) -> None:
-        """Send on a kept connection to the server, or on a new one. Never raises: whatever goes
-        wrong ends the reading with it, so no thread waits for an answer that will not come."""
+    def send(self, reading: _Reading, *, fresh: bool = False, wait: bool = True) -> None:
+        """Send on a kept connection to the server, or after the body of one that is finishing its
+        answer, or on a new one. Never raises: whatever goes wrong ends the reading with it, so no
+        thread waits for an answer that will not come."""
         try:
-            self._send(reading, fresh)
+            self._send(reading, fresh, wait)
         except Exception as exc:  # noqa: BLE001 — see above; logged with its trace for the operator
             log.exception("Model stream to %s failed to start", reading.request.host)
             reading.fail(unreachable(reading.request.host) if not isinstance(exc, ProviderError) else exc)
 
-    def _send(self, reading: _Reading, fresh: bool) -> None:
+    def _send(self, reading: _Reading, fresh: bool, wait: bool) -> None:
         key = _server(reading.request.url)
         idle = self.idle.get(key)
         while idle and not fresh:
@@ -258,7 +296,20 @@ class Pool:
                 connection.reused = True
                 connection.send(reading)
                 return
+        if wait and not fresh and key not in self.unending:
+            for connection in self.finishing.get(key, ()):
+                if connection.next is None and not connection.lost:
+                    connection.next = reading
+                    self.loop.call_later(ENDING_GRACE, self._stop_waiting, connection, reading)
+                    return
         self.loop.create_task(self._connect(reading, key))
+
+    def _stop_waiting(self, connection: Connection, reading: _Reading) -> None:
+        if connection.next is reading:  # the body did not end in time: a new connection
+            connection.next = None
+            self.unending.add(connection.key)
+            if not reading.over:
+                self.send(reading, wait=False)
 
     async def _connect(self, reading: _Reading, key: tuple[str, str, int]) -> None:
         try:
@@ -300,10 +351,13 @@ class Pool:
             return
         idle.append(connection)
 
+    def ending(self, connection: Connection) -> None:
+        self.finishing.setdefault(connection.key, []).append(connection)
+
     def forget(self, connection: Connection) -> None:
-        idle = self.idle.get(connection.key)
-        if idle and connection in idle:
-            idle.remove(connection)
+        for kept in (self.idle.get(connection.key), self.finishing.get(connection.key)):
+            if kept and connection in kept:
+                kept.remove(connection)
 
 
 def _server(url: str) -> tuple[str, str, int]:
