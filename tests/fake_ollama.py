@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import re
+import ssl
 import sys
 import threading
 import time
@@ -88,7 +89,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeOllama:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, tls: ssl.SSLContext | None = None):
+        """`tls`: served over https with this server-side context (tests/tls_certs.py)."""
         self.models: list[str] = list(DEFAULT_MODELS)
         self.context_length = 32768
         self.embed_dims = 64
@@ -107,12 +109,15 @@ class FakeOllama:
         self._lock = threading.Lock()
         self._abandoned = threading.Condition(self._lock)  # told each time an answer is abandoned
         self._server = _Server((host, port), self._handler_class())
+        self.scheme = "https" if tls else "http"
+        if tls:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
     def start(self) -> FakeOllama:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

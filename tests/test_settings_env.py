@@ -62,6 +62,11 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
         ("SEARCH_WEIGHT_EXACT", "-1", "SEARCH_WEIGHT_EXACT must be at least 0 (got -1.0)."),
         ("EMAIL_PORT", "smtp", "EMAIL_PORT must be a whole number (got 'smtp')."),
         ("EMAIL_USE_TLS", "maybe", "EMAIL_USE_TLS must be one of 1/0, true/false, yes/no, on/off (got 'maybe')."),
+        (
+            "MODEL_SERVER_CA_FILE",
+            "/etc/no-such-ca.pem",
+            "MODEL_SERVER_CA_FILE must be a readable PEM file of CA certificates ('/etc/no-such-ca.pem'",
+        ),
     ],
 )
 def test_a_bad_setting_stops_start_up_with_a_sentence_naming_it(name, value, sentence):

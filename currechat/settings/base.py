@@ -3,6 +3,7 @@ comes from an environment variable (see README); currechat/settings/campus.py ha
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 import dj_database_url
@@ -237,6 +238,16 @@ OLLAMA_HOST = env_url("OLLAMA_HOST", "http://127.0.0.1:11434", schemes=("http", 
 OLLAMA_TIMEOUT = env_float("OLLAMA_TIMEOUT", 120.0, minimum=0.1)
 # Sent as `Authorization: Bearer` to a server behind an authenticating proxy (the `ollama` client's variable).
 OLLAMA_API_KEY = env_str("OLLAMA_API_KEY", "")
+# A PEM file of certificate authorities trusted for https:// model servers besides the public ones
+# (certifi's): a university's own CA that signs its internal servers' certificates.
+MODEL_SERVER_CA_FILE = env_str("MODEL_SERVER_CA_FILE", "").strip()
+if MODEL_SERVER_CA_FILE:
+    try:
+        ssl.create_default_context(cafile=MODEL_SERVER_CA_FILE)
+    except (OSError, ValueError) as exc:  # missing, unreadable, or no certificate in it
+        raise ImproperlyConfigured(
+            f"MODEL_SERVER_CA_FILE must be a readable PEM file of CA certificates ({MODEL_SERVER_CA_FILE!r}: {exc})."
+        ) from exc
 CHAT_MODEL = env_str("CHAT_MODEL", "qwen3:8b")
 VLM_MODEL = env_str("VLM_MODEL", "qwen3-vl:8b")
 CURATION_MODEL = env_str("CURATION_MODEL", "qwen3:8b")

@@ -7,6 +7,7 @@ user's language: they are `Sentence`s, translated in the language of whoever rea
 from __future__ import annotations
 
 import logging
+import ssl
 
 from django.utils.translation import gettext_lazy
 
@@ -40,6 +41,32 @@ class UnreadableLines:
 def unreachable(host: str) -> ProviderError:
     sentence = Sentence(gettext_lazy("The model server at %(host)s cannot be reached."), host=host)
     return ProviderError(sentence, reason="unreachable")
+
+
+def untrusted(host: str) -> ProviderError:
+    sentence = Sentence(
+        gettext_lazy(
+            "The certificate of the model server at %(host)s is not trusted. If your organisation's own "
+            "certificate authority signed it, the administrator sets MODEL_SERVER_CA_FILE to that "
+            "authority's certificate."
+        ),
+        host=host,
+    )
+    return ProviderError(sentence, reason="unreachable")
+
+
+def connection_failure(exc: BaseException, host: str) -> ProviderError:
+    """A connection that could not be made by an HTTP client library (httpx under the `ollama` and
+    `openai` clients): the certificate's fault when its TLS verification failed somewhere in the
+    chain of causes, else the server is unreachable."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return untrusted(host)
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return unreachable(host)
 
 
 def timed_out(host: str) -> ProviderError:

@@ -18,10 +18,11 @@ from urllib.parse import quote, unquote, urlsplit
 
 import certifi
 import httptools
+from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import ProviderError
-from rag.providers.failures import cut, not_http, timed_out, unreachable
+from rag.providers.failures import cut, not_http, timed_out, unreachable, untrusted
 
 if TYPE_CHECKING:
     from rag.providers.wire import Request, _Reading
@@ -38,10 +39,19 @@ MAX_IDLE = 256
 ENDING_GRACE = 1.0
 
 
-@functools.cache
 def tls_context() -> ssl.SSLContext:
-    """One TLS context per process: building one loads the CA bundle (~35 ms of CPU)."""
-    return ssl.create_default_context(cafile=certifi.where())
+    """The public CAs (certifi's) and the university's own (MODEL_SERVER_CA_FILE), for every model
+    server client of the process."""
+    return _tls_context(settings.MODEL_SERVER_CA_FILE)
+
+
+@functools.cache
+def _tls_context(own_ca: str) -> ssl.SSLContext:
+    """One per process (per setting): building one loads the CA bundle (~35 ms of CPU)."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    if own_ca:
+        context.load_verify_locations(cafile=own_ca)
+    return context
 
 
 class Abandoned(Exception):  # noqa: N818 — the reader closed the stream; not an error to report
@@ -330,6 +340,10 @@ class Pool:
             )
         except TimeoutError:
             reading.fail(timed_out(reading.request.host))
+            return
+        except ssl.SSLCertVerificationError as exc:
+            log.warning("The model server at %s has a certificate not trusted: %s", reading.request.host, exc)
+            reading.fail(untrusted(reading.request.host))
             return
         except (OSError, ssl.SSLError) as exc:
             log.info("Could not connect to the model server at %s: %s", reading.request.host, exc)

@@ -84,7 +84,7 @@ def _transport_error(exc: Exception, host: str, *, mid_answer: bool = False) -> 
         return failures.timed_out(host)
     if mid_answer:  # the connection dropped while the answer streamed
         return failures.cut()
-    return failures.unreachable(host)
+    return failures.connection_failure(exc, host)
 
 
 def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> ProviderError:

@@ -73,7 +73,7 @@ def _translate_errors(base_url: str, model: str):
     except openai.APITimeoutError as exc:
         raise failures.timed_out(base_url) from exc
     except openai.APIConnectionError as exc:
-        raise failures.unreachable(base_url) from exc
+        raise failures.connection_failure(exc, base_url) from exc
     except openai.APIError as exc:  # an error event mid-stream (vLLM sends one when generation fails)
         raise failures.failed(exc.message) from exc
     except json.JSONDecodeError as exc:
@@ -249,7 +249,7 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
         except httpx2.TimeoutException as exc:
             raise failures.timed_out(self.host) from exc
         except httpx2.TransportError as exc:
-            raise (failures.cut() if started else failures.unreachable(self.host)) from exc
+            raise (failures.cut() if started else failures.connection_failure(exc, self.host)) from exc
 
     def info(self) -> ModelInfo:
         """The context window where the server's model list says it (vLLM: `max_model_len`,

@@ -110,6 +110,16 @@ def _listed(kind: str, *, fresh: bool) -> list[str] | None:
     return models
 
 
+def why_unreachable(kind: str) -> str | None:
+    """Why provider `kind`'s server does not list its models now, in a sentence (None: it does),
+    asked afresh: for an operator's command, not for every page."""
+    try:
+        _provider(kind).list_models()
+    except ProviderError as exc:
+        return str(exc)
+    return None
+
+
 @dataclass(frozen=True)
 class Listing:
     """What the providers can serve, at one look (`available_models`)."""

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from currechat.health import check_model_server, check_redis
+from currechat.health import ServiceState, check_model_server, check_openai_server, check_redis
+from rag.providers.registry import why_unreachable
 
 
 class Command(BaseCommand):
@@ -19,8 +20,20 @@ class Command(BaseCommand):
                     "some words are not found until they are rebuilt with `python manage.py reindex --stale`."
                 )
             )
-        models = check_model_server()
-        self.stdout.write(models.detail + ("" if models.ok else " Chat answers will quote passages without an LLM."))
+        servers: list[tuple[str, ServiceState | None]] = [
+            ("ollama", check_model_server()),
+            ("openai", check_openai_server()),
+        ]
+        for kind, server in servers:
+            if server is None:  # no such server configured
+                continue
+            if server.ok:
+                self.stdout.write(server.detail)
+                continue
+            # Why, in the sentence a chat would give (a certificate not trusted, a refusal, ...).
+            self.stdout.write(self.style.WARNING(f"{server.detail} {why_unreachable(kind) or ''}".strip()))
+            if kind == "ollama":
+                self.stdout.write("Chat answers will quote passages without an LLM.")
 
 
 def _stale_collections() -> list[str]:
