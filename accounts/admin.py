@@ -44,6 +44,14 @@ class UserAdmin(DjangoUserAdmin):
             return super().get_readonly_fields(request, obj)
         return (*super().get_readonly_fields(request, obj), *SUPERUSER_ONLY_FIELDS)
 
+    # A staff or superuser account is above staff's own rights: only a superuser changes (deactivates,
+    # renames, changes the role of) or deletes one, as only a superuser resets its password.
+    def has_change_permission(self, request, obj=None) -> bool:
+        return super().has_change_permission(request, obj) and (obj is None or _may_reset(request.user, obj))
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return super().has_delete_permission(request, obj) and (obj is None or _may_reset(request.user, obj))
+
     def user_change_password(self, request, id, form_url=""):
         # Setting someone's password is holding their account: a superuser's act alone.
         if not request.user.is_superuser:
@@ -55,8 +63,8 @@ SUPERUSER_ONLY_FIELDS = ("email", "is_staff", "is_superuser", "groups", "user_pe
 
 
 def _may_reset(actor: User, user: User) -> bool:
-    """Staff with the change permission may have links mailed to users; a staff or superuser
-    account only by a superuser."""
+    """Staff with the change (delete) permission may have links mailed to, change (delete) users; a
+    staff or superuser account only a superuser may."""
     return actor.is_superuser or not (user.is_staff or user.is_superuser)
 
 

@@ -144,3 +144,26 @@ def test_no_file_is_marked_ready_by_hand_and_cancel_and_retry_run_the_lifecycle(
     run_worker()
     source.refresh_from_db()
     assert source.status == FileStatus.READY and source.chunk_count == 1
+
+
+def test_staff_who_may_delete_users_delete_a_student_but_never_a_staff_or_superuser_account(
+    client_for, admin_user, student, other_student
+):
+    """Deleting an account is above staff's own rights when the account is staff's or a superuser's,
+    one at a time or by the list's bulk action alike."""
+    from accounts.models import Role, User
+    from tests.test_password_reset_mail import staff_with
+
+    deleter = staff_with("view_user", "delete_user")
+    colleague = User.objects.create_user("colleague", password="x-Password-1", role=Role.TEACHER, is_staff=True)
+    staff = client_for(deleter)
+    for above in (admin_user, colleague):
+        assert staff.post(f"/admin/accounts/user/{above.pk}/delete/", {"post": "yes"}).status_code == 403
+    bulk = {"action": "delete_selected", "_selected_action": [admin_user.pk, other_student.pk], "post": "yes"}
+    assert staff.post("/admin/accounts/user/", bulk).status_code == 403
+    assert User.objects.filter(pk__in=[admin_user.pk, colleague.pk, other_student.pk]).count() == 3, "none deleted"
+    assert staff.post(f"/admin/accounts/user/{student.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not User.objects.filter(pk=student.pk).exists()
+    superuser = client_for(admin_user)
+    assert superuser.post(f"/admin/accounts/user/{colleague.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not User.objects.filter(pk=colleague.pk).exists(), "a superuser may"

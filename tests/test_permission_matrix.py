@@ -725,6 +725,22 @@ ADMIN_ROWS: dict[str, AdminRow] = {
             "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00",
         },
     ),
+    "deactivate a student": AdminRow(
+        CHANGERS, "POST", lambda w: f"/admin/accounts/user/{w.student.pk}/change/",
+        lambda w, r: not _fresh(w.student).is_active,
+        lambda w: {
+            "username": w.student.username, "role": "student", "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    ),
+    "deactivate a staff account": AdminRow(
+        {"superuser"}, "POST", lambda w: f"/admin/accounts/user/{w.users['staff'].pk}/change/",
+        lambda w, r: not _fresh(w.users["staff"]).is_active,
+        lambda w: {
+            "username": "staff", "role": "teacher", "is_staff": "on", "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    ),
     "set a user's password": AdminRow(
         {"superuser"}, "POST", lambda w: f"/admin/accounts/user/{w.student.pk}/password/",
         lambda w, r: _fresh(w.student).check_password("taken-over-123!"),
