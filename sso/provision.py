@@ -148,13 +148,18 @@ def shared_account(person_id: str) -> User | None:
 def _existing_account(person: Person) -> User | None:
     """An account to link: the same person's LTI account (a shared person identifier), or a local
     account, only with SSO_LINK_VERIFIED_EMAIL, only by an address the provider vouches for, only
-    when exactly one account has it, and never a superuser's (an administrator links those by hand)."""
+    when exactly one account has it, never an LTI account by its address, and never a superuser's (an
+    administrator links those by hand)."""
     shared = shared_account(person.person_id)
     if shared is not None:
         return shared
     if not (settings.SSO_LINK_VERIFIED_EMAIL and person.email and person.email_verified):
         return None
-    matches = list(User.objects.filter(email__iexact=person.email)[:2])
+    # Not an account a learning platform reached: its address is the platform's word, which no one
+    # verified (a student may type anyone's address into their LMS profile), and the one who
+    # launched from there would then share their account with the owner of that address. Those
+    # are linked by the shared person identifier alone.
+    matches = list(User.objects.filter(email__iexact=person.email, lti_identities__isnull=True)[:2])
     if len(matches) != 1:
         if matches:
             raise SignInRefused(

@@ -445,3 +445,24 @@ def test_without_a_named_person_identifier_launch_and_sign_in_stay_apart(oidc, l
     _with_person_id(oidc, "S12345")
     oidc.sign_in(Client(), "sami")
     assert identity_user("sami") != launched
+
+
+def test_an_address_a_learning_platform_gave_never_links_a_sign_in_to_that_account(oidc, lms, owner, settings):
+    """A student types the teacher's address into their LMS profile and launches: their CurreChat
+    account gets that address from the platform, which nobody verified. The teacher's first campus
+    sign-in, with linking by verified address on, must not land in the student's account."""
+    from lti.provision import CUSTOM_CODE
+
+    settings.SSO_LINK_VERIFIED_EMAIL = True
+    prompt = Prompt.objects.create(owner=owner, name="Stats helper")
+    response = lms.launch(Client(), custom={CUSTOM_CODE: prompt.join_code}, email="sami@uni.example")
+    assert response.status_code == 302
+    launched = response.wsgi_request.user
+    assert launched.email == "sami@uni.example"
+    oidc.sign_in(Client(), "sami")
+    assert identity_user("sami") != launched, "a new account of Sami's own"
+    # A local account with the same address is still linked (and the launch's is not counted).
+    User.objects.filter(sso_identities__isnull=False).delete()
+    local = User.objects.create_user("sami-local", email="sami@uni.example", password=PASSWORD)
+    oidc.sign_in(Client(), "sami")
+    assert identity_user("sami") == local
