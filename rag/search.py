@@ -35,7 +35,7 @@ from rag import curation, retrievers
 from rag.curation import CurationRun
 from rag.fusion import Fused, budgets, weighted_rrf
 from rag.index import ChunkStore, IndexedChunk, read_chunks
-from rag.providers import is_available
+from rag.providers import is_available_on_second_look
 from rag.providers.base import UsageSink
 from rag.query import parse
 from rag.results import Passage, SearchOutcome
@@ -113,7 +113,7 @@ def search_collections(
         notes.append(_("No passage matched."))
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
     model = curation_model or settings.CURATION_MODEL
-    if curate and not is_available(model):
+    if curate and not is_available_on_second_look(model):  # a kept failure to reach it: looked at again
         # Asking a missing model would fail once per passage, after the client's timeouts.
         # Said in words (pages show the notes); the model's name is under the status badge's "Details".
         notes.append(

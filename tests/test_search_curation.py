@@ -151,6 +151,23 @@ def test_a_missing_curation_model_leaves_the_search_results_uncurated(texts, oll
     assert ollama.chat_requests() == []  # nothing was asked of a model that is not there
 
 
+def test_one_failed_look_at_the_model_list_does_not_leave_the_search_uncurated(texts, ollama, settings):
+    from rag.providers import is_available
+
+    settings.HEALTH_CACHE_SECONDS = 60
+    ollama.tags_failures = 1  # the model server was busy for a moment: the process keeps that look
+    assert not is_available(settings.CURATION_MODEL, fresh=True)
+    ollama.responder = judge
+    outcome = search_collections([texts], "variance", curate=True)
+    assert not any("Curation was skipped" in n for n in outcome.notes)
+    assert [p.curation_score for p in outcome.results] == [10.0, 6.0]
+    # A server that answered without the model is not asked again for every search.
+    listed = len([path for path, _body in ollama.requests if path == "/api/tags"])
+    search_collections([texts], "variance", curate=True, curation_model="not-pulled:1b")
+    search_collections([texts], "variance", curate=True, curation_model="not-pulled:1b")
+    assert len([path for path, _body in ollama.requests if path == "/api/tags"]) == listed
+
+
 def test_curation_off_asks_no_model(texts, ollama):
     search_collections([texts], "variance", curate=False)
     assert ollama.chat_requests() == []

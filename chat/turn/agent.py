@@ -39,7 +39,7 @@ from chat.turn.tools import SearchTool
 from kernel import draining, metrics
 from kernel.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
 from kernel.formats import number
-from rag.providers import is_available
+from rag.providers import is_available, is_available_on_second_look
 
 log = logging.getLogger(__name__)
 
@@ -238,11 +238,9 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
         # Only the collections a teacher of the prompt may still use (co-ownership can end).
         searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
         tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
-        # Before answering without the model, one fresh look: a single failed look (the model
-        # server slow for a moment, a kept failure of the last few seconds) must not make this
-        # answer quotes. A server that is down refuses at once; one that never answers costs the
-        # look's LIST_TIMEOUT once more.
-        if is_available(turn.model) or is_available(turn.model, fresh=True):
+        # A single failed look at the model list (the model server slow for a moment, a kept
+        # failure of the last few seconds) must not make this answer quotes: one fresh look first.
+        if is_available_on_second_look(turn.model):
             answer_with_model(turn, tool, progress, sink)
         else:
             tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)

@@ -13,7 +13,14 @@ from rag.providers.base import (
     ToolCall,
     ToolSpec,
 )
-from rag.providers.registry import Listing, available_models, get_chat_model, get_embedding_model, is_available
+from rag.providers.registry import (
+    Listing,
+    available_models,
+    get_chat_model,
+    get_embedding_model,
+    is_available,
+    is_available_on_second_look,
+)
 
 __all__ = [
     "ChatEvent",
@@ -29,4 +36,5 @@ __all__ = [
     "get_chat_model",
     "get_embedding_model",
     "is_available",
+    "is_available_on_second_look",
 ]

@@ -157,6 +157,22 @@ def is_available(name: str, *, fresh: bool = False) -> bool:
     return listed is not None and _provider(kind).serves(listed, model)
 
 
+def is_available_on_second_look(name: str) -> bool:
+    """`is_available`, but a kept failure to reach the server (a model server busy for a moment,
+    remembered for HEALTH_CACHE_SECONDS) gets one fresh look before the model counts as missing:
+    for the callers that would otherwise do without it (an answer in quotes, a search uncurated).
+    A server that answered without the model is not asked again; one that is down refuses at once;
+    one that never answers costs one more LIST_TIMEOUT."""
+    if is_available(name):
+        return True
+    kind, _model = split_name(name)
+    with _lists_lock:
+        kept = _lists.get(kind)
+    if kept is not None and kept[2] is not None:  # the server answered, and the model is not in its list
+        return False
+    return is_available(name, fresh=True)
+
+
 def warm_up_local_embedder(name: str | None = None) -> float | None:
     """Load an in-process embedder now and embed one word, so the first student's search does
     not wait for it (about 4 s on our machines). Returns the seconds it took; None for models
