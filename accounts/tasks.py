@@ -5,7 +5,7 @@ from __future__ import annotations
 from django_tasks import task
 
 from accounts.models import User
-from accounts.resets import mail_link, reset_path, resettable_by_teacher
+from accounts.resets import ResetRequestForm, mail_link, reset_path, resettable_by_teacher
 
 
 @task(queue_name="default")
@@ -19,3 +19,12 @@ def mail_reset_to_student(user_id: int, site: str) -> bool:
     if user is None or not user.email or not resettable_by_teacher(user):
         return False
     return mail_link(user, site + reset_path(user))
+
+
+@task(queue_name="default")
+def mail_reset_for_address(email: str, site: str) -> int:
+    """The login page's "Forgot your password?" for `email`, on `site`: a link mailed to each active
+    account with that address and a password of its own (none for an unknown address). Looked up
+    here, not in the request, so the page answers alike for every address. Returns the mails sent;
+    a failed mail is logged."""
+    return sum(mail_link(user, link) for user, link in ResetRequestForm().links_for(email, site))
