@@ -44,6 +44,17 @@ class UserAdmin(DjangoUserAdmin):
             return super().get_readonly_fields(request, obj)
         return (*super().get_readonly_fields(request, obj), *SUPERUSER_ONLY_FIELDS)
 
+    def get_fieldsets(self, request, obj=None):
+        # The password's "Reset password" button leads where only a superuser may go (below): staff
+        # are not offered it. Links are mailed to the owner with the list's action instead.
+        fieldsets = super().get_fieldsets(request, obj)
+        if request.user.is_superuser or obj is None:
+            return fieldsets
+        return [
+            (name, {**options, "fields": tuple(f for f in options["fields"] if f != "password")})
+            for name, options in fieldsets
+        ]
+
     # A staff or superuser account is above staff's own rights: only a superuser changes (deactivates,
     # renames, changes the role of) or deletes one, as only a superuser resets its password.
     def has_change_permission(self, request, obj=None) -> bool:

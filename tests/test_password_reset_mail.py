@@ -317,9 +317,12 @@ def test_staff_who_may_change_users_cannot_redirect_their_mail_or_set_their_pass
     assert (student.email, student.first_name, student.is_superuser) == ("sam@example.org", "Sam", False)
     password_form = {"password1": "taken-over-123!", "password2": "taken-over-123!", "usable_password": "true"}
     assert staff.post(f"/admin/accounts/user/{student.pk}/password/", password_form).status_code == 403
+    change_page = staff.get(f"/admin/accounts/user/{student.pk}/change/").content.decode()
+    assert 'name="_save"' in change_page and "../password/" not in change_page, "no button to a refused page"
     student.refresh_from_db()
     assert student.check_password(PASSWORD)
     superuser = client_for(admin_user)
+    assert "../password/" in superuser.get(f"/admin/accounts/user/{student.pk}/change/").content.decode()
     assert superuser.post(f"/admin/accounts/user/{student.pk}/change/", form).status_code == 302
     student.refresh_from_db()
     assert student.email == "staff@evil.example", "a superuser may"
