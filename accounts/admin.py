@@ -19,7 +19,7 @@ class UserAdmin(DjangoUserAdmin):
     def make_reset_links(self, request, queryset):
         # Mailed to each user's own address; shown only to a superuser when it cannot be (accounts/resets.py).
         for user in queryset:
-            if not _may_reset(request.user, user):
+            if not _may_manage(request.user, user):
                 refused = _("Only a superuser can reset the password of a staff or superuser account.")
                 self.message_user(request, f"{user.username}: {refused}", messages.ERROR)
                 continue
@@ -58,10 +58,10 @@ class UserAdmin(DjangoUserAdmin):
     # A staff or superuser account is above staff's own rights: only a superuser changes (deactivates,
     # renames, changes the role of) or deletes one, as only a superuser resets its password.
     def has_change_permission(self, request, obj=None) -> bool:
-        return super().has_change_permission(request, obj) and (obj is None or _may_reset(request.user, obj))
+        return super().has_change_permission(request, obj) and (obj is None or _may_manage(request.user, obj))
 
     def has_delete_permission(self, request, obj=None) -> bool:
-        return super().has_delete_permission(request, obj) and (obj is None or _may_reset(request.user, obj))
+        return super().has_delete_permission(request, obj) and (obj is None or _may_manage(request.user, obj))
 
     def user_change_password(self, request, id, form_url=""):
         # Setting someone's password is holding their account: a superuser's act alone.
@@ -73,9 +73,9 @@ class UserAdmin(DjangoUserAdmin):
 SUPERUSER_ONLY_FIELDS = ("email", "is_staff", "is_superuser", "groups", "user_permissions")
 
 
-def _may_reset(actor: User, user: User) -> bool:
-    """Staff with the change (delete) permission may have links mailed to, change (delete) users; a
-    staff or superuser account only a superuser may."""
+def _may_manage(actor: User, user: User) -> bool:
+    """Whether `actor` may reset, change or delete `user` (with the admin permission for it): staff
+    may for students and teachers; a staff or superuser account only a superuser may."""
     return actor.is_superuser or not (user.is_staff or user.is_superuser)
 
 

@@ -123,15 +123,7 @@ class ResetRequestForm(PasswordResetForm):
     (accounts/tasks.py): the page does the same work for every address, known or not, so how long it
     takes does not tell whether the address belongs to an account."""
 
-    def save(self, domain_override=None, use_https=False, request=None, **_options) -> None:  # type: ignore[override]
-        from django.contrib.sites.shortcuts import get_current_site
-
+    def save(self, request=None, **_options) -> None:  # type: ignore[override]
         from accounts import tasks
 
-        domain = domain_override or get_current_site(request).domain  # as Django's own `save`
-        site = f"{'https' if use_https else 'http'}://{domain}"
-        tasks.mail_reset_for_address.enqueue(self.cleaned_data["email"], site)
-
-    def links_for(self, email: str, site: str) -> list[tuple[User, str]]:
-        """In the worker: each account that may get a link for `email` (Django's own choice), and its link."""
-        return [(user, site + reset_path(user)) for user in self.get_users(email)]
+        tasks.mail_reset_for_address.enqueue(self.cleaned_data["email"], request.build_absolute_uri("/").rstrip("/"))

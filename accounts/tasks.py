@@ -27,4 +27,5 @@ def mail_reset_for_address(email: str, site: str) -> int:
     account with that address and a password of its own (none for an unknown address). Looked up
     here, not in the request, so the page answers alike for every address. Returns the mails sent;
     a failed mail is logged."""
-    return sum(mail_link(user, link) for user, link in ResetRequestForm().links_for(email, site))
+    # Django's own choice of accounts for an address (active, with a usable password).
+    return sum(mail_link(user, site + reset_path(user)) for user in ResetRequestForm().get_users(email))

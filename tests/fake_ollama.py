@@ -81,6 +81,13 @@ class _Server(ThreadingHTTPServer):
     # and its first look at the model list times out (the chat then answers without a model).
     request_queue_size = 128
 
+    def __init__(self, address, handler, tls: ssl.SSLContext | None = None):
+        """`tls`: served over https with this server-side context (tests/tls_certs.py)."""
+        super().__init__(address, handler)
+        self.scheme = "https" if tls else "http"
+        if tls:
+            self.socket = tls.wrap_socket(self.socket, server_side=True)
+
     def handle_error(self, request, client_address):
         # Clients that hang up (a cancelled chat, a timed-out curation call) are part of the tests;
         # only real errors are printed.
@@ -90,7 +97,6 @@ class _Server(ThreadingHTTPServer):
 
 class FakeOllama:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, tls: ssl.SSLContext | None = None):
-        """`tls`: served over https with this server-side context (tests/tls_certs.py)."""
         self.models: list[str] = list(DEFAULT_MODELS)
         self.context_length = 32768
         self.embed_dims = 64
@@ -108,16 +114,13 @@ class FakeOllama:
         self._script: deque[Reply | Responder] = deque()
         self._lock = threading.Lock()
         self._abandoned = threading.Condition(self._lock)  # told each time an answer is abandoned
-        self._server = _Server((host, port), self._handler_class())
-        self.scheme = "https" if tls else "http"
-        if tls:
-            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+        self._server = _Server((host, port), self._handler_class(), tls)
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"{self.scheme}://{host}:{port}"
+        return f"{self._server.scheme}://{host}:{port}"
 
     def start(self) -> FakeOllama:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

@@ -30,22 +30,19 @@ def _arguments(call: dict) -> str:
 
 class FakeOpenAI:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, tls: ssl.SSLContext | None = None):
-        """`tls`: served over https with this server-side context (tests/tls_certs.py)."""
+        """`tls`: served over https (tests/tls_certs.py)."""
         self.requests: list[tuple[str, dict]] = []
         self._script: deque[Reply | Responder] = deque()
         self._lock = threading.Lock()
         self.reset()
-        self._server = _Server((host, port), self._handler_class())
-        self.scheme = "https" if tls else "http"
-        if tls:
-            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+        self._server = _Server((host, port), self._handler_class(), tls)
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         """The base URL, as OPENAI_BASE_URL takes it."""
         host, port = self._server.server_address[:2]
-        return f"{self.scheme}://{host}:{port}/v1"
+        return f"{self._server.scheme}://{host}:{port}/v1"
 
     def start(self) -> FakeOpenAI:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

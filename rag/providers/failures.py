@@ -56,8 +56,8 @@ def untrusted(host: str) -> ProviderError:
 
 
 def connection_failure(exc: BaseException, host: str) -> ProviderError:
-    """A connection that could not be made by an HTTP client library (httpx under the `ollama` and
-    `openai` clients): the certificate's fault when its TLS verification failed somewhere in the
+    """A connection that could not be made (by the reader, or by httpx under the `ollama` and `openai`
+    clients): the certificate's fault when its TLS verification failed, itself or somewhere in the
     chain of causes, else the server is unreachable."""
     seen: set[int] = set()
     cause: BaseException | None = exc

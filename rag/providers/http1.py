@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import ProviderError
-from rag.providers.failures import cut, not_http, timed_out, unreachable, untrusted
+from rag.providers.failures import connection_failure, cut, not_http, timed_out, unreachable
 
 if TYPE_CHECKING:
     from rag.providers.wire import Request, _Reading
@@ -341,13 +341,9 @@ class Pool:
         except TimeoutError:
             reading.fail(timed_out(reading.request.host))
             return
-        except ssl.SSLCertVerificationError as exc:
-            log.warning("The model server at %s has a certificate not trusted: %s", reading.request.host, exc)
-            reading.fail(untrusted(reading.request.host))
-            return
         except (OSError, ssl.SSLError) as exc:
             log.info("Could not connect to the model server at %s: %s", reading.request.host, exc)
-            reading.fail(unreachable(reading.request.host))
+            reading.fail(connection_failure(exc, reading.request.host))
             return
         if connection.lost:  # gone before it was asked anything
             host = reading.request.host
