@@ -1,5 +1,6 @@
-"""ASGI entry point: HTTP through Django, websockets through channels (session auth); liveness,
-readiness and the graceful shutdown in front of both (currechat/probes.py)."""
+"""ASGI entry point: HTTP through Django, websockets through channels (session auth:
+currechat/wsauth.py); liveness, readiness and the graceful shutdown in front of both
+(currechat/probes.py)."""
 
 import os
 
@@ -8,19 +9,19 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "currechat.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up first)
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from currechat.probes import Probes  # noqa: E402
 from currechat.routing import websocket_urlpatterns  # noqa: E402
 from currechat.warmup import start_warm_up  # noqa: E402
+from currechat.wsauth import WebsocketAuthStack  # noqa: E402
 
 application = Probes(
     ProtocolTypeRouter(
         {
             "http": django_asgi_app,
-            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            "websocket": AllowedHostsOriginValidator(WebsocketAuthStack(URLRouter(websocket_urlpatterns))),
         }
     )
 )
