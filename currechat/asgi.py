@@ -12,9 +12,9 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up first)
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from currechat import warmup  # noqa: E402
 from currechat.probes import Probes  # noqa: E402
 from currechat.routing import websocket_urlpatterns  # noqa: E402
-from currechat.warmup import start_warm_up  # noqa: E402
 from currechat.wsauth import WebsocketAuthStack  # noqa: E402
 
 application = Probes(
@@ -26,4 +26,4 @@ application = Probes(
     )
 )
 
-start_warm_up()
+warmup.at_start()

@@ -1,8 +1,14 @@
-"""Load the in-process embedding model when a web process starts, in the background.
+"""What a web process loads when it starts, before its first request needs it.
 
-Without this the first search after a start (a student's first question) waits several seconds
-while the model loads. The load runs on a daemon thread so the server accepts connections at
-once; a search that arrives meanwhile waits on the same load instead of starting a second one.
+The model providers' client libraries (`registry.import_providers`), at once: imported by the first page
+or chat that asks for a model, they held the interpreter for about a second, and every answer the
+process was streaming stood still meanwhile (a web process restarted in a rolling restart takes
+chats at once). About a second more before the process listens.
+
+The in-process embedding model (`start_warm_up`), in the background: without it the first search
+after a start (a student's first question) waits several seconds while the model loads. The load
+runs on a daemon thread so the server accepts connections at once; a search that arrives
+meanwhile waits on the same load instead of starting a second one.
 """
 
 from __future__ import annotations
@@ -25,6 +31,14 @@ def _warm_up() -> None:
         return
     if seconds is not None:
         log.info("Embedding model %s loaded in %.1f s", settings.EMBEDDING_MODEL, seconds)
+
+
+def at_start() -> None:
+    """Called as the ASGI application is imported, before the server listens."""
+    from rag.providers.registry import import_providers
+
+    import_providers()
+    start_warm_up()
 
 
 def start_warm_up() -> threading.Thread | None:

@@ -173,6 +173,15 @@ def is_available_on_second_look(name: str) -> bool:
     return is_available(name, fresh=True)
 
 
+def import_providers() -> None:
+    """Import every provider's class, and with them the client libraries they use (the openai and
+    ollama SDKs, httpx, pydantic). Imported by the first model list or model a process asks for,
+    they cost about a second with the interpreter held, in which no other request or streamed
+    answer of that process moves."""
+    for path in {*CHAT_PROVIDERS.values(), *EMBEDDING_PROVIDERS.values()}:
+        import_string(path)
+
+
 def warm_up_local_embedder(name: str | None = None) -> float | None:
     """Load an in-process embedder now and embed one word, so the first student's search does
     not wait for it (about 4 s on our machines). Returns the seconds it took; None for models
