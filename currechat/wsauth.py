@@ -3,9 +3,9 @@
 channels' SessionMiddleware wraps `send` so that it can save a modified session and set its cookie
 on an HTTP response (`InstanceSessionWrapper.save_message_types`: `http.response.start` only).
 A websocket never sends that message, yet the wrapper looked at the session for every frame it
-sent: about a tenth of a web process's CPU per streamed token with 200 chats streaming
-(docs/BENCHMARKS.md). Here the session is resolved exactly as channels does it and the sends go
-straight to the server. The consumers never write the session (they only read who is signed in).
+sent: 3–12% of a web process's CPU per streamed token with 200 chats streaming (docs/BENCHMARKS.md).
+Here the session is resolved exactly as channels does it and the sends go straight to the server.
+The consumers never write the session (they only read who is signed in).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class WebsocketSessionMiddleware:
         self.inner = inner
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "websocket":  # an HTTP response may have to save the session: channels'
+        if scope["type"] != "websocket":  # HTTP may have to save the session: Django's middleware does
             raise ValueError("WebsocketSessionMiddleware serves websockets only")
         wrapper = InstanceSessionWrapper(scope, send)
         await wrapper.resolve_session()
