@@ -178,8 +178,8 @@ def import_providers() -> None:
     ollama SDKs, httpx, pydantic). Imported by the first model list or model a process asks for,
     they cost about a second with the interpreter held, in which no other request or streamed
     answer of that process moves."""
-    for path in {*CHAT_PROVIDERS.values(), *EMBEDDING_PROVIDERS.values()}:
-        import_string(path)
+    for kind in CHAT_PROVIDERS | EMBEDDING_PROVIDERS:
+        _provider(kind)  # a kind's chat and embedding classes share a module
 
 
 def warm_up_local_embedder(name: str | None = None) -> float | None:
