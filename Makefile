@@ -5,7 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml nginx libreoffice libreoffice-if-root gettext messages makemessages clean
+# Debian packages, installed as root, waiting a bounded time for another apt process (scripts/apt-install):
+# `make test` waits up to 10 minutes and says what for; `make run` waits a minute for what it can do
+# without, then starts without it and says in one line what is missing and how to add it.
+APT_INSTALL := scripts/apt-install
+RUN_OPTIONAL := --optional --wait $${RUN_APT_LOCK_WAIT:-60}
+
+.PHONY: run test test-fast test-postgres lint format venv redis-libssl browser postgres xmlsec xmlsec-if-saml nginx libreoffice libreoffice-if-root gettext messages messages-if-gettext makemessages clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,56 +27,49 @@ redis-libssl: $(STAMP)
 
 # Debian's Chromium for the browser tests (Playwright drives it; it never downloads a browser).
 browser:
-	@command -v chromium >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-	  else echo "Browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; fi; }
+	@command -v chromium >/dev/null || $(APT_INSTALL) --for "the browser tests" chromium
 
 # Debian's PostgreSQL for the second run of the suite (tests/services.py starts a throwaway cluster).
 postgres:
-	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
-	  else echo "The PostgreSQL run of the tests needs Debian's postgresql: sudo apt-get install postgresql"; exit 1; fi; }
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || $(APT_INSTALL) --for "the PostgreSQL run of the tests" postgresql
 
 # Debian's xmlsec1: pysaml2 signs and verifies SAML assertions with it (campus sign-in, sso/saml.py).
 xmlsec:
-	@command -v xmlsec1 >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq xmlsec1 >/dev/null; \
-	  else echo "SAML sign-in needs Debian's xmlsec1: sudo apt-get install xmlsec1"; exit 1; fi; }
+	@command -v xmlsec1 >/dev/null || $(APT_INSTALL) --for "SAML sign-in" xmlsec1
 
-# make run needs xmlsec1 only when SAML sign-in is configured.
+# make run needs xmlsec1 only when SAML sign-in is configured, and starts without it (SAML sign-in
+# then says it is unavailable) rather than not at all.
 xmlsec-if-saml:
-	@if [ -n "$$SAML_IDP_METADATA" ] || grep -qs '^SAML_IDP_METADATA=.' .env; then $(MAKE) --no-print-directory xmlsec; fi
+	@if [ -n "$$SAML_IDP_METADATA" ] || grep -qs '^SAML_IDP_METADATA=.' .env; then \
+	  command -v xmlsec1 >/dev/null || $(APT_INSTALL) $(RUN_OPTIONAL) --for "SAML sign-in" xmlsec1; fi
 
 # Debian's nginx for the deployment test (tests/test_deployment.py runs deploy/nginx/currechat.conf
 # in front of real web processes; it starts its own nginx on free ports, never the system's).
 nginx:
-	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nginx >/dev/null; \
-	  else echo "The deployment test needs Debian's nginx: sudo apt-get install nginx"; exit 1; fi; }
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || $(APT_INSTALL) --for "the deployment test" nginx
 
 # Debian's LibreOffice (Impress, no GUI): slides get page images from the PDF it makes of them at
 # ingestion (rag/ingest/slides.py). Without it, slides are still read and shown as text.
 libreoffice:
-	@command -v soffice >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq libreoffice-impress-nogui >/dev/null; \
-	  else echo "Slide images need Debian's LibreOffice: sudo apt-get install libreoffice-impress-nogui"; exit 1; fi; }
+	@command -v soffice >/dev/null || $(APT_INSTALL) --for "slide images" libreoffice-impress-nogui
 
 # make run installs it when it can, and otherwise goes on: the slides are then shown as text (a note
 # on the file says why).
 libreoffice-if-root:
-	@command -v soffice >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory libreoffice; \
-	  else echo "Slides are shown as text only until LibreOffice draws them: sudo apt-get install libreoffice-impress-nogui"; fi; }
+	@command -v soffice >/dev/null || $(APT_INSTALL) $(RUN_OPTIONAL) --for "slide images (slides are shown as text meanwhile)" libreoffice-impress-nogui
 
 # Debian's gettext for compiling the translation catalogues (locale/*/LC_MESSAGES/*.po).
 gettext:
-	@command -v msgfmt >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq gettext >/dev/null; \
-	  else echo "The Finnish and Swedish interface needs Debian's gettext: sudo apt-get install gettext"; exit 1; fi; }
+	@command -v msgfmt >/dev/null || $(APT_INSTALL) --for "the Finnish and Swedish interface" gettext
 
 # The .mo files are generated from the committed .po files (and not committed).
 messages: $(STAMP) gettext
 	DEBUG=1 $(BIN)/python manage.py compilemessages --ignore=.venv --ignore=node_modules --ignore=var -v 0
+
+# make run goes on without gettext (the interface is then in English only, and says how to add it).
+messages-if-gettext: $(STAMP)
+	@command -v msgfmt >/dev/null || $(APT_INSTALL) $(RUN_OPTIONAL) --for "the Finnish and Swedish interface" gettext
+	@if command -v msgfmt >/dev/null; then $(MAKE) --no-print-directory messages; fi
 
 # After marking new strings: update the catalogues, then translate every new entry (no empty or fuzzy
 # msgstr may remain: tests/test_i18n.py checks).
@@ -85,7 +84,7 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
 
-run: $(STAMP) redis-libssl messages xmlsec-if-saml libreoffice-if-root
+run: $(STAMP) redis-libssl messages-if-gettext xmlsec-if-saml libreoffice-if-root
 	$(BIN)/python scripts/run.py
 
 # mypy's Django plugin loads the settings, which need a SECRET_KEY unless DEBUG is on. lint-imports
