@@ -1,12 +1,13 @@
 """SAML 2.0 sign-in (Shibboleth, HAKA and other federations) through pysaml2, as a Service Provider.
 
 pysaml2 builds the AuthnRequest (HTTP-Redirect) and checks the answer (HTTP-POST to our assertion
-consumer service): the assertion must be signed by a key in the IdP's metadata (Debian's `xmlsec1`
-verifies it), addressed to us (Audience = our entity ID, Recipient = our ACS URL), within its time
-window, and in response to a request this browser made (InResponseTo against the requests kept in
-its session; unsolicited answers are refused). We add a single use per assertion ID across every
-web process (kept in Redis until the assertion expires), so a captured POST cannot be replayed
-from another browser either.
+consumer service): the assertion must be signed by a key the metadata lists for the issuer it names
+(Debian's `xmlsec1` verifies it), within its time window, and in response to a request this browser
+made (InResponseTo against the requests kept in its session; unsolicited answers are refused).
+sso/saml_trust.py then lets in only an assertion whose signed issuer is the university's IdP, and
+reads the audience, recipient and request answered from the signed assertion, never the envelope.
+We add a single use per assertion ID across every web process (kept in Redis until the assertion
+expires), so a captured POST cannot be replayed from another browser either.
 """
 
 from __future__ import annotations
@@ -37,13 +38,9 @@ from sso.config import SignInUnavailable, saml_enabled
 from sso.models import Protocol
 from sso.oidc import not_verified, refused
 from sso.provision import Person, sign_in, values
+from sso.saml_trust import SignedAnswer, Unusable, allowed_issuers, signed_answer, start_issuer
 
 log = logging.getLogger(__name__)
-
-
-class Unusable(Exception):
-    """An answer that is not let in; the detail goes to the log, the user reads `not_verified`."""
-
 
 SESSION_REQUESTS = "saml_outstanding"  # {request ID: where to go afterwards}
 _configs: dict[str, tuple[float, SPConfig]] = {}
@@ -108,6 +105,8 @@ def sp_config(request: HttpRequest) -> SPConfig:
                 **keypair,
                 "encryption_keypairs": [keypair],
                 "allow_unknown_attributes": True,
+                # pysaml2's default, said aloud: never a certificate sent inside the answer itself.
+                "only_use_keys_in_metadata": True,
             }
         )
     except Exception as exc:  # pysaml2 raises many kinds for unreadable metadata or keys
@@ -126,16 +125,6 @@ def forget_config() -> None:
         _configs.clear()
 
 
-def _idp_entity_id(client: Saml2Client) -> str:
-    if settings.SAML_IDP_ENTITY_ID:
-        return settings.SAML_IDP_ENTITY_ID
-    idps = list(client.metadata.identity_providers())
-    if len(idps) != 1:
-        log.error("SAML_IDP_ENTITY_ID must name one of the %s IdPs in the metadata", len(idps))
-        raise SignInUnavailable(_("Campus sign-in is not set up completely. Tell your administrator."))
-    return idps[0]
-
-
 def _safe_next(request: HttpRequest) -> str:
     wanted = request.GET.get("next", "")
     if wanted and url_has_allowed_host_and_scheme(wanted, {request.get_host()}, require_https=request.is_secure()):
@@ -143,16 +132,27 @@ def _safe_next(request: HttpRequest) -> str:
     return reverse(settings.LOGIN_REDIRECT_URL)
 
 
+def _chosen_idp(request: HttpRequest, client: Saml2Client) -> str:
+    """The university's IdP, or `?idp=` naming another one the deployment lets in (SAML_IDP_ENTITY_IDS).
+    A request to any other IdP would only bring back an answer that is refused."""
+    wanted = request.GET.get("idp", "")
+    if not wanted:
+        return start_issuer(client)
+    if wanted not in allowed_issuers(client):
+        raise Http404
+    return wanted
+
+
 @never_cache
 @require_GET
 def start(request: HttpRequest) -> HttpResponse:
-    """`/sso/saml/start/?next=…`: an AuthnRequest to the IdP over HTTP-Redirect."""
+    """`/sso/saml/start/?next=…[&idp=…]`: an AuthnRequest to the IdP over HTTP-Redirect."""
     if not saml_enabled():
         raise Http404
     try:
         client = Saml2Client(sp_config(request))
         request_id, info = client.prepare_for_authenticate(
-            entityid=_idp_entity_id(client), binding=saml2.BINDING_HTTP_REDIRECT
+            entityid=_chosen_idp(request, client), binding=saml2.BINDING_HTTP_REDIRECT
         )
     except CurreChatError as exc:
         return refused(request, exc)
@@ -175,12 +175,19 @@ def acs(request: HttpRequest) -> HttpResponse:
     outstanding: dict[str, str] = dict(request.session.get(SESSION_REQUESTS, {}))
     try:
         client = Saml2Client(sp_config(request))
+        allowed = allowed_issuers(client)  # before reading the answer: a deployment without one refuses all
         response = client.parse_authn_request_response(encoded, saml2.BINDING_HTTP_POST, outstanding)
         if response is None or response.assertion is None:
             raise Unusable("no assertion")
-        _use_once(response.assertion.id, response.not_on_or_after)
-        person = _person(response)
-        user = sign_in(person)
+        answer = signed_answer(
+            response,
+            allowed=allowed,
+            sp_entity_id=sp_entity_id(request),
+            acs_url=request.build_absolute_uri(reverse("sso:saml_acs")),
+            outstanding=outstanding,
+        )
+        _use_once(response.assertion.id, answer.expires)
+        user = sign_in(_person(response, answer))
     except CurreChatError as exc:
         return refused(request, exc)
     # pysaml2 refuses with many classes, and with a bare Exception for a foreign audience: every one of
@@ -188,16 +195,16 @@ def acs(request: HttpRequest) -> HttpResponse:
     except Exception as exc:  # noqa: BLE001
         log.warning("SAML sign-in refused: %s: %s", type(exc).__name__, exc)
         return refused(request, not_verified())
-    came_from = outstanding.pop(response.in_response_to, "") or reverse(settings.LOGIN_REDIRECT_URL)
+    came_from = outstanding.pop(answer.request_id, "") or reverse(settings.LOGIN_REDIRECT_URL)
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     request.session[SESSION_REQUESTS] = outstanding
     request.session["sso_protocol"] = Protocol.SAML.value
     return HttpResponseRedirect(came_from)
 
 
-def _use_once(assertion_id: str, not_on_or_after: int) -> None:
+def _use_once(assertion_id: str, expires: int) -> None:
     """Refuse an assertion seen before, in any web process, until it would have expired anyway."""
-    ttl = max(int(not_on_or_after - time.time()), 60) if not_on_or_after else 3600
+    ttl = max(int(expires - time.time()), 0) + 300  # and a margin for the IdP's clock
     key = f"{settings.REDIS_INDEX_PREFIX}:saml:assertion:{assertion_id}"
     if not get_redis().set(key, "1", nx=True, ex=ttl):
         raise Unusable(f"assertion {assertion_id} replayed")
@@ -208,15 +215,16 @@ def _first(ava: dict[str, list], name: str) -> str:
     return str(found[0]).strip() if found else ""
 
 
-def _person(response) -> Person:
-    """The assertion's attributes, by the names the deployment configured (README: "SAML 2.0")."""
+def _person(response, answer: SignedAnswer) -> Person:
+    """The signed assertion's attributes, by the names the deployment configured (README: "SAML 2.0").
+    pysaml2 reads `ava` and `name_id` from the assertions only, and `signed_answer` allowed one."""
     ava: dict[str, list] = response.ava or {}
     subject = _first(ava, settings.SAML_ATTRIBUTE_SUBJECT)
     if not subject and response.name_id is not None and response.name_id.format == NAMEID_FORMAT_PERSISTENT:
         subject = str(response.name_id.text or "")
     return Person(
         protocol=Protocol.SAML,
-        issuer=str(response.issuer()),
+        issuer=answer.issuer,  # the signed assertion's, never the envelope's (`response.issuer()`)
         subject=subject,
         name=_first(ava, settings.SAML_ATTRIBUTE_NAME),
         given_name=_first(ava, settings.SAML_ATTRIBUTE_GIVEN_NAME),

@@ -4,7 +4,12 @@ behind a small HTTP server on loopback, with a login page of its own (username a
 It reads CurreChat's SP metadata from its stable URL, answers AuthnRequests (HTTP-Redirect) with
 assertions signed by its key through Debian's xmlsec1, and sends the browser back with the
 HTTP-POST binding's form. `spoil_next(mode)` makes the next answer one a hostile or broken IdP or
-network would send: unsigned, tampered after signing, expired, for another audience or recipient.
+network would send: unsigned, tampered after signing, expired, for another audience or recipient
+(or for our ACS on the unsigned envelope only), for no audience at all, or with another issuer
+written on the unsigned Response envelope.
+
+A second instance is another member of the same federation: `federation_metadata()` writes both
+entity descriptors into one metadata file, as a national federation's file lists every IdP.
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from django.test import Client
+from saml2.assertion import Policy
 from saml2.authn_context import PASSWORD
 from saml2.config import IdPConfig
-from saml2.metadata import entity_descriptor, sign_entity_descriptor
+from saml2.metadata import entities_descriptor, entity_descriptor, sign_entity_descriptor
 from saml2.saml import NAME_FORMAT_URI, NAMEID_FORMAT_PERSISTENT, NameID
+from saml2.samlp import authn_request_from_string
 from saml2.server import Server
 from saml2.sigver import security_context
 
@@ -78,20 +85,24 @@ def person(login: str, affiliation: str, **attributes: Any) -> dict[str, Any]:
 @dataclass
 class IdentityProvider:
     directory: Path
+    name: str = "idp"  # its files' names: two IdPs may share a directory
     accounts: dict[str, Any] = field(default_factory=dict)
     url: str = ""
     mischief: str = ""
+    envelope_issuer: str = ""
+    # A member run by someone hostile answers a request CurreChat sent to another IdP, as if to it.
+    answers_others_requests: bool = False
     pending: dict[str, tuple[Any, str]] = field(default_factory=dict)
     servers: dict[str, Server] = field(default_factory=dict)
 
     def start(self) -> IdentityProvider:
-        self.key, self.cert = key_pair(self.directory, "idp")
-        self.sp_key, self.sp_cert = key_pair(self.directory, "sp")
+        self.key, self.cert = key_pair(self.directory, self.name)
+        self.sp_key, self.sp_cert = key_pair(self.directory, f"{self.name}-sp")
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.entity_id = f"{self.url}/idp/metadata"
-        self.metadata_file = self.directory / "idp-metadata.xml"
-        self.metadata_file.write_text(str(entity_descriptor(self._config(metadata=None))))
+        self.metadata_file = self.directory / f"{self.name}-metadata.xml"
+        self.metadata_file.write_text(str(self.descriptor()))
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         return self
 
@@ -122,19 +133,16 @@ class IdentityProvider:
                             "single_sign_on_service": [(f"{self.url}/sso/redirect", saml2.BINDING_HTTP_REDIRECT)]
                         },
                         "name_id_format": [NAMEID_FORMAT_PERSISTENT],
-                        "policy": {
-                            "default": {
-                                "lifetime": {"minutes": lifetime_minutes},
-                                "attribute_restrictions": None,
-                                "name_form": NAME_FORMAT_URI,
-                            }
-                        },
+                        "policy": _policy(lifetime_minutes),
                     }
                 },
                 "metadata": {"local": [str(metadata)]} if metadata else {},
             }
         )
         return config
+
+    def descriptor(self):
+        return entity_descriptor(self._config(metadata=None))
 
     def signed_metadata(self) -> str:
         """The IdP's metadata signed with its own key (a federation signs with its own)."""
@@ -146,7 +154,7 @@ class IdentityProvider:
         """Read CurreChat's SP metadata from its stable URL, as a federation's registry would."""
         response = client.get("/sso/saml/metadata/")
         assert response.status_code == 200, response.content[:300]
-        sp_metadata = self.directory / "sp-metadata.xml"
+        sp_metadata = self.directory / f"{self.name}-sp-metadata.xml"
         sp_metadata.write_bytes(response.content)
         self.servers = {
             "": Server(config=self._config(sp_metadata)),
@@ -156,15 +164,20 @@ class IdentityProvider:
     def set_accounts(self, *people: tuple[str, dict[str, Any]]) -> None:
         self.accounts = dict(people)
 
-    def spoil_next(self, mode: str) -> None:
-        self.mischief = mode
+    def spoil_next(self, mode: str, *, envelope_issuer: str = "") -> None:
+        """`envelope`: write `envelope_issuer` on the Response around the assertion this IdP signs."""
+        self.mischief, self.envelope_issuer = mode, envelope_issuer
 
     # --- the IdP's side ---------------------------------------------------------------------------
     def login_page(self, query: dict[str, str]) -> str:
         server = self.servers[""]
-        request = server.parse_authn_request(query["SAMLRequest"], saml2.BINDING_HTTP_REDIRECT)
+        if self.answers_others_requests:  # read without checking that it was sent here
+            xml = server.unravel(query["SAMLRequest"], saml2.BINDING_HTTP_REDIRECT, "authn_request")
+            message = authn_request_from_string(xml)
+        else:
+            message = server.parse_authn_request(query["SAMLRequest"], saml2.BINDING_HTTP_REDIRECT).message
         key = secrets.token_urlsafe(16)
-        self.pending[key] = (request.message, query.get("RelayState", ""))
+        self.pending[key] = (message, query.get("RelayState", ""))
         return _page(
             "University sign-in",
             f'<form method="post" action="/login"><input type="hidden" name="key" value="{key}">'
@@ -184,8 +197,10 @@ class IdentityProvider:
         destination = args["destination"]
         if mode == "audience":
             args["sp_entity_id"] = "https://another-service.example/sp"
-        if mode == "recipient":
+        if mode in ("recipient", "signed-recipient"):
             args["destination"] = "https://another-service.example/acs"
+        if mode == "no-audience":
+            args["release_policy"] = _NoAudience(_policy(15), server.metadata)
         response = server.create_authn_response(
             identity=account["attributes"],
             userid=form["login"],
@@ -198,31 +213,64 @@ class IdentityProvider:
         xml = str(response)
         if mode == "tamper":  # a student makes themself faculty after the IdP signed the assertion
             xml = xml.replace(">student<", ">faculty<")
+        if mode == "signed-recipient":  # the unsigned envelope names our ACS again, the assertion not
+            xml = xml.replace('Destination="https://another-service.example/acs"', f'Destination="{destination}"', 1)
+        if mode == "envelope":  # the Response's own Issuer comes first and is not signed
+            xml = re.sub(r"(<(?:\w+:)?Issuer\b[^>]*>)[^<]*(<)", rf"\g<1>{self.envelope_issuer}\g<2>", xml, count=1)
         http_args = server.apply_binding(saml2.BINDING_HTTP_POST, xml, destination, relay_state, response=True)
         return 200, http_args["data"]
 
     # --- a person's browser ------------------------------------------------------------------------
-    def sign_in(self, client: Client, login: str, *, start: str = "/sso/saml/start/", password: str = "") -> SamlSignIn:
+    def sign_in(
+        self,
+        client: Client,
+        login: str,
+        *,
+        start: str = "/sso/saml/start/",
+        password: str = "",
+        answered_by: IdentityProvider | None = None,
+    ) -> SamlSignIn:
         """From CurreChat's start through the IdP's login page back to the ACS, as a browser would."""
+        answer = self.answer_for(client, login, start=start, password=password, answered_by=answered_by)
+        return SamlSignIn(client.post(answer.acs, answer.post), answer.acs, answer.post)
+
+    def answer_for(
+        self,
+        client: Client,
+        login: str,
+        *,
+        start: str = "/sso/saml/start/",
+        password: str = "",
+        answered_by: IdentityProvider | None = None,
+    ) -> SamlAnswer:
+        """The IdP's answer as the browser would post it to the ACS, not posted yet. `answered_by`:
+        the AuthnRequest CurreChat sent to this IdP is taken to another IdP of the federation, as
+        someone who runs that one (or signed in there) would."""
         import requests
 
         response = client.get(start)
         assert response.status_code == 302 and response["Location"].startswith(self.url), response.content[:300]
         browser = requests.Session()
-        page = browser.get(response["Location"], timeout=10)
+        idp = answered_by or self
+        page = browser.get(response["Location"].replace(self.url, idp.url, 1), timeout=10)
         assert page.status_code == 200 and "University sign-in" in page.text, page.text[:300]
         key = re.search(r'name="key" value="([^"]+)"', page.text)
         assert key is not None
         answer = browser.post(
-            f"{self.url}/login",
+            f"{idp.url}/login",
             data={"key": key.group(1), "login": login, "password": password or f"{login}-pw"},
             timeout=10,
         )
         assert answer.status_code == 200, answer.text[:300]
         fields = dict(re.findall(r'name="(SAMLResponse|RelayState)" value="([^"]*)"', answer.text))
         action = html.unescape(re.search(r'action="([^"]+)"', answer.text).group(1))  # type: ignore[union-attr]
-        post = {k: html.unescape(v) for k, v in fields.items()}
-        return SamlSignIn(client.post(urlsplit(action).path, post), urlsplit(action).path, post)
+        return SamlAnswer(urlsplit(action).path, {k: html.unescape(v) for k, v in fields.items()})
+
+
+@dataclass
+class SamlAnswer:
+    acs: str
+    post: dict[str, str]
 
 
 @dataclass
@@ -230,6 +278,34 @@ class SamlSignIn:
     response: Any
     acs: str
     post: dict[str, str]
+
+
+def federation_metadata(path: Path, *idps: IdentityProvider) -> Path:
+    """One metadata file listing every IdP given, as a federation publishes its members."""
+    entities, _xml = entities_descriptor(
+        [idp.descriptor() for idp in idps], None, "urn:test:federation", None, False, None
+    )
+    path.write_text(str(entities))
+    return path
+
+
+def _policy(lifetime_minutes: int) -> dict[str, Any]:
+    return {
+        "default": {
+            "lifetime": {"minutes": lifetime_minutes},
+            "attribute_restrictions": None,
+            "name_form": NAME_FORMAT_URI,
+        }
+    }
+
+
+class _NoAudience(Policy):
+    """An IdP that says for whom its assertions are through nothing: Conditions without an Audience."""
+
+    def conditions(self, sp_entity_id):
+        conditions = super().conditions(sp_entity_id)
+        conditions.audience_restriction = []
+        return conditions
 
 
 def _page(title: str, body: str) -> str:

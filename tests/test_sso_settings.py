@@ -43,6 +43,13 @@ def _check(env: dict) -> subprocess.CompletedProcess:
         ({"SSO_LINK_VERIFIED_EMAIL": "perhaps"}, "SSO_LINK_VERIFIED_EMAIL must be one of 1/0"),
         (
             {
+                "SAML_IDP_ENTITY_ID": "https://idp.uni.example/idp/shibboleth",
+                "SAML_IDP_ENTITY_IDS": "https://idp.other.example/idp/shibboleth",
+            },
+            "SAML_IDP_ENTITY_ID ('https://idp.uni.example/idp/shibboleth') must be one of SAML_IDP_ENTITY_IDS",
+        ),
+        (
+            {
                 "SAML_IDP_METADATA": "https://idp.uni.example/md",
                 "SAML_SP_KEY_FILE": "manage.py",
                 "SAML_SP_CERT_FILE": "manage.py",

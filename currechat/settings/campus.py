@@ -195,7 +195,17 @@ OIDC_DISCOVERY_CACHE_SECONDS = env_int("OIDC_DISCOVERY_CACHE_SECONDS", 3600, min
 # SAML 2.0: the IdP's (or federation's) metadata, a file path or an https URL. The SP's metadata is
 # served at <site>/sso/saml/metadata/; its key and certificate sign requests and decrypt assertions.
 SAML_IDP_METADATA = env_str("SAML_IDP_METADATA", "").strip()
-SAML_IDP_ENTITY_ID = env_str("SAML_IDP_ENTITY_ID", "").strip()  # which IdP of a federation's metadata
+# Who may sign people in: the issuer of every assertion must be one of these, whatever the metadata
+# holds (a federation's file lists hundreds of IdPs; it is only where their keys come from).
+# SAML_IDP_ENTITY_ID is the university's IdP (sign-in starts there); SAML_IDP_ENTITY_IDS, when a
+# deployment trusts several, lists them all. With neither, the metadata must hold exactly one IdP.
+SAML_IDP_ENTITY_ID = env_str("SAML_IDP_ENTITY_ID", "").strip()
+SAML_IDP_ENTITY_IDS = env_list("SAML_IDP_ENTITY_IDS", [])
+if SAML_IDP_ENTITY_ID and SAML_IDP_ENTITY_IDS and SAML_IDP_ENTITY_ID not in SAML_IDP_ENTITY_IDS:
+    raise ImproperlyConfigured(
+        f"SAML_IDP_ENTITY_ID ({SAML_IDP_ENTITY_ID!r}) must be one of SAML_IDP_ENTITY_IDS ({SAML_IDP_ENTITY_IDS!r}): "
+        "sign-in starts at an IdP whose answers are let in."
+    )
 SAML_SP_ENTITY_ID = env_str("SAML_SP_ENTITY_ID", "").strip()  # default: <site>/sso/saml/metadata/
 SAML_SP_KEY_FILE = env_str("SAML_SP_KEY_FILE", "").strip()
 SAML_SP_CERT_FILE = env_str("SAML_SP_CERT_FILE", "").strip()
