@@ -34,7 +34,10 @@ class UserAdmin(DjangoUserAdmin):
 
     list_display = ("username", "email", "role", "is_active", "is_superuser", "last_login")
     list_filter = ("role", "is_active", "is_superuser")
-    fieldsets = (*(DjangoUserAdmin.fieldsets or ()), ("CurreChat", {"fields": ("role",)}))
+    fieldsets = (*(DjangoUserAdmin.fieldsets or ()), ("CurreChat", {"fields": ("role", "email_confirmed")}))
+    # Confirmed only by the owner following CurreChat's link (accounts/confirmation.py); a changed
+    # address loses it (User.save).
+    readonly_fields = ("email_confirmed",)
     add_fieldsets = (*DjangoUserAdmin.add_fieldsets, ("CurreChat", {"fields": ("role",)}))
 
     def get_readonly_fields(self, request, obj=None):

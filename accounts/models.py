@@ -27,6 +27,25 @@ class User(AbstractUser):
     language = models.CharField(
         _("interface language"), max_length=8, blank=True, default="", choices=settings.LANGUAGES
     )
+    # The address its owner proved to CurreChat by following a link CurreChat mailed to it
+    # (accounts/confirmation.py), exactly as it was then; emptied by `save` whenever `email` changes.
+    # Only this address may link a campus sign-in to the account (sso/provision.py): an address
+    # merely typed on a profile, or set by an administrator or a platform, proves nothing.
+    email_confirmed = models.EmailField(_("confirmed email address"), blank=True, default="", editable=False)
+    # When the last link was followed: a link made before it no longer works (single use).
+    email_confirmed_at = models.DateTimeField(_("address last confirmed"), null=True, blank=True, editable=False)
+
+    def save(self, *args, **kwargs) -> None:
+        # One home for "a changed address is unconfirmed", whichever form, admin or sign-in changed it.
+        if self.email_confirmed and self.email_confirmed != self.email:
+            self.email_confirmed = ""
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "email_confirmed"}
+        super().save(*args, **kwargs)
+
+    @property
+    def email_is_confirmed(self) -> bool:
+        return bool(self.email) and self.email_confirmed == self.email
 
     @property
     def is_teacher(self) -> bool:

@@ -1,6 +1,6 @@
-"""A user's own name, address and password, and the page behind a password-reset link (a teacher
-asks for a student's link on chat/course/views.start_reset; the link goes only to the student's own
-address: accounts/resets.py)."""
+"""A user's own name, address and password, confirming that address (accounts/confirmation.py),
+and the page behind a password-reset link (a teacher asks for a student's link on
+chat/course/views.start_reset; the link goes only to the student's own address: accounts/resets.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from django.contrib.auth.views import PasswordResetConfirmView
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import confirmation
 from accounts.models import User
 from accounts.resets import mail_configured
+from kernel.ratelimit import RateLimited, address_confirmation_by_user
 
 
 class NameForm(forms.ModelForm):
@@ -32,7 +34,10 @@ class NameForm(forms.ModelForm):
         }
         help_texts = {
             "last_name": gettext_lazy("Teachers see your name only where a course says they read chats by name."),
-            "email": gettext_lazy("Optional. A link to choose a new password goes here if you forget it."),
+            "email": gettext_lazy(
+                "Optional. A link to choose a new password goes here if you forget it. A changed address "
+                "needs confirming again."
+            ),
         }
 
     def __init__(self, *args, **kwargs):
@@ -48,7 +53,7 @@ def profile(request):
     name_form = NameForm(request.POST if "save_name" in request.POST else None, instance=request.user)
     password_form = PasswordChangeForm(request.user, request.POST if "change_password" in request.POST else None)
     if "save_name" in request.POST and name_form.is_valid():
-        name_form.save()
+        name_form.save()  # a changed address loses its confirmation (User.save)
         messages.success(request, _("Your name was saved."))
         return redirect("profile")
     if "change_password" in request.POST and password_form.is_valid():
@@ -56,7 +61,57 @@ def profile(request):
         update_session_auth_hash(request, user)  # this browser stays signed in; others are signed out
         messages.success(request, _("Your password was changed. Other browsers signed in as you are signed out."))
         return redirect("profile")
-    return render(request, "accounts/profile.html", {"name_form": name_form, "password_form": password_form})
+    context = {"name_form": name_form, "password_form": password_form, "mail_configured": mail_configured()}
+    return render(request, "accounts/profile.html", context)
+
+
+@login_required
+@require_POST
+def ask_confirmation(request):
+    """ "Confirm this address": the worker mails a link to the account's present address."""
+    user = request.user
+    if not mail_configured():
+        messages.error(request, _("No mail server is configured, so addresses cannot be confirmed here."))
+    elif not user.email:
+        messages.error(request, _("Save an email address first, then ask for its confirmation link."))
+    elif user.email_is_confirmed:
+        messages.info(request, _("Your address %(address)s is already confirmed.") % {"address": user.email})
+    else:
+        try:
+            address_confirmation_by_user().hit(user.pk)
+        except RateLimited as exc:
+            response = render(request, "error.html", {"title": _("Too many attempts"), "message": str(exc)}, status=429)
+            response["Retry-After"] = str(exc.retry_after)
+            return response
+        from accounts import tasks
+
+        tasks.mail_address_confirmation.enqueue(user.pk, user.email, request.build_absolute_uri("/").rstrip("/"))
+        sentence = _("A confirmation link is on its way to %(address)s. Open it while signed in to this account.")
+        messages.success(request, sentence % {"address": user.email})
+    return redirect("profile")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def confirm_address(request, uidb64: str, token: str):
+    """The page behind a confirmation link: GET shows what would be confirmed, POST confirms it. Only
+    the account the link was made for, signed in, may follow it: the link proves the mailbox, the
+    sign-in proves the account, and a confirmation needs both (someone who typed another person's
+    address on their own profile cannot get it confirmed by that person's click)."""
+    link_user = confirmation.user_for_link(uidb64, token)
+    if link_user is None:
+        return render(request, "accounts/confirm_address.html", {"link_user": None}, status=400)
+    if link_user.pk != request.user.pk:
+        message = _(
+            "This link confirms the address of another CurreChat account. Log out, then open it again "
+            "and sign in to the account it was mailed for."
+        )
+        return render(request, "error.html", {"title": _("Another account's link"), "message": message}, status=403)
+    if request.method == "POST":
+        confirmation.confirm(link_user)
+        messages.success(request, _("Your address %(address)s is confirmed.") % {"address": link_user.email})
+        return redirect("profile")
+    return render(request, "accounts/confirm_address.html", {"link_user": link_user})
 
 
 class ResetConfirmView(PasswordResetConfirmView):

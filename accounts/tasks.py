@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django_tasks import task
 
+from accounts.confirmation import confirmation_path, mail_confirmation
 from accounts.models import User
 from accounts.resets import ResetRequestForm, mail_link, reset_path, resettable_by_teacher
 
@@ -29,3 +30,13 @@ def mail_reset_for_address(email: str, site: str) -> int:
     a failed mail is logged."""
     # Django's own choice of accounts for an address (active, with a usable password).
     return sum(mail_link(user, site + reset_path(user)) for user in ResetRequestForm().get_users(email))
+
+
+@task(queue_name="default")
+def mail_address_confirmation(user_id: int, address: str, site: str) -> bool:
+    """Mail the link confirming `address` to it, on `site`, if it is still the account's own and
+    unconfirmed (the user may have changed it since asking). The link is made here, never queued."""
+    user = User.objects.filter(pk=user_id, is_active=True).first()
+    if user is None or user.email != address or user.email_is_confirmed:
+        return False
+    return mail_confirmation(user, site + confirmation_path(user))

@@ -5,6 +5,8 @@ from accounts import profile, views
 
 urlpatterns = [
     path("profile/", profile.profile, name="profile"),
+    path("profile/confirm-address/", profile.ask_confirmation, name="address_confirm_request"),
+    path("confirm-address/<uidb64>/<token>/", profile.confirm_address, name="address_confirm"),
     path(
         "reset/<uidb64>/<token>/",
         profile.ResetConfirmView.as_view(success_url=reverse_lazy("password_reset_complete")),

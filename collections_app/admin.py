@@ -177,7 +177,7 @@ class CheckResultInline(admin.TabularInline):
 
 @admin.register(CheckRun)
 class CheckRunAdmin(ReadOnlyAdmin):
-    list_display = ("collection", "trigger", "pending", "passed", "total", "ran_at")
+    list_display = ("collection", "trigger", "pending", "passed", "ran", "total", "stopped", "ran_at")
     list_filter = ("trigger", "pending")
     inlines = [CheckResultInline]
 

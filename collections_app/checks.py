@@ -10,7 +10,9 @@ Runs start on demand (page, API) and by themselves after a re-index, a language 
 embedding-model change: `schedule_after_reindex` leaves a pending run, and the worker runs it once
 the last file of the re-index is done (`run_when_indexed`, called at the end of every ingestion).
 Runs make no model calls unless curation is asked for; then the person who started the run pays
-for it from their weekly budget, as for any search (`_curation_meter`).
+for it from their weekly budget, as for any search, reserved before each question
+(`_curation_meter`): a run stops at the first question the budget refuses, or at
+CHECKS_MAX_CURATED_PER_RUN questions, and says how far it got.
 """
 
 from __future__ import annotations
@@ -20,12 +22,22 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from collections_app.models import CheckResult, CheckRun, CheckTrigger, Collection, FileStatus, SearchCheck, SourceFile
+from collections_app.models import (
+    CheckResult,
+    CheckRun,
+    CheckStop,
+    CheckTrigger,
+    Collection,
+    FileStatus,
+    SearchCheck,
+    SourceFile,
+)
 from kernel.errors import InvalidInput
 from rag.ingest.normalize import search_form
 from rag.results import Passage
@@ -115,52 +127,97 @@ def rank_of(results: list[Passage], check: SearchCheck) -> int | None:
 
 
 def _curation_meter(user):
-    """The budget the search charges (chat/course/usage.py): an estimate set aside from the user's weekly
-    budget across prompts (refused with 429 when it is spent), counted as each curation call ends
-    and settled when the run ends. Imported here, at the one place the checks spend tokens, so that
+    """(meter, None) with an estimate set aside from the user's weekly budget across prompts for one
+    question's curation (chat/course/usage.py, as for any curated search), or (None, the refusal)
+    when the budget has no room. The meter counts each curation call as it ends; the caller settles
+    it when the question is done. Imported here, at the one place the checks spend tokens, so that
     the collection layer needs the chat app only when curating."""
-    from chat.course.usage import reserve
+    from chat.course.usage import BudgetExhausted, reserve
 
-    return reserve(user.pk, None)
+    try:
+        return reserve(user.pk, None), None
+    except BudgetExhausted as refusal:
+        return None, refusal
+
+
+@dataclass
+class Progress:
+    """How far a run got: a result for each question searched, of `total`; why it stopped early."""
+
+    rows: list[CheckResult]
+    total: int
+    stopped: str = ""
 
 
 def run_checks(
     collection: Collection, *, user=None, curate: bool = False, trigger: str = CheckTrigger.MANUAL, run=None
 ) -> CheckRun:
-    """Search every check's question and store the run with each check's rank and change."""
-    meter = _curation_meter(user) if curate and user is not None else None
-    try:
-        rows = _rank_each(collection, curate=curate, meter=meter)
-    finally:
-        if meter is not None:
-            meter.settle()  # what the run held and did not use goes back to the budget
+    """Search every check's question and store the run with each check's rank and change.
+
+    A curated run is paid question by question: it stops at the first question the budget refuses,
+    or after CHECKS_MAX_CURATED_PER_RUN questions, and keeps what ran (`ran` of `total`, `stopped`
+    says why). Refused before its first question, it raises the refusal (429) and stores nothing."""
+    payer = user if curate and user is not None else None
+    progress = _rank_each(collection, payer=payer)
     run = run or CheckRun(collection=collection, trigger=trigger, started_by=user)
     with transaction.atomic():
-        run.pending, run.curated = False, curate and meter is not None
-        run.passed, run.total = sum(r.passed for r in rows), len(rows)
+        run.pending, run.curated = False, payer is not None
+        run.passed, run.ran = sum(r.passed for r in progress.rows), len(progress.rows)
+        run.total, run.stopped = progress.total, progress.stopped
         run.ran_at = timezone.now()
         run.save()
-        for row in rows:
+        for row in progress.rows:
             row.run = run
-        CheckResult.objects.bulk_create(rows)
-    log.info("collection %s: test questions %s of %s passed (%s)", collection.pk, run.passed, run.total, run.trigger)
+        CheckResult.objects.bulk_create(progress.rows)
+    log.info(
+        "collection %s: test questions %s of %s passed, %s ran (%s%s)",
+        collection.pk, run.passed, run.total, run.ran, run.trigger, f", stopped: {run.stopped}" if run.stopped else "",
+    )  # fmt: skip
     return run
 
 
-def _rank_each(collection: Collection, *, curate: bool, meter) -> list[CheckResult]:
-    """Each check's rank now, and whether it changed since the last run (not yet stored)."""
+def _rank_each(collection: Collection, *, payer) -> Progress:
+    """Each check's rank now, and whether it changed since the last run (not yet stored). With a
+    `payer`, each question's curation is reserved from their budget before it is searched."""
     previous = _last_results(collection)
-    rows = []
-    for check in collection.checks.all():
-        outcome = search_collections([collection], check.question, limit=TOP, curate=curate, usage=meter)
-        rank = rank_of(outcome.results, check)
-        passed = rank is not None
-        before = previous.get(check.pk)
-        changed = ""
-        if before is not None and before != passed:
-            changed = NEWLY_PASSING if passed else NEWLY_FAILING
-        rows.append(CheckResult(check_item=check, rank=rank, passed=passed, changed=changed))
-    return rows
+    questions = list(collection.checks.all())
+    cap = settings.CHECKS_MAX_CURATED_PER_RUN if payer is not None else len(questions)
+    rows: list[CheckResult] = []
+    for check in questions:
+        if len(rows) >= cap:
+            return Progress(rows, len(questions), CheckStop.LIMIT)
+        meter, refusal = _curation_meter(payer) if payer is not None else (None, None)
+        if refusal is not None:
+            if not rows:
+                raise refusal  # nothing ran: refused like any curated search, naming when it starts again
+            return Progress(rows, len(questions), CheckStop.BUDGET)
+        try:
+            outcome = search_collections([collection], check.question, limit=TOP, curate=payer is not None, usage=meter)
+        finally:
+            if meter is not None:
+                meter.settle()  # what the question held and did not use goes back to the budget
+        rows.append(_result(check, rank_of(outcome.results, check), previous.get(check.pk)))
+    return Progress(rows, len(questions))
+
+
+def stopped_sentence(run: CheckRun) -> str:
+    """What the teacher reads about a run that stopped early (page message and last-run line)."""
+    if run.stopped == CheckStop.BUDGET:
+        why = _("your weekly token budget had no room for the next question's curation")
+    else:
+        why = _("a curated run checks at most %(limit)s questions") % {"limit": settings.CHECKS_MAX_CURATED_PER_RUN}
+    sentence = _(
+        "The run stopped after %(ran)s of %(total)s questions: %(why)s. Run again without curation to search them all."
+    )
+    return sentence % {"ran": run.ran, "total": run.total, "why": why}
+
+
+def _result(check: SearchCheck, rank: int | None, before: bool | None) -> CheckResult:
+    passed = rank is not None
+    changed = ""
+    if before is not None and before != passed:
+        changed = NEWLY_PASSING if passed else NEWLY_FAILING
+    return CheckResult(check_item=check, rank=rank, passed=passed, changed=changed)
 
 
 def _last_results(collection: Collection) -> dict[int, bool]:
@@ -276,6 +333,8 @@ def run_dict(run: CheckRun) -> dict:
         "trigger": run.trigger,
         "passed": run.passed,
         "total": run.total,
+        "ran": run.ran,
+        "stopped": run.stopped or None,
         "results": [
             {"check_id": row.check.pk, "rank": row.result.rank, "passed": row.result.passed,
              "changed": row.result.changed or None}

@@ -85,8 +85,13 @@ class RunOut(Schema):
     ran_at: datetime
     trigger: str
     passed: int
-    total: int
-    results: list[ResultOut] = Field(description="Newly failing first")
+    total: int = Field(description="The collection's test questions when the run started")
+    ran: int = Field(description="Questions searched: fewer than `total` when the run stopped early")
+    stopped: Literal["budget", "limit"] | None = Field(
+        description="Why a curated run stopped early: `budget`, the weekly token budget refused the next "
+        "question; `limit`, CHECKS_MAX_CURATED_PER_RUN questions ran. Null: every question ran."
+    )
+    results: list[ResultOut] = Field(description="Newly failing first; only the questions that ran")
 
 
 def _spec(data: CheckIn | CheckPatch) -> dict:
@@ -163,7 +168,7 @@ def checks_page(request, pk: int):
                 curate = request.POST.get("curate") == "on"
                 done = checks.run_checks(collection, user=request.user, curate=curate)
                 sentence = _("%(passed)s of %(total)s test questions found their passage in the top 15.")
-                messages.success(request, sentence % {"passed": done.passed, "total": done.total})
+                messages.success(request, sentence % {"passed": done.passed, "total": done.ran})
             return redirect("collection_checks", pk=collection.pk)
         except CurreChatError as exc:
             messages.error(request, str(exc))
@@ -173,6 +178,7 @@ def checks_page(request, pk: int):
         "collection": collection,
         "rows": checks.rows_for(collection, run),
         "run": run,
+        "stopped_note": checks.stopped_sentence(run) if run and run.stopped else "",
         "pending": pending,
         "form": form,
         "files": collection.files.filter(status=FileStatus.READY).order_by("original_name"),

@@ -6,6 +6,8 @@ and MEDIA_ROOT (every uploaded original); Redis is not backed up but rebuilt fro
                            not kept; content types are made again by `migrate` and referred to by name)
     DIR/media/             a copy of MEDIA_ROOT
 
+Only its owner may read it: directories 0700, files 0600, whatever the umask.
+
 `backup` and `restore` are exact inverses (tests/test_backup.py): restored into an empty database
 of the same schema, every chat reads as before and every search returns the same passages.
 """
@@ -52,7 +54,10 @@ def backup(target: Path) -> dict:
     """Write a backup into `target` (a new or empty directory); returns the manifest."""
     if target.exists() and any(target.iterdir()):
         raise BackupError(f"{target} is not empty. Back up into a new directory, so no earlier backup is overwritten.")
-    target.mkdir(parents=True, exist_ok=True)
+    # Private from the first byte, whatever the umask: it holds every chat and every password hash.
+    # Nothing under a 0700 directory can be opened by others, so the files are narrowed at the end.
+    target.mkdir(mode=0o700, parents=True, exist_ok=True)
+    target.chmod(0o700)
     # One consistent view of the data while it is read (PostgreSQL: a repeatable-read snapshot).
     with transaction.atomic():
         if connection.vendor == "postgresql":
@@ -80,7 +85,16 @@ def backup(target: Path) -> dict:
         "counts": counts,
     }
     (target / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    _owner_only(target)
     return manifest
+
+
+def _owner_only(root: Path) -> None:
+    """Directories 0700 and files 0600 under `root`: copies keep MEDIA_ROOT's modes, and files are
+    made under the umask (copytree copied links' targets, so every path here is the backup's own)."""
+    for path in root.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o700 if path.is_dir() else 0o600)
 
 
 def _is_empty() -> bool:

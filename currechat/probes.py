@@ -7,10 +7,12 @@ check (a load balancer asks by address, not by the site's name) and no HTTPS red
                    manager must not kill a process that is finishing answers)
     GET /readyz    200 {"status": "ready"}: the database, Redis and the task queue answer;
                    503 {"status": "draining"} once shutdown began; 503 {"status": "unavailable",
-                   "failing": ["database" | "redis" | "queue", ...]} otherwise
+                   "failing": ["database" | "redis" | "queue", ...]} otherwise. Answered from the
+                   last check for READY_CACHE_SECONDS, so probes cannot drive the checks.
 
 Unauthenticated, so nothing internal is in them: no address, version, count or error text (those
-are for teachers and staff at /api/v1/health and in the logs).
+are for teachers and staff at /api/v1/health and in the logs). nginx answers them only to the load
+balancer and loopback (deploy/nginx/currechat.conf); the cache bounds their cost for any other path.
 
 The ASGI lifespan is answered here too (channels' router has none): on shutdown the process stops
 taking new turns and waits up to CHAT_DRAIN_SECONDS for the running ones (kernel/draining.py).
@@ -26,6 +28,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -93,10 +96,36 @@ def _check_queue() -> bool:
 CHECKS = {"database": _check_database, "redis": _check_redis, "queue": _check_queue}
 
 
+# The last readiness answer (monotonic time, answer) and the check under way, shared by every probe
+# of this process: a flood of probes waits for one check instead of starting one each.
+_recent: tuple[float, tuple[int, dict[str, Any]]] | None = None
+_checking: asyncio.Task | None = None
+
+
 async def readiness() -> tuple[int, dict[str, Any]]:
-    """(status code, body) of /readyz."""
+    """(status code, body) of /readyz: from the last check while it is under READY_CACHE_SECONDS old
+    (anyone may ask, so asking must not cost a round of checks each time); draining at once."""
+    global _checking
     if draining.draining():
         return 503, {"status": "draining"}
+    if _recent is not None and time.monotonic() - _recent[0] < settings.READY_CACHE_SECONDS:
+        return _recent[1]
+    loop = asyncio.get_running_loop()
+    if _checking is None or _checking.done() or _checking.get_loop() is not loop:
+        _checking = loop.create_task(_check_all())
+    # Shielded: a prober that hangs up must not cancel the check the others wait for.
+    return await asyncio.shield(_checking)
+
+
+async def _check_all() -> tuple[int, dict[str, Any]]:
+    global _recent
+    started = time.monotonic()
+    answer = await _run_checks()
+    _recent = (started, answer)
+    return answer
+
+
+async def _run_checks() -> tuple[int, dict[str, Any]]:
     loop = asyncio.get_running_loop()
     names = list(CHECKS)
     futures = [loop.run_in_executor(_probe_pool, CHECKS[name]) for name in names]
@@ -109,6 +138,12 @@ async def readiness() -> tuple[int, dict[str, Any]]:
     if failing:
         return 503, {"status": "unavailable", "failing": failing}
     return 200, {"status": "ready"}
+
+
+def forget_for_tests() -> None:
+    """The next probe checks again (each test sees the services as they are then)."""
+    global _recent, _checking
+    _recent, _checking = None, None
 
 
 async def _respond(send, status: int, body: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """Fill a deploy/ template: `{{NAME}}` from NAME=value arguments; WEB_PORTS=8001,8002 becomes the
-nginx upstream's server lines. Standard library only, so it runs before the app is installed.
+nginx upstream's server lines, PROBE_ADDRESSES=10.0.0.5,127.0.0.1 the addresses allowed to ask for
+/healthz and /readyz (default: loopback only). Standard library only, so it runs before the app is installed.
 
     python deploy/render.py deploy/nginx/currechat.conf SERVER_NAME=chat.example.edu WEB_PORTS=8001,8002 ...
 """
@@ -10,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-DEFAULTS = {"HTTP_PORT": "80", "HTTPS_PORT": "443", "WEB_HOST": "127.0.0.1"}
+DEFAULTS = {"HTTP_PORT": "80", "HTTPS_PORT": "443", "WEB_HOST": "127.0.0.1", "PROBE_ADDRESSES": "127.0.0.1,::1"}
 
 
 def render(template: str, values: dict[str, str]) -> str:
@@ -24,6 +25,9 @@ def render(template: str, values: dict[str, str]) -> str:
         # process just restarted stays out for fail_timeout, and stopping the next one then left
         # no process to send to (502) during a rolling restart.
         values["UPSTREAM_SERVERS"] = "\n".join(f"    server {host}:{port} max_fails=0;" for port in ports)
+    # Who may ask nginx for /healthz and /readyz: the load balancer's addresses (or networks) and loopback.
+    probers = [a.strip() for a in values["PROBE_ADDRESSES"].split(",") if a.strip()]
+    values["PROBE_ALLOW"] = "\n".join(f"        allow {address};" for address in probers)
     missing = sorted(set(re.findall(r"\{\{(\w+)\}\}", template)) - values.keys())
     if missing:
         raise SystemExit(f"Give a value for {', '.join(missing)} (NAME=value).")

@@ -143,6 +143,15 @@ def reset_by_email() -> SlidingWindow:
     )
 
 
+def address_confirmation_by_user() -> SlidingWindow:
+    """Links asked for to confirm one's address (RATE_ADDRESS_CONFIRMATION): each is a mail to an
+    address the asker typed, so nobody can use CurreChat to flood someone's mailbox."""
+    return _window(
+        "address_confirmation",
+        _("Too many confirmation links asked for. Try again in {retry_after} seconds."),
+    )
+
+
 def teacher_lookup_by_user() -> SlidingWindow:
     """A teacher's look-ups of other teachers in the co-teacher picker (RATE_TEACHER_LOOKUP)."""
     return _window(

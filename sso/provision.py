@@ -1,6 +1,7 @@
 """What a verified sign-in does in CurreChat: the account it reaches (made at the first sign-in,
-or an existing local one linked by a verified address when SSO_LINK_VERIFIED_EMAIL allows), and
-the role the provider's attributes give it, decided again at every sign-in.
+or an existing local one linked by an address its owner confirmed to CurreChat when
+SSO_LINK_VERIFIED_EMAIL allows), and the role the provider's attributes give it, decided again at
+every sign-in. An existing account an identity joins keeps no other way in (`_take_over`).
 
 Both protocols hand over a `Person`; this module is the one home of the rules.
 """
@@ -8,6 +9,7 @@ Both protocols hand over a `Person`; this module is the one home of the rules.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +23,8 @@ from django.utils.translation import gettext as _
 from accounts.models import Role, User
 from kernel.errors import CurreChatError
 from sso.models import Protocol, SsoIdentity
+
+log = logging.getLogger(__name__)
 
 
 class SignInRefused(CurreChatError):
@@ -105,7 +109,10 @@ def sign_in(person: Person) -> User:
             break
         try:
             with transaction.atomic():
-                user = _existing_account(person) or _new_account(person, role)
+                existing = _existing_account(person)
+                if existing is not None:
+                    _take_over(existing, person)
+                user = existing or _new_account(person, role)
                 SsoIdentity.objects.create(
                     protocol=person.protocol,
                     issuer=person.issuer,
@@ -130,36 +137,49 @@ def person_id_linking() -> bool:
 
 
 def shared_account(person_id: str) -> User | None:
-    """The one account that a campus sign-in or an LTI launch already reached with this person
-    identifier (the provider's OIDC_CLAIM_PERSON_ID / SAML_ATTRIBUTE_PERSON_ID, the platform's
-    lis.person_sourcedid). None when linking is off, the value is empty or ambiguous, or the
-    account is a superuser's (an administrator links those by hand)."""
+    """The one account that a campus sign-in, or a launch from a platform whose administrator turned
+    on `share_person_id`, already reached with this person identifier (the provider's
+    OIDC_CLAIM_PERSON_ID / SAML_ATTRIBUTE_PERSON_ID, the platform's lis.person_sourcedid). None when
+    linking is off, the value is empty or ambiguous, or the account is a staff member's or a
+    superuser's: a platform's identifier is typed by its administrators, so it never leads into an
+    account that runs CurreChat (an administrator links those by hand). A platform whose switch is
+    off counts for nothing here (lti/provision.py asks only for a platform whose switch is on)."""
     if not (person_id and person_id_linking()):
         return None
     # Through the user's identities (lti declares `lti_identities` on the user): sign-in needs no
     # import of the learning-platform app, which sits above it and asks this function.
-    reached = Q(sso_identities__person_id=person_id) | Q(lti_identities__person_id=person_id)
+    reached = Q(sso_identities__person_id=person_id) | Q(
+        lti_identities__person_id=person_id, lti_identities__platform__share_person_id=True
+    )
     users = set(User.objects.filter(reached).values_list("pk", flat=True))
     if len(users) != 1:
         return None
-    return User.objects.filter(pk=users.pop(), is_superuser=False).first()
+    return User.objects.filter(pk=users.pop(), is_superuser=False, is_staff=False).first()
 
 
 def _existing_account(person: Person) -> User | None:
     """An account to link: the same person's LTI account (a shared person identifier), or a local
-    account, only with SSO_LINK_VERIFIED_EMAIL, only by an address the provider vouches for, only
-    when exactly one account has it, never an LTI account by its address, and never a superuser's (an
+    account, only with SSO_LINK_VERIFIED_EMAIL, only by an address the provider vouches for and
+    the account's owner confirmed to CurreChat (accounts/confirmation.py), only when exactly one
+    account has it, never an LTI account by its address, and never a superuser's (an
     administrator links those by hand)."""
     shared = shared_account(person.person_id)
     if shared is not None:
+        # Launches through this identifier now share an account with a campus identity: they never
+        # open it once it is a staff or superuser account (lti/provision.py).
+        shared.lti_identities.filter(person_id=person.person_id).update(joined_by_person_id=True)
         return shared
     if not (settings.SSO_LINK_VERIFIED_EMAIL and person.email and person.email_verified):
         return None
-    # Not an account a learning platform reached: its address is the platform's word, which no one
-    # verified (a student may type anyone's address into their LMS profile), and the one who
-    # launched from there would then share their account with the owner of that address. Those
-    # are linked by the shared person identifier alone.
-    matches = list(User.objects.filter(email__iexact=person.email, lti_identities__isnull=True)[:2])
+    # Only an address the owner proved by following CurreChat's link: one typed on a profile, or
+    # set by an administrator or a teacher, would let whoever typed it hand the account to the
+    # address's owner, or a stranger's sign-in take an account its holder keeps a password for.
+    # Not an account a learning platform reached: whoever launches from there would keep a way in.
+    matches = list(
+        User.objects.filter(
+            email_confirmed__iexact=person.email, email__iexact=person.email, lti_identities__isnull=True
+        )[:2]
+    )
     if len(matches) != 1:
         if matches:
             raise SignInRefused(
@@ -170,6 +190,24 @@ def _existing_account(person: Person) -> User | None:
     if user.is_superuser or SsoIdentity.objects.filter(user=user, issuer=person.issuer).exists():
         return None
     return user
+
+
+def _take_over(user: User, person: Person) -> None:
+    """A campus identity joins an existing account: nobody who held it before keeps a way in. Its
+    password stops working (a new unusable one also ends its other sessions: Django checks every
+    session against the password hash, and the sign-in that follows starts with the new one), and
+    its API tokens are revoked. With LOCAL_LOGIN letting them, its owner may set a password again
+    through a reset link from a superuser."""
+    user.set_unusable_password()
+    user.save(update_fields=["password"])
+    revoked, _kinds = user.api_tokens.all().delete()
+    log.info(
+        "Campus identity %s @ %s joined account %s: password unusable, %s API token(s) revoked",
+        person.subject,
+        person.issuer,
+        user.pk,
+        revoked,
+    )
 
 
 def _new_account(person: Person, role: Role) -> User:

@@ -89,3 +89,26 @@ def test_backup_refuses_to_overwrite_an_earlier_backup(db, tmp_path):
     (tmp_path / "old" / "manifest.json").write_text("{}")
     with pytest.raises(CommandError, match="not empty"):
         call_command("backup", str(tmp_path / "old"))
+
+
+def test_a_backup_is_readable_by_its_owner_only_whatever_the_umask(owner, tmp_path, settings):
+    """It holds every chat and password hash: directories 0700, files 0600, even under umask 000 and
+    from a MEDIA_ROOT that others may read."""
+    import os
+    import stat
+
+    media = Path(settings.MEDIA_ROOT) / "uploads" / "1"
+    media.mkdir(parents=True, exist_ok=True)
+    (media / "notes.md").write_text("# Notes\n")
+    os.chmod(media / "notes.md", 0o666)  # noqa: S103 — as an upload under a loose umask lands
+    old = os.umask(0)
+    try:
+        call_command("backup", str(tmp_path / "backups" / "today"))
+    finally:
+        os.umask(old)
+    root = tmp_path / "backups" / "today"
+    paths = [root, *root.rglob("*")]
+    assert {p.relative_to(root).as_posix() for p in paths} >= {".", "manifest.json", "database.json.gz",
+                                                               "media/uploads/1/notes.md"}  # fmt: skip
+    modes = {p.relative_to(root).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in paths}
+    assert modes == {name: 0o700 if (root / name).is_dir() else 0o600 for name in modes}

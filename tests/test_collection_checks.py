@@ -222,3 +222,68 @@ def test_the_page_waits_for_a_run_until_its_results_are_stored(course, client_fo
     assert checks.run_when_indexed(collection.pk) is None
     done = client_for(owner).get(page).content.decode()
     assert 'http-equiv="refresh"' not in done and "After a re-index" in done
+
+
+# Curated runs are paid question by question ---------------------------------------------------------
+
+EXAM_ONLY = b"# Exam\n\nThe final exam is on 12 December in hall B. Bring a calculator and your student card.\n"
+QUESTIONS = ("When is the exam?", "Where is the exam?", "What do I bring to the exam?", "Is a calculator allowed?")
+
+
+@pytest.fixture
+def four_questions(fast_collection, ingest_upload, client_for, owner, ollama):
+    """Four questions over a one-passage file; every curation call reports 100 tokens, so each
+    curated question costs exactly 100."""
+    from tests.fake_ollama import Reply
+
+    source = ingest_upload(fast_collection, EXAM_ONLY, "exam.md")
+    assert source.status == FileStatus.READY, source.error
+    for question in QUESTIONS:
+        assert add(client_for(owner), fast_collection, question, file_id=source.pk).status_code == 201
+    verdict = '{"score": 9, "include": true, "reason": "It answers the question."}'
+    ollama.responder = lambda body: Reply(content=verdict, prompt_tokens=100, completion_tokens=0)
+    return fast_collection
+
+
+def curated_questions(ollama) -> list[str]:
+    """The test questions the curation model was asked about, in the order asked, each once."""
+    asked: list[str] = []
+    for body in ollama.chat_requests():
+        text = body["messages"][-1]["content"]
+        asked += [q for q in QUESTIONS if f"Query: {q}" in text and q not in asked]
+    return asked
+
+
+def test_a_curated_run_stops_at_the_first_question_the_budget_refuses(four_questions, client_for, owner, ollama,
+                                                                     settings):  # fmt: skip
+    settings.USER_WEEKLY_TOKEN_BUDGET = 200  # room for two questions' curation
+    api = client_for(owner)
+    done = run(api, four_questions, curate=True)
+    assert curated_questions(ollama) == list(QUESTIONS[:2])  # the third was never sent to the model
+    assert (done["stopped"], done["ran"], done["total"]) == ("budget", 2, 4)
+    assert len(done["results"]) == 2 and done["passed"] == 2
+    page = api.get(f"/collections/{four_questions.pk}/checks/").content.decode()
+    assert "The run stopped after 2 of 4 questions: your weekly token budget had no room" in page
+    # The budget is spent now: the next curated run is refused before its first question.
+    refused = api.post(f"/api/v1/collections/{four_questions.pk}/checks/run", {"curate": True},
+                       content_type="application/json")  # fmt: skip
+    assert refused.status_code == 429 and "allowance" in refused.json()["detail"]
+    assert curated_questions(ollama) == list(QUESTIONS[:2])
+
+
+def test_a_curated_run_checks_at_most_the_configured_number_of_questions(four_questions, client_for, owner, ollama,
+                                                                        settings):  # fmt: skip
+    settings.CHECKS_MAX_CURATED_PER_RUN = 3
+    api = client_for(owner)
+    done = run(api, four_questions, curate=True)
+    assert curated_questions(ollama) == list(QUESTIONS[:3])
+    assert (done["stopped"], done["ran"], done["total"]) == ("limit", 3, 4)
+    page = api.post(f"/collections/{four_questions.pk}/checks/", {"action": "run", "curate": "on"}, follow=True)
+    text = page.content.decode()
+    assert "3 of 3 test questions found their passage in the top 15." in text
+    assert "The run stopped after 3 of 4 questions: a curated run checks at most 3 questions." in text
+    # Without curation no model is asked and every question runs.
+    requests = len(ollama.chat_requests())
+    plain = run(api, four_questions)
+    assert (plain["stopped"], plain["ran"], plain["total"]) == (None, 4, 4)
+    assert len(ollama.chat_requests()) == requests

@@ -315,3 +315,22 @@ def test_a_rolling_restart_of_every_web_process_during_50_streaming_chats_loses_
     assert all(log.expected.startswith("".join(log.seen)) for log in logs.values())
     # Restarts met answers mid-stream (both processes had some), and those answers finished anyway.
     assert sum(log.closed_mid_answer for log in logs.values()) >= 2
+
+
+def test_nginx_answers_probes_only_to_loopback_and_names_no_version(deployment):
+    """Readiness checks the database, Redis and the queue: nginx lets only the load balancer and this
+    host ask (PROBE_ADDRESSES, default loopback). 127.0.0.2 is this machine too, but not on the list:
+    it stands for any other address. No response tells nginx's version (`server_tokens off`)."""
+    address = f"https://127.0.0.1:{deployment.stack.https_port}"
+    with httpx.Client(base_url=address, verify=deployment.tls, timeout=30) as allowed:
+        assert allowed.get("/readyz").json() == {"status": "ready"}
+        assert allowed.get("/healthz").json() == {"status": "alive"}
+        login = allowed.get("/login/")
+        assert login.status_code == 200 and login.headers["server"] == "nginx"
+    outside = httpx.HTTPTransport(local_address="127.0.0.2", verify=deployment.tls)
+    with httpx.Client(base_url=address, transport=outside, timeout=30) as stranger:
+        for path in ("/readyz", "/healthz"):
+            refused = stranger.get(path)
+            assert refused.status_code == 403, path
+            assert refused.headers["server"] == "nginx" and "nginx/" not in refused.text
+        assert stranger.get("/login/").status_code == 200  # the pages themselves are for everyone

@@ -7,6 +7,7 @@ import json
 import pytest
 from channels.testing import HttpCommunicator
 
+from currechat import probes
 from currechat.asgi import application
 from kernel import draining
 from scripts.redis_stack import free_port
@@ -24,8 +25,10 @@ async def probe(path: str, host: bytes = b"10.0.0.7:8001") -> tuple[int, dict]:
 @pytest.fixture
 def serving():
     draining.reset_for_tests()
+    probes.forget_for_tests()
     yield
     draining.reset_for_tests()
+    probes.forget_for_tests()
 
 
 async def test_liveness_answers_anyone_with_nothing_internal(serving):
@@ -46,6 +49,37 @@ async def test_readiness_names_redis_and_the_queue_when_they_are_away_without_ad
     assert status == 503
     assert body == {"status": "unavailable", "failing": ["redis", "queue"]}
     assert "secret" not in json.dumps(body) and "127.0.0.1" not in json.dumps(body)
+
+
+def _pings() -> int:
+    """PING commands the Redis server has answered: each readiness check sends them."""
+    from kernel.redis_client import get_redis
+
+    return int(get_redis().info("commandstats").get("cmdstat_ping", {}).get("calls", 0))
+
+
+async def test_a_flood_of_readiness_probes_costs_one_check_per_window(serving, settings):
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    settings.READY_CACHE_SECONDS = 0  # every probe checks: what one check costs the Redis server
+    before = await sync_to_async(_pings)()
+    assert await probe("/readyz") == (200, {"status": "ready"})
+    one_check = await sync_to_async(_pings)() - before
+    assert one_check >= 1
+
+    settings.READY_CACHE_SECONDS = 60  # a window no test outlasts: the flood falls within it
+    probes.forget_for_tests()
+    before = await sync_to_async(_pings)()
+    answers = await asyncio.gather(*(probe("/readyz") for _ in range(40)))
+    assert set(map(json.dumps, answers)) == {json.dumps([200, {"status": "ready"}])}
+    assert await sync_to_async(_pings)() - before == one_check  # 40 probes at once: one check
+    assert await probe("/readyz") == (200, {"status": "ready"})
+    assert await sync_to_async(_pings)() - before == one_check  # and later ones in the window: none
+    # Draining is never answered from the window.
+    draining.begin()
+    assert await probe("/readyz") == (503, {"status": "draining"})
 
 
 async def test_a_draining_process_is_not_ready_but_still_alive(serving):

@@ -56,6 +56,26 @@ def test_teachers_never_see_the_redis_password(client_for, owner, settings):
     assert ":***@127.0.0.1" in health["redis"]["detail"]
 
 
+def test_teachers_never_see_credentials_in_the_openai_address(client_for, owner, ollama, settings):
+    """A second model server behind an authenticating proxy: its user, password and query token stay
+    out of the health view, the API and the sentence a failed model call shows."""
+    from kernel.errors import ProviderError
+    from rag.providers import get_chat_model
+    from rag.providers.base import ChatMessage
+
+    settings.OPENAI_BASE_URL = (
+        f"http://proxyuser:hunter2-pass@127.0.0.1:{free_port()}/v1?key=hunter3-token&api-version=2024-02-01"
+    )
+    page = client_for(owner).get("/").content.decode()
+    health = json.dumps(client_for(owner).get("/api/v1/health").json())
+    for secret in ("proxyuser", "hunter2", "hunter3"):
+        assert secret not in page and secret not in health
+    assert "http://***:***@127.0.0.1:" in health and "key=***&api-version=2024-02-01" in health
+    with pytest.raises(ProviderError) as failed:
+        list(get_chat_model("openai:some-model", timeout=5).stream([ChatMessage(role="user", content="Hi")]))
+    assert "hunter" not in str(failed.value) and "***" in str(failed.value)
+
+
 def test_model_names_from_the_server_are_escaped_in_form_help(client_for, owner, ollama):
     ollama.models = ['<img src=x onerror="alert(1)">', "qwen3:8b"]
     response = client_for(owner).post("/prompts/new/", {"name": "P", "chat_model": "missing:1b"})

@@ -271,8 +271,13 @@ def test_an_unreachable_provider_is_a_sentence_not_an_error_page(oidc, settings)
 # --- local accounts ----------------------------------------------------------------------------------
 
 
+def confirmed_local(username: str, address: str) -> User:
+    """A local account whose owner confirmed its address (tests/test_sso_linking.py follows the mail)."""
+    return User.objects.create_user(username, email=address, email_confirmed=address, password=PASSWORD)
+
+
 def test_a_local_account_is_linked_only_by_a_verified_address_and_only_when_allowed(oidc, settings):
-    local = User.objects.create_user("sami-local", email="SAMI@uni.example", password=PASSWORD)
+    local = confirmed_local("sami-local", "SAMI@uni.example")
     oidc.sign_in(Client(), "sami")
     assert identity_user("sami") != local  # not allowed: a new account
 
@@ -400,7 +405,7 @@ def lms(settings):
     from tests.lti_platform import TestPlatform
 
     platform = TestPlatform()
-    platform.register()
+    platform.register(share_person_id=True)  # off by default (tests/test_lti_sharing.py)
     return platform
 
 
@@ -463,6 +468,6 @@ def test_an_address_a_learning_platform_gave_never_links_a_sign_in_to_that_accou
     assert identity_user("sami") != launched, "a new account of Sami's own"
     # A local account with the same address is still linked (and the launch's is not counted).
     User.objects.filter(sso_identities__isnull=False).delete()
-    local = User.objects.create_user("sami-local", email="sami@uni.example", password=PASSWORD)
+    local = confirmed_local("sami-local", "sami@uni.example")
     oidc.sign_in(Client(), "sami")
     assert identity_user("sami") == local

@@ -32,15 +32,19 @@ async def until(check: Callable[[], Awaitable[T]], what: str, timeout: float = E
     return value
 
 
-async def open_websocket(user, path: str, headers=()) -> tuple[WebsocketCommunicator, bool, int | None]:
+async def open_websocket(
+    user, path: str, headers=(), *, client: Client | None = None
+) -> tuple[WebsocketCommunicator, bool, int | None]:
     """Connect to `path` as `user` (None: anonymous); returns the communicator, whether it got in,
-    and the close code when it did not. `headers` are sent too (e.g. the browser's Accept-Language)."""
+    and the close code when it did not. `headers` are sent too (e.g. the browser's Accept-Language).
+    With `client`, the socket is that browser's: opened with its session cookie."""
     from currechat.asgi import application
 
     headers = [(b"origin", b"http://127.0.0.1"), *headers]
-    if user is not None:
-        client = Client()
-        await database_sync_to_async(client.force_login)(user)
+    if user is not None or client is not None:
+        if client is None:
+            client = Client()
+            await database_sync_to_async(client.force_login)(user)
         cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
         headers.append((b"cookie", cookie.encode()))
     communicator = WebsocketCommunicator(application, path, headers=headers)

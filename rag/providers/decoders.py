@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from django.utils.translation import gettext_lazy
 
+from kernel.addresses import redact_url
 from kernel.errors import Sentence
 from rag.providers import failures
 from rag.providers.base import ChatEvent, Done, TextDelta, ToolCall, ToolCallEvent
@@ -95,7 +96,7 @@ class OllamaLines:
                     "server, or a proxy in between changed them. Try again, or ask an administrator to check "
                     "OLLAMA_HOST."
                 ),
-                host=host,
+                host=redact_url(host),
             ),
         )
 
@@ -167,7 +168,7 @@ class OpenAIEvents:
                     "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
                     "administrator to check OPENAI_BASE_URL."
                 ),
-                host=host,
+                host=redact_url(host),
             ),
         )
 

@@ -11,6 +11,7 @@ import ssl
 
 from django.utils.translation import gettext_lazy
 
+from kernel.addresses import redact_url
 from kernel.errors import ProviderError, Sentence
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ class UnreadableLines:
     server's stream at all, and the reply ends with `failure`, a sentence saying what to check."""
 
     def __init__(self, host: str, failure: str | Sentence):
-        self.host, self.failure, self.count = host, failure, 0
+        self.host, self.failure, self.count = redact_url(host), failure, 0
 
     def skip(self, raw: object) -> None:
         self.count += 1
@@ -36,10 +37,11 @@ class UnreadableLines:
             raise ProviderError(self.failure, reason="unreadable")
 
 
-# The sentences of a failed connection, the same for every protocol. Made on the reader's thread,
+# The sentences of a failed connection, the same for every protocol; they name the server without
+# the credentials its address may carry (kernel/addresses.py). Made on the reader's thread,
 # which has no user's language, they are translated when read (`Sentence`), in the asker's.
 def unreachable(host: str) -> ProviderError:
-    sentence = Sentence(gettext_lazy("The model server at %(host)s cannot be reached."), host=host)
+    sentence = Sentence(gettext_lazy("The model server at %(host)s cannot be reached."), host=redact_url(host))
     return ProviderError(sentence, reason="unreachable")
 
 
@@ -50,7 +52,7 @@ def untrusted(host: str) -> ProviderError:
             "certificate authority signed it, the administrator sets MODEL_SERVER_CA_FILE to that "
             "authority's certificate."
         ),
-        host=host,
+        host=redact_url(host),
     )
     return ProviderError(sentence, reason="unreachable")
 
@@ -71,13 +73,15 @@ def connection_failure(exc: BaseException, host: str) -> ProviderError:
 
 def timed_out(host: str) -> ProviderError:
     return ProviderError(
-        Sentence(gettext_lazy("The model server at %(host)s did not answer in time."), host=host), reason="timeout"
+        Sentence(gettext_lazy("The model server at %(host)s did not answer in time."), host=redact_url(host)),
+        reason="timeout",
     )
 
 
 def not_http(host: str) -> ProviderError:
     sentence = Sentence(
-        gettext_lazy("The model server at %(host)s sent an answer that is not HTTP; check its address."), host=host
+        gettext_lazy("The model server at %(host)s sent an answer that is not HTTP; check its address."),
+        host=redact_url(host),
     )
     return ProviderError(sentence, reason="unreadable")
 

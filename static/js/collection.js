@@ -200,7 +200,6 @@
   }
 
   // Live progress: the websocket pushes events; while it is down the page polls, so bars never freeze.
-  let socket = null;
   let retryDelay = 1000;
   let pollTimer = null;
 
@@ -212,16 +211,22 @@
     pollTimer = null;
   }
 
-  function connect() {
+  // `rejoining`: the server closed an open socket (4403): its browser session signs nobody in any more,
+  // or the user may no longer edit the collection. This browser's own password change gives it a new
+  // session, so the page tries once with the cookie it holds now; a refused handshake reaches the page
+  // as a close before "open" (1006).
+  function connect(rejoining = false) {
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${window.location.host}${section.dataset.wsPath}`);
-    socket.addEventListener("open", () => {
+    const here = new WebSocket(`${scheme}://${window.location.host}${section.dataset.wsPath}`);
+    let opened = false;
+    here.addEventListener("open", () => {
+      opened = true;
       retryDelay = 1000;
       liveState.textContent = "";
       stopPolling();
       resync(); // catch up on what happened while disconnected
     });
-    socket.addEventListener("message", (event) => {
+    here.addEventListener("message", (event) => {
       const data = JSON.parse(event.data);
       if (data.type !== "file_progress") return;
       if (data.status === "deleted") {
@@ -234,8 +239,12 @@
       // A file leaving the queue moves every other queued file up: fetch their new places.
       if (leftQueue && tbody.querySelector('tr[data-status="queued"]')) resyncSoon();
     });
-    socket.addEventListener("close", (event) => {
-      if (event.code === 4403) {
+    here.addEventListener("close", (event) => {
+      if (event.code === 4403 && opened) {
+        connect(true);
+        return;
+      }
+      if (event.code === 4403 || (rejoining && !opened)) {
         liveState.textContent = gettext("Live progress is not available for this collection.");
         return;
       }

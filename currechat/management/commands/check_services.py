@@ -1,6 +1,12 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from currechat.health import ServiceState, check_model_server, check_openai_server, check_redis
+from currechat.health import (
+    ServiceState,
+    bundled_redis_warning,
+    check_model_server,
+    check_openai_server,
+    check_redis,
+)
 from rag.providers.registry import why_unreachable
 
 
@@ -12,6 +18,9 @@ class Command(BaseCommand):
         if not state.ok:
             raise CommandError(state.detail)
         self.stdout.write(state.detail)
+        bundled = bundled_redis_warning()
+        if bundled:
+            self.stdout.write(self.style.WARNING(bundled))
         stale = _stale_collections()
         if stale:
             self.stdout.write(
