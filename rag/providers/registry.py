@@ -182,6 +182,21 @@ def import_providers() -> None:
         _provider(kind)  # a kind's chat and embedding classes share a module
 
 
+def load_local_embedder(name: str | None = None) -> float | None:
+    """Load an in-process embedder's weights without running it (a worker, before it forks its job
+    processes: they share the loaded weights instead of each loading them again). Returns the
+    seconds it took; None for models that run on a server."""
+    name = name or settings.EMBEDDING_MODEL
+    if split_name(name)[0] != "local":
+        return None
+    started = time.perf_counter()
+    model = get_embedding_model(name)
+    load = getattr(model, "load", None)
+    if load is not None:
+        load()
+    return time.perf_counter() - started
+
+
 def warm_up_local_embedder(name: str | None = None) -> float | None:
     """Load an in-process embedder now and embed one word, so the first student's search does
     not wait for it (about 4 s on our machines). Returns the seconds it took; None for models
