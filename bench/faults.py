@@ -210,7 +210,7 @@ def scenario_cancel(env: Env, user, slow_vlm_url: str) -> str:
     assert seconds < 5, f"the job ran on {seconds:.1f} s after Cancel"
     assert worker.poll() is None, "the worker survived the cancel"
     _state(source)
-    keys = list(get_redis().scan_iter(match=f"*:c{source.collection_id}:chunk:*"))
+    keys = list(get_redis().scan_iter(match=f"*:{{c{source.collection_id}}}:chunk:*"))
     assert source.status == "cancelled" and source.chunk_count == 0 and not keys, (source.status, len(keys))
     files.retry_file(source)
     assert _state(source).status == "queued", source.status

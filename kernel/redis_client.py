@@ -1,15 +1,21 @@
-"""The Redis clients of a process, one pool each: the shared one (index, health, pages) and the quick
-one for calls made while an answer streams. The queue and channels keep theirs."""
+"""The Redis clients of a process, one pool each: the shared one (health, pages, locks, caches), the
+quick one for calls made while an answer streams, and the search index's (`get_index_redis`,
+REDIS_INDEX_URL: the shared client itself unless the index lives elsewhere). The queue and channels
+keep theirs."""
 
 from __future__ import annotations
+
+from typing import cast
 
 import redis
 from django.conf import settings
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 _clients: dict[str, redis.Redis] = {}
 _quick_clients: dict[str, redis.Redis] = {}
+_index_clients: dict[str, redis.Redis] = {}
 
 
 def get_redis() -> redis.Redis:
@@ -44,3 +50,33 @@ def quick_redis() -> redis.Redis:
             max_connections=settings.CHAT_WORKER_THREADS + 16,
         )
     return _quick_clients[url]
+
+
+def get_index_redis() -> redis.Redis:
+    """The client of the search index (rag/index.py): REDIS_INDEX_URL, one node or a Redis Cluster.
+
+    A cluster client (redis-py's RedisCluster) sends each command to the shard of its key or index
+    name, and a pipeline to every shard it touches at once (all requests written before any reply
+    is read), so a search over collections on three shards waits for the slowest, not the sum. It
+    answers the same commands as a one-node client; it is typed as one so callers need no branch."""
+    url = settings.REDIS_INDEX_URL or settings.REDIS_URL
+    if url == settings.REDIS_URL and not settings.REDIS_INDEX_CLUSTER:
+        return get_redis()  # one Redis for everything: one pool, as before there were two settings
+    if url not in _index_clients:
+        options = dict(socket_connect_timeout=2, socket_timeout=10, health_check_interval=30)
+        if settings.REDIS_INDEX_CLUSTER:
+            plain = url.replace("+cluster://", "://", 1)
+            # RESP2 as the one-node client speaks, so replies parse the same; max_connections is per node.
+            client = RedisCluster.from_url(
+                plain, protocol=2, max_connections=settings.CHAT_WORKER_THREADS + 64, **options
+            )
+            _index_clients[url] = cast(redis.Redis, client)
+        else:
+            _index_clients[url] = redis.Redis.from_url(
+                url, retry_on_timeout=True, max_connections=settings.CHAT_WORKER_THREADS + 64, **options
+            )
+    return _index_clients[url]
+
+
+def is_cluster(client: redis.Redis) -> bool:
+    return isinstance(client, RedisCluster)

@@ -9,9 +9,13 @@ drops stop words per index, `LANGUAGE`/`STOPWORDS` in FT.CREATE) and the embeddi
 dimensions are per index), so a shared index could not serve two collections with different
 languages or models. A search over several collections queries each index and fuses the results.
 
-Keys: `{prefix}:c{collection}:chunk:{file}:{position}` (hashes). The set `{prefix}:c{collection}:f{file}`
+Keys: `{prefix}:{c<collection>}:chunk:{file}:{position}` (hashes). The set `{prefix}:{c<collection>}:f{file}`
 lists a file's live keys so a re-ingest can swap them in one MULTI/EXEC: readers see either all old
-chunks or all new ones, never a mix.
+chunks or all new ones, never a mix. Every key of a collection and its index's name
+(`{prefix}:idx:{c<collection>}`) carry the collection's hash tag `{c<collection>}`, so on a Redis
+Cluster (REDIS_INDEX_URL) they all sit on one shard: RediSearch 2.10 indexes only its own shard's
+keys, and a MULTI/EXEC must stay within one slot. rag/index_layout.py moves the older untagged
+layout and makes an index follow its collection's slot to another shard.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from django.conf import settings
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redisvl.schema import IndexSchema
 
-from kernel.redis_client import get_redis
+from kernel.redis_client import get_index_redis, is_cluster
 from rag.ingest.normalize import search_form
 from rag.languages import stopwords
 
@@ -112,6 +116,11 @@ def _prefix() -> str:
     return settings.REDIS_INDEX_PREFIX
 
 
+def collection_keys(collection_id: int) -> str:
+    """The start of every key of the collection, its hash tag included: `{prefix}:{c<id>}`."""
+    return f"{_prefix()}:{{c{collection_id}}}"
+
+
 def _position(key: bytes | str) -> int:
     """A chunk's position, the last part of its key."""
     text = key.decode() if isinstance(key, bytes) else key
@@ -126,23 +135,36 @@ class ChunkStore:
 
     def __init__(self, collection_id: int, client: redis.Redis | None = None):
         self.collection_id = collection_id
-        self.client = client or get_redis()
+        self.client = client or get_index_redis()
         self.name = self.index_name(collection_id)
-        self.key_prefix = f"{_prefix()}:c{collection_id}:chunk"
+        self.key_prefix = f"{collection_keys(collection_id)}:chunk"
 
     @staticmethod
     def index_name(collection_id: int) -> str:
         """The index's name, without building the schema (searches only need the name)."""
-        return f"{_prefix()}:idx:c{collection_id}"
+        return f"{_prefix()}:idx:{{c{collection_id}}}"
 
     def key(self, file_id: int, position: int) -> str:
         return f"{self.key_prefix}:{file_id}:{position}"
 
     def file_set(self, file_id: int) -> str:
-        return f"{_prefix()}:c{self.collection_id}:f{file_id}"
+        return f"{collection_keys(self.collection_id)}:f{file_id}"
 
     def format_key(self) -> str:
-        return f"{_prefix()}:c{self.collection_id}:format"
+        return f"{collection_keys(self.collection_id)}:format"
+
+    def generation_key(self) -> str:
+        """A counter raised by every write of the index's chunks: what is computed from the whole
+        collection (rag/floor.py) is valid for one generation."""
+        return f"{collection_keys(self.collection_id)}:generation"
+
+    def floor_key(self) -> str:
+        return f"{collection_keys(self.collection_id)}:floor"
+
+    def spec_key(self) -> str:
+        """The index's language and vector size, kept beside its chunks: on a cluster the key moves
+        with the collection's slot, so the new owner can re-create the index (rag/index_layout.py)."""
+        return f"{collection_keys(self.collection_id)}:spec"
 
     def format_version(self) -> int | None:
         """The storage format the index was built with (None when there is no index); an index
@@ -182,6 +204,7 @@ class ChunkStore:
         if keys:
             pipe.delete(*keys)
         pipe.delete(self.file_set(file_id))
+        pipe.incr(self.generation_key())
         pipe.execute()
 
     def rebuild(self, language: str, *, keep_vectors: bool) -> None:
@@ -200,6 +223,7 @@ class ChunkStore:
         dims = _indexed_dims(self.client.ft(self.name).info()) or 1
         if not keep_vectors:
             self._drop_vectors()
+        self.client.incr(self.generation_key())
         self.client.ft(self.name).dropindex(delete_documents=False)
         CollectionIndex(self.collection_id, language, dims, client=self.client).ensure()
 
@@ -215,7 +239,7 @@ class ChunkStore:
         """Remove the index and every chunk of the collection."""
         if self.exists():
             self.client.ft(self.name).dropindex(delete_documents=True)
-        for key in self.client.scan_iter(match=f"{_prefix()}:c{self.collection_id}:*", count=1000):
+        for key in self.client.scan_iter(match=f"{collection_keys(self.collection_id)}:*", count=1000):
             self.client.delete(key)
 
 
@@ -235,6 +259,10 @@ WRITE_SECONDS_PER_CHUNK = 0.01
 
 def _patient(client: redis.Redis, chunks: int) -> redis.Redis:
     """`client`, or for a write of many chunks a client on the same server that waits long enough."""
+    if is_cluster(client):
+        # A cluster client has a pool per node; its big writes keep the 10 s timeout, and a retry
+        # after one re-runs the whole transaction, which writes the same chunks again.
+        return client
     kwargs = client.connection_pool.connection_kwargs
     needed = chunks * WRITE_SECONDS_PER_CHUNK
     if needed <= (kwargs.get("socket_timeout") or float("inf")):
@@ -293,6 +321,7 @@ class CollectionIndex(ChunkStore):
         # `rebuild` (reindex) drops the index and comes through here, so it is raised then; the
         # chunks of the older format are re-written as their files are re-ingested.
         self.client.set(self.format_key(), FORMAT_VERSION)
+        self.client.set(self.spec_key(), f"{self.language} {self.dims}")
         # redisvl's schema has no LANGUAGE, so FT.CREATE goes through redis-py with redisvl's fields.
         try:
             self.client.ft(self.name).create_index(
@@ -341,6 +370,7 @@ class CollectionIndex(ChunkStore):
                 pipe.hset(key, mapping=_encode(chunk, self.language))
             if new_keys:
                 pipe.sadd(self.file_set(file_id), *new_keys)
+            pipe.incr(self.generation_key())
             pipe.execute()
         finally:
             if client is not self.client:

@@ -109,6 +109,10 @@ class RedisStackServer:
     # A signal the server gets when the thread that started it ends (`make run`: SIGTERM, so that a
     # supervisor killed hard leaves no server behind, and the server still writes its data out).
     die_with_parent: int | None = None
+    # A node of a Redis Cluster (scripts/redis_cluster.py): how long it may be silent before a
+    # replica takes over. None: a standalone server.
+    cluster_node_timeout_ms: int | None = None
+    cluster_bus_port: int = 0  # 0: the port + 10000, which does not exist for ports above 55535
     process: subprocess.Popen | None = None
 
     @property
@@ -141,6 +145,10 @@ class RedisStackServer:
         ]  # fmt: skip
         if self.with_search:
             cmd += ["--loadmodule", str(lib / "redisearch.so"), "--loadmodule", str(lib / "rejson.so")]
+        if self.cluster_node_timeout_ms is not None:
+            cmd += ["--cluster-enabled", "yes", "--cluster-config-file", str(self.data_dir / "nodes.conf"),
+                    "--cluster-node-timeout", str(self.cluster_node_timeout_ms),
+                    "--cluster-port", str(self.cluster_bus_port)]  # fmt: skip
         if self.persistent:
             cmd += ["--appendonly", "yes", "--save", "60 1", "--pidfile", str(self.pidfile)]
         else:

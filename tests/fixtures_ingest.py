@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from redis.commands.search.query import Query
 
 from collections_app.models import Collection, SourceFile
-from kernel.redis_client import get_redis
+from kernel.redis_client import get_index_redis
 from rag.index import CollectionIndex
 from tests.fake_ollama import Reply
 from tests.shared_data import shared_data
@@ -76,7 +76,7 @@ def scanned(collection, timeout: float = 10.0) -> None:
     it scans them in the background."""
     deadline = time.monotonic() + timeout
     name = CollectionIndex.index_name(collection.pk)
-    while float(get_redis().ft(name).info()["percent_indexed"]) < 1.0:
+    while float(get_index_redis().ft(name).info()["percent_indexed"]) < 1.0:
         assert time.monotonic() < deadline, "the index never finished scanning the stored chunks"
         time.sleep(0.02)
 
@@ -90,7 +90,7 @@ def indexed(collection, phrase: str) -> list[dict]:
         .paging(0, 100)
         .dialect(2)
     )
-    result = get_redis().ft(index.name).search(query)
+    result = get_index_redis().ft(index.name).search(query)
     return [
         {
             "text": d.text,
@@ -105,7 +105,7 @@ def indexed(collection, phrase: str) -> list[dict]:
 
 
 def chunk_keys(collection) -> list[bytes]:
-    return list(get_redis().scan_iter(match=f"*:c{collection.pk}:chunk:*", count=1000))
+    return list(get_index_redis().scan_iter(match=f"*:{{c{collection.pk}}}:chunk:*", count=1000))
 
 
 class PdfVlm:

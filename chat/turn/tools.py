@@ -21,7 +21,7 @@ from chat.turn.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, estimate_tokens,
 from chat.turn.events import PassageView, passage_view
 from kernel import metrics
 from kernel.errors import CurreChatError
-from kernel.redis_client import get_redis
+from kernel.redis_client import get_index_redis
 from rag.providers import ToolCall, ToolSpec
 from rag.providers.base import UsageSink
 from rag.results import Passage
@@ -180,7 +180,7 @@ class SearchTool:
         if outcome.nothing_relevant or not outcome.results:
             return outcome
         room = min(self.tokens_left, self.context_free)
-        assembly = context_for(get_redis(), outcome.results, room, self.context_free)
+        assembly = context_for(get_index_redis(), outcome.results, room, self.context_free)
         notes = list(outcome.notes)
         if assembly.no_room:
             notes.append(f"{assembly.no_room} passage(s) left out: no room in the model's context.")
