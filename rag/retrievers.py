@@ -65,6 +65,8 @@ class Target:
     vector_weight: float = 1.0
     lists: dict[str, list[Hit]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    # The index was not where its name's slot is: no files yet, or (on a cluster) the slot moved.
+    index_missing: bool = False
 
 
 def _keyword(index: str, clause: str, language: str, depth: int, verbatim: bool = False) -> list:
@@ -74,7 +76,7 @@ def _keyword(index: str, clause: str, language: str, depth: int, verbatim: bool 
                   *(["VERBATIM"] if verbatim else []), "LANGUAGE", language, "LIMIT", 0, depth)  # fmt: skip
 
 
-def _knn(index: str, vector: Sequence[float], depth: int) -> list:
+def knn(index: str, vector: Sequence[float], depth: int) -> list:
     blob = np.asarray(vector, dtype=np.float32).tobytes()
     return pinned("FT.SEARCH", index, f"*=>[KNN $k @embedding $vec AS {_DISTANCE}]", "PARAMS", 4, "k", depth,
                   "vec", blob, "RETURN", 1, _DISTANCE, "SORTBY", _DISTANCE, "LIMIT", 0, depth)  # fmt: skip
@@ -94,7 +96,7 @@ def commands_for(target: Target, depth: int, enabled: Sequence[str] = RETRIEVERS
     clauses = {EXACT: p.exact(), SUBSTRING: p.substring(), ALL_WORDS: p.all_words(), ANY_WORD: p.any_word()}
     commands: dict[str, list] = {}
     if VECTOR in enabled and target.vector is not None:
-        commands[VECTOR] = _knn(name, target.vector, depth)
+        commands[VECTOR] = knn(name, target.vector, depth)
     for retriever, clause in clauses.items():
         if retriever in enabled and clause:
             commands[retriever] = _keyword(name, clause, lang, depth, verbatim=retriever in (ALL_WORDS, ANY_WORD))
@@ -172,6 +174,8 @@ def run(client: redis.Redis, targets: Sequence[Target], depth: int, enabled: Seq
         if isinstance(reply, Exception):
             if not _is_missing_index(reply):  # a collection without files has no index yet
                 target.errors[retriever] = str(reply)
+            else:
+                target.index_missing = True
             target.lists[retriever] = []
             continue
         target.lists[retriever] = parse_reply(reply, retriever)

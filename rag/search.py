@@ -13,7 +13,8 @@ Stages (each timed in `timings_ms`):
 5. curate (optional): one LLM verdict per passage, concurrently (rag/curation.py).
 
 "Nothing relevant" is an explicit status: curation excluded everything, or (without curation) no
-keyword retriever matched and no chunk was similar enough to the query.
+keyword retriever matched and no chunk was similar enough to the query: more similar than nonsense
+gets in the same collection (the calibrated floor, rag/floor.py).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import CurreChatError
-from kernel.redis_client import get_redis
-from rag import curation, retrievers
+from kernel.redis_client import get_index_redis
+from rag import curation, floor, index_layout, retrievers
 from rag.curation import CurationRun
 from rag.fusion import Fused, budgets, weighted_rrf
 from rag.index import ChunkStore, IndexedChunk, read_chunks
@@ -97,12 +98,13 @@ def search_collections(
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     if not query:
         raise EmptyQuery(_("Type something to search for."))
-    clock, client = _Clock(), client or get_redis()
+    clock, client = _Clock(), client or get_index_redis()
     notes: list[str] = []
     with clock.stage("embed"):
         targets = build_targets(collections, query, notes, foreign_vector_weight)
     with clock.stage("retrieve"):
         retrievers.run(client, targets, depth or settings.SEARCH_RETRIEVER_DEPTH)
+        follow_moved(client, targets, depth or settings.SEARCH_RETRIEVER_DEPTH)
     with clock.stage("fuse"):
         k = settings.SEARCH_RRF_K if rrf_k is None else rrf_k
         chosen = select(targets, limit, weights or settings.SEARCH_WEIGHTS, k, further)
@@ -123,7 +125,7 @@ def search_collections(
             )
         )
         curate = False
-    if not curate and _too_weak(targets):
+    if not curate and _too_weak(client, collections, targets, clock):
         note = _("Nothing in the material matches the query's words or is close to its meaning.")
         below = _("below the similarity threshold")
         dropped = [replace(p, included=False, curation_reason=below) for p in passages]
@@ -136,6 +138,15 @@ def search_collections(
     notes += curation_notes(run)
     status: Literal["ok", "nothing_relevant"] = "ok" if kept else "nothing_relevant"
     return SearchOutcome(query, status, kept, dropped, clock.finish(), notes)
+
+
+def follow_moved(client: redis.Redis, targets: Sequence[retrievers.Target], depth: int) -> None:
+    """Search again the collections whose index was re-created where their slot now is (a slot
+    that moved to another cluster shard leaves its index behind: rag/index_layout.py)."""
+    missing = {t.collection_id: t for t in targets if t.index_missing}
+    restored = index_layout.restore_missing(client, missing) if missing else []
+    if restored:
+        retrievers.run(client, [missing[cid] for cid in restored], depth)
 
 
 def retriever_notes(targets: Sequence[retrievers.Target], query: str) -> list[str]:
@@ -227,10 +238,19 @@ def _keys(target: retrievers.Target) -> dict[str, list[str]]:
     return {retriever: [hit.key for hit in hits] for retriever, hits in target.lists.items()}
 
 
-def _too_weak(targets: Sequence[retrievers.Target]) -> bool:
-    keyword_hits = any(hits for t in targets for r, hits in t.lists.items() if r != retrievers.VECTOR)
-    similarities = [h.score for t in targets for h in t.lists.get(retrievers.VECTOR, []) if h.score is not None]
-    return not keyword_hits and max(similarities, default=-1.0) < settings.SEARCH_MIN_SIMILARITY
+def _too_weak(client: redis.Redis, collections: Sequence, targets: Sequence[retrievers.Target], clock: _Clock) -> bool:
+    """No keyword retriever matched, and in no collection does the passage nearest in meaning
+    clear that collection's calibrated floor (rag/floor.py). Keyword hits are never cut."""
+    if any(hits for t in targets for r, hits in t.lists.items() if r != retrievers.VECTOR):
+        return False
+    found = {t.collection_id: t.lists[retrievers.VECTOR] for t in targets if t.lists.get(retrievers.VECTOR)}
+    if not found:
+        return True
+    models = {c.id: c.embedding_model for c in collections}
+    indexes = {t.collection_id: t.index_name for t in targets}
+    with clock.stage("floor"):
+        floors = floor.floors(client, {cid: (indexes[cid], models[cid]) for cid in found})
+    return all(floor.best_similarity(hits) < floors[cid] for cid, hits in found.items())
 
 
 def fetch(client: redis.Redis, chosen: Sequence[tuple[int, Fused]]) -> list[Passage]:
