@@ -10,11 +10,15 @@ from pylti1p3.registration import Registration
 from pylti1p3.tool_config.abstract import ToolConfAbstract
 
 from lti.keys import current_key, jwks
-from lti.models import Platform
+from lti.models import Platform, PlatformStatus
 
 
 class UnknownPlatform(Exception):
     """No active registration has this issuer (and client id)."""
+
+
+class PlatformNotApproved(UnknownPlatform):
+    """The registration exists but an administrator has not approved it (or refused it)."""
 
 
 def find_platform(issuer: str, client_id: str | None) -> Platform:
@@ -25,6 +29,8 @@ def find_platform(issuer: str, client_id: str | None) -> Platform:
     found = list(platforms[:2])
     if len(found) != 1:  # none, or an issuer with several clients that did not say which
         raise UnknownPlatform(issuer)
+    if found[0].status != PlatformStatus.APPROVED:  # registered itself, not yet let in by an administrator
+        raise PlatformNotApproved(issuer)
     return found[0]
 
 

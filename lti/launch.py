@@ -20,7 +20,7 @@ from pylti1p3.contrib.django import DjangoMessageLaunch, DjangoOIDCLogin
 from pylti1p3.exception import LtiException, OIDCException
 
 from kernel.errors import CurreChatError
-from lti.config import PlatformToolConf, UnknownPlatform
+from lti.config import PlatformNotApproved, PlatformToolConf, UnknownPlatform
 from lti.storage import RedisLaunchStorage, consume_nonce
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 class Reason(StrEnum):
     UNKNOWN_PLATFORM = "unknown_platform"
+    NOT_APPROVED = "not_approved"
     BAD_SIGNATURE = "bad_signature"
     EXPIRED = "expired"
     REPLAYED = "replayed"
@@ -47,6 +48,13 @@ def _sentence(reason: Reason) -> tuple[str, str]:
             _(
                 "CurreChat does not know the learning platform this link came from. Ask your CurreChat "
                 "administrator to register it."
+            ),
+        ),
+        Reason.NOT_APPROVED: (
+            _("Learning platform not approved yet"),
+            _(
+                "This learning platform registered CurreChat, but a CurreChat administrator has not approved "
+                "the registration, so nothing can be opened from it yet. Ask your CurreChat administrator."
             ),
         ),
         Reason.BAD_SIGNATURE: (
@@ -206,6 +214,8 @@ class Launch(DjangoMessageLaunch):
 
 def _refinement(reason: Reason, exc: Exception) -> Reason:
     """The signature step fails for three reasons a person would tell apart."""
+    if isinstance(exc, PlatformNotApproved):
+        return Reason.NOT_APPROVED
     if reason is Reason.BAD_SIGNATURE:
         if isinstance(exc, UnknownPlatform):
             return Reason.UNKNOWN_PLATFORM
@@ -222,5 +232,6 @@ def start_login(request, launch_url: str):
         return oidc_login(request).redirect(launch_url)
     except (OIDCException, LtiException, UnknownPlatform) as exc:
         reason = Reason.UNKNOWN_PLATFORM if isinstance(exc, UnknownPlatform) else Reason.MALFORMED
+        reason = _refinement(reason, exc)
         log.info("LTI login refused (%s): %s", reason, exc)
         raise LaunchRefused(reason, str(exc))

@@ -26,6 +26,15 @@ def _validate_key_set(value: str) -> None:
         raise ValidationError(_('The key set must be a JSON object with a non-empty "keys" list.'))
 
 
+class PlatformStatus(models.TextChoices):
+    """Whether an administrator has let the platform launch: one added in the admin is approved; one
+    that registered itself (LTI Dynamic Registration, lti/registration.py) waits for approval."""
+
+    APPROVED = "approved", _("approved")
+    PENDING = "pending", _("waiting for approval")
+    REFUSED = "refused", _("refused")
+
+
 class Platform(models.Model):
     """One registration of CurreChat in a learning platform (Moodle, Canvas, ...)."""
 
@@ -52,6 +61,25 @@ class Platform(models.Model):
     active = models.BooleanField(
         _("active"), default=True, help_text=_("Launches from an inactive platform are refused.")
     )
+    # Off by default: a platform's person identifier is whatever its administrators typed, so an
+    # administrator turns sharing on only for a platform the university runs (sso/provision.py).
+    share_person_id = models.BooleanField(
+        _("share accounts by person identifier"),
+        default=False,
+        help_text=_(
+            "When on, a launch whose person identifier (lis.person_sourcedid) is the one the university's "
+            "sign-in gives reaches the same CurreChat account. Staff and superuser accounts are never shared."
+        ),
+    )
+    status = models.CharField(
+        _("approval"),
+        max_length=16,
+        choices=PlatformStatus.choices,
+        default=PlatformStatus.APPROVED,
+        help_text=_("A platform waiting for approval or refused launches nothing."),
+    )
+    # Set when the platform registered itself: the OpenID configuration it was read from.
+    registered_from = models.URLField(_("registered from"), max_length=1000, blank=True, editable=False)
     created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
@@ -99,6 +127,9 @@ class LtiIdentity(models.Model):
     # The platform's lis.person_sourcedid (Moodle: the user's "ID number"): where it equals the
     # university's person identifier of a campus sign-in, both reach one account (sso/provision.py).
     person_id = models.CharField(_("person identifier"), max_length=255, blank=True, db_index=True)
+    # This identity and a campus sign-in reach one account because they carry the same person
+    # identifier (not because an administrator linked them): it never opens a staff or superuser account.
+    joined_by_person_id = models.BooleanField(_("joined by person identifier"), default=False, editable=False)
     last_launch = models.DateTimeField(_("last launch"), auto_now=True)
 
     class Meta:
@@ -120,6 +151,15 @@ class ResourceLink(models.Model):
     prompt = models.ForeignKey(
         "chat.Prompt", verbose_name=_("prompt"), on_delete=models.CASCADE, related_name="lti_links"
     )
+    # The platform's course the link sits in, once a launch named its roster service (lti/roster.py).
+    course = models.ForeignKey(
+        "lti.CourseContext",
+        verbose_name=_("LMS course"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="links",
+    )
     context_title = models.CharField(_("course"), max_length=255, blank=True)
     title = models.CharField(_("title"), max_length=255, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
@@ -133,3 +173,6 @@ class ResourceLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.context_title or self.resource_link_id} → {self.prompt}"
+
+
+from lti.courses import CourseContext, CourseMember, Leavers, MemberRole, SyncLog  # noqa: E402,F401  (one app, two modules)

@@ -95,15 +95,23 @@ def user_for_launch(claims: LaunchClaims) -> User:
         found = identity.first()
         if found is not None:
             user = found.user
+            _refuse_joined_staff(found)
             if claims.person_id and found.person_id != claims.person_id:
                 LtiIdentity.objects.filter(pk=found.pk).update(person_id=claims.person_id)
             break
         try:
             with transaction.atomic():
-                # The same person's campus sign-in, when platform and provider agree on an identifier.
-                user = shared_account(claims.person_id) or _new_user(claims)
+                # The same person's campus sign-in, when the platform's administrator turned sharing
+                # on and platform and provider agree on an identifier (never a staff or superuser
+                # account: shared_account).
+                shared = shared_account(claims.person_id) if claims.platform.share_person_id else None
+                user = shared or _new_user(claims)
                 LtiIdentity.objects.create(
-                    platform=claims.platform, subject=claims.subject, user=user, person_id=claims.person_id
+                    platform=claims.platform,
+                    subject=claims.subject,
+                    user=user,
+                    person_id=claims.person_id,
+                    joined_by_person_id=shared is not None,
                 )
             break
         except IntegrityError:
@@ -116,6 +124,21 @@ def user_for_launch(claims: LaunchClaims) -> User:
         )
     _update_profile(user, claims)
     return user
+
+
+def _refuse_joined_staff(identity: LtiIdentity) -> None:
+    """An identity that shares its account with a campus sign-in through a person identifier never
+    opens it once the account is a staff member's or a superuser's (a promotion after the sharing
+    began included): the identifier is the platform's word. An administrator's own link stands."""
+    user = identity.user
+    if identity.joined_by_person_id and (user.is_staff or user.is_superuser):
+        raise LaunchRefused(
+            Reason.NOT_ALLOWED,
+            message=_(
+                "This CurreChat account is an administrator's, so the learning platform cannot open it. "
+                "Sign in to CurreChat directly instead."
+            ),
+        )
 
 
 def _new_user(claims: LaunchClaims) -> User:

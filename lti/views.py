@@ -23,10 +23,10 @@ from access.rules import get_prompt_for_edit
 from chat.models import Prompt
 from kernel.errors import CurreChatError
 from kernel.framing import embeddable
-from lti import keys
+from lti import keys, roster
 from lti.config import UnknownPlatform
 from lti.launch import Launch, LaunchRefused, Reason, start_login
-from lti.models import LtiIdentity
+from lti.models import LtiIdentity, ResourceLink
 from lti.provision import CUSTOM_CODE, LaunchClaims, landing_url, prompt_for_link, user_for_launch
 
 SESSION_KEY = "lti_launch"  # what the course band shows: {"prompt_id", "course", "name"}
@@ -74,12 +74,22 @@ def launch(request: HttpRequest) -> HttpResponse:
         user = user_for_launch(claims)
         prompt = prompt_for_link(claims)
         target = landing_url(claims, user, prompt)
+        _follow_roster(claims, dict(message.get_launch_data()))
     except UnknownPlatform as exc:  # deactivated between validation and use
         return refused(request, LaunchRefused(Reason.UNKNOWN_PLATFORM, str(exc)))
     except LaunchRefused as refusal:
         return refused(request, refusal)
     _sign_in(request, user, claims, prompt.pk)
     return redirect(target)
+
+
+def _follow_roster(claims: LaunchClaims, body: dict[str, Any]) -> None:
+    """A launch naming the course's roster service: keep its address, and sync once the first time
+    (in the worker: the launch does not wait for the platform)."""
+    link = ResourceLink.objects.filter(platform=claims.platform, resource_link_id=claims.link_id).first()
+    course = roster.record_course(claims, body, link)
+    if course is not None and course.synced is None and not course.sync_logs.exists():
+        roster.request_sync(course, "launch")
 
 
 def _launch_explained(request: HttpRequest) -> HttpResponse:
