@@ -9,8 +9,12 @@ from accounts.models import User
 from chat.course import writes
 from chat.course.enrollment import check_enrollment, enroll, set_status
 from chat.models import (
+    AnswerCheck,
+    AnswerCheckResult,
+    AnswerCheckRun,
     BudgetOverride,
     ChatSession,
+    DigestSubscription,
     Enrollment,
     EnrollmentStatus,
     Feedback,
@@ -19,8 +23,12 @@ from chat.models import (
     Prompt,
     PromptDay,
     PromptInvitation,
+    SafetyDay,
     SourceDay,
+    TeacherAnswer,
+    TeacherAnswerFile,
     TokenUsage,
+    TopicDigest,
 )  # fmt: skip
 from kernel.errors import Forbidden, InvalidInput
 from kernel.forms import WriteRulesForm
@@ -198,6 +206,20 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+@admin.register(SafetyDay)
+class SafetyDayAdmin(ReadOnlyAdmin):
+    list_display = (
+        "prompt",
+        "day",
+        "leak_rewritten",
+        "leak_withheld",
+        "flagged_input",
+        "flagged_output",
+        "moderation_down",
+    )
+    list_filter = ("prompt",)
+
+
 @admin.register(PromptDay)
 class PromptDayAdmin(ReadOnlyAdmin):
     list_display = ("prompt", "day", "chats", "questions", "answers", "tokens", "searches", "answers_nothing_relevant")
@@ -243,3 +265,50 @@ class PromptInvitationAdmin(InvitationAdmin):
     list_display = ("prompt", *InvitationAdmin.list_display)
     withdraw_write = staticmethod(writes.withdraw_invitation)
     target_field = "prompt"
+
+
+# --- Answer checks: written by their pages and API (chat/checks/expect.py) and the worker, read-only here ---
+@admin.register(AnswerCheck)
+class AnswerCheckAdmin(ReadOnlyAdmin):
+    list_display = ("question", "prompt", "created")
+    list_filter = ("prompt",)
+    search_fields = ("question",)
+
+
+@admin.register(AnswerCheckRun)
+class AnswerCheckRunAdmin(ReadOnlyAdmin):
+    list_display = ("prompt", "status", "trigger", "created", "ran_at", "passed", "ran", "total", "stopped_reason")
+    list_filter = ("status", "trigger", "prompt")
+
+
+@admin.register(AnswerCheckResult)
+class AnswerCheckResultAdmin(ReadOnlyAdmin):
+    list_display = ("check_item", "run", "passed", "grounded", "refused", "changed")
+    list_filter = ("passed", "changed")
+
+
+# --- The week at a glance: written by the insight page and API (chat/insight/answers.py, topics.py,
+# digest_mail.py), read-only here: a teacher's answer changes through its one write path. ---
+@admin.register(TeacherAnswer)
+class TeacherAnswerAdmin(ReadOnlyAdmin):
+    list_display = ("question", "prompt", "served", "expired_at", "updated")
+    list_filter = ("prompt",)
+    search_fields = ("question", "key")
+
+
+@admin.register(TeacherAnswerFile)
+class TeacherAnswerFileAdmin(ReadOnlyAdmin):
+    list_display = ("answer", "file_id", "file_name")
+
+
+@admin.register(TopicDigest)
+class TopicDigestAdmin(ReadOnlyAdmin):
+    list_display = ("prompt", "week", "questions", "built")
+    list_filter = ("prompt",)
+    exclude = ("topics",)  # a cache of students' questions' groups: the insight page shows it as allowed
+
+
+@admin.register(DigestSubscription)
+class DigestSubscriptionAdmin(ReadOnlyAdmin):
+    list_display = ("user", "prompt", "last_sent_week", "created")
+    exclude = ("token",)  # the unsubscribe link's key stays with its teacher

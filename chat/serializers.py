@@ -6,7 +6,7 @@ from typing import Any
 
 from chat.course import roster
 from chat.course.model_choice import current_model, model_choices
-from chat.models import ChatSession, Enrollment, Message, MessageRole
+from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole
 from chat.turn.events import with_html
 from kernel.rendering import render_markdown
 
@@ -38,6 +38,10 @@ def message_dict(message: Message) -> dict[str, Any]:
         "status": message.status,
         "error": message.error,
         "mode": message.mode,
+        # What a guard did to an answer (tutor mode's leak guard, the safety check); null: nothing.
+        "guard": message.guard or None,
+        # Who wrote an answer: the assistant, or its teacher (served without a model request).
+        "answered_by": ("teacher" if message.mode == AnswerMode.TEACHER else "assistant") if is_answer else None,
         "model": message.model,
         "tool_calls": message.tool_calls,
         "tool_results": [_result_with_html(r) for r in message.tool_results],

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from chat.checks import views as checks
 from chat.course import views as course
 from chat.insight import views as insight
 from chat.privacy import views as privacy
@@ -27,6 +28,16 @@ urlpatterns = [
     path("<int:pk>/chat/<int:session_id>/", turn.chat_session, name="chat_session"),
     path("<int:pk>/chat/<int:session_id>/delete/", turn.chat_delete, name="chat_delete"),
     path("<int:pk>/chat/<int:session_id>/rename/", turn.chat_rename, name="chat_rename"),
+    path("<int:pk>/answer-checks/", checks.answer_checks, name="answer_checks"),
+    path("<int:pk>/answer-checks/<int:check_id>/", checks.answer_check_detail, name="answer_check_detail"),
     path("<int:pk>/insight/", insight.prompt_insight, name="prompt_insight"),
     path("<int:pk>/insight/gaps/<int:gap_id>/handled/", insight.gap_handled, name="gap_handled"),
+    path("<int:pk>/insight/answers/", insight.save_teacher_answer, name="save_teacher_answer"),
+    path(
+        "<int:pk>/insight/answers/<int:answer_id>/delete/",
+        insight.delete_teacher_answer,
+        name="delete_teacher_answer",
+    ),
+    path("<int:pk>/insight/topics-mail/", insight.topics_mail, name="topics_mail"),
+    path("topics-mail/stop/<str:token>/", insight.unsubscribe, name="digest_unsubscribe"),
 ]

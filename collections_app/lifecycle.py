@@ -25,10 +25,12 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from collections_app import signals
 from collections_app.fair_queue import fair_queue
 from collections_app.liveness import Heartbeat, is_stalled
 from collections_app.models import Collection, FileStatus, SourceFile, corrections_in_force
 from collections_app.progress import announce, file_event, in_teachers_language, publish
+from collections_app.signals import file_changed
 from kernel.errors import Conflict, ServiceUnavailable
 from kernel.formats import number
 from rag.index import ChunkStore
@@ -107,6 +109,8 @@ def requeue(source: SourceFile, *, re_extract: bool = True, enqueue: bool = True
         updated=timezone.now(),
     )
     source.refresh_from_db()
+    if re_extract:  # what was cited from it may read otherwise now (a correction says so itself)
+        file_changed.send(sender=SourceFile, file_id=source.pk, file_name=source.original_name)
     if enqueue:
         queue_for_ingestion(source, re_extract=re_extract)
     return source
@@ -140,6 +144,7 @@ def reindex_collection(
 
     stored_index(collection.pk).rebuild(collection.language, keep_vectors=not new_model)
     checks.schedule_after_reindex(collection, reason)
+    signals.send(signals.reindex_started, collection=collection)  # the prompts' answer checks wait for it
     sources = collection.files.exclude(status=FileStatus.CANCELLED).order_by("pk")
     requeued = [requeue(source, re_extract=re_extract, enqueue=enqueue) for source in sources]
     if not requeued and enqueue:
@@ -351,6 +356,7 @@ def run_ingest(
         from collections_app import checks
 
         checks.run_when_indexed(source.collection_id)
+        signals.send(signals.ingestion_ended, collection_id=source.collection_id)
         return report
     collection_id = SourceFile.objects.filter(pk=file_id).values_list("collection_id", flat=True).first()
     with in_teachers_language(collection_id or 0, language):  # the progress and error sentences it stores
@@ -364,4 +370,5 @@ def run_ingest(
     from collections_app import checks
 
     checks.run_when_indexed(source.collection_id)
+    signals.send(signals.ingestion_ended, collection_id=source.collection_id)
     return report

@@ -264,6 +264,13 @@ class CheckTrigger(models.TextChoices):
     EMBEDDING_MODEL = "embedding_model", _("After an embedding model change")
 
 
+class CheckStop(models.TextChoices):
+    """Why a curated run stopped before its last question (what ran is kept)."""
+
+    BUDGET = "budget", _("The weekly token budget was used up")
+    LIMIT = "limit", _("The most questions one curated run may check")
+
+
 class CheckRun(models.Model):
     """One run of a collection's test questions. An automatic run stays `pending` from the re-index
     that asked for it until its results are stored: it waits for the last file, then a worker
@@ -276,7 +283,9 @@ class CheckRun(models.Model):
     pending = models.BooleanField(_("pending"), default=False)
     curated = models.BooleanField(_("curated"), default=False)
     passed = models.PositiveIntegerField(_("passed"), default=0)
-    total = models.PositiveIntegerField(_("total"), default=0)
+    total = models.PositiveIntegerField(_("total"), default=0)  # the collection's questions when it ran
+    ran = models.PositiveIntegerField(_("questions run"), default=0)  # fewer than `total` when it stopped
+    stopped = models.CharField(_("stopped"), max_length=8, choices=CheckStop.choices, blank=True, default="")
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     ran_at = models.DateTimeField(_("ran at"), null=True, blank=True)
     started_by = models.ForeignKey(

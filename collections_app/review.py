@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy
 
 from collections_app.lifecycle import requeue
 from collections_app.models import FileStatus, PageCorrection, SourceFile
+from collections_app.signals import file_changed
 from kernel.errors import Conflict, InvalidInput, NotFound
 from kernel.formats import number
 from rag.ingest import chunking
@@ -47,6 +48,7 @@ def correct_page(user, source: SourceFile, page: int, markdown: str) -> PageCorr
         pages[at] = type(pages[at])(pages[at].number, markdown)
         flags = [f for f in locked.flagged_pages if f.get("page") != page]
         SourceFile.objects.filter(pk=locked.pk).update(markdown=chunking.compose(pages), flagged_pages=flags)
+    file_changed.send(sender=SourceFile, file_id=source.pk, file_name=source.original_name)
     # Re-chunk the stored Markdown (no new extraction): the embedding cache makes the unchanged
     # passages cheap, and search keeps the old passages until the new ones replace them.
     requeue(source, re_extract=False)

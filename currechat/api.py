@@ -130,6 +130,7 @@ def health(request):
 
 def _register_routers() -> None:
     from accounts.api import router as accounts_router
+    from chat.checks.api import router as answer_checks_router
     from chat.course.api import router as course_router
     from chat.insight.api import router as insight_router
     from chat.privacy.api import router as privacy_router
@@ -143,6 +144,7 @@ def _register_routers() -> None:
     api.add_router("/", search_router)
     api.add_router("/", checks_router)
     api.add_router("/", course_router)
+    api.add_router("/", answer_checks_router)
     api.add_router("/", turn_router)
     api.add_router("/", insight_router)
     api.add_router("/", privacy_router)

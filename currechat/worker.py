@@ -1,13 +1,13 @@
 """The background worker class (`settings.RQ["WORKER_CLASS"]`, used by `manage.py rqworker`).
 
 rq forks a fresh work horse for every job, so one file's crash (a PDF that kills its parser)
-cannot take the worker down. But whatever a job imports dies with its horse: every file paid
-again for importing torch and sentence-transformers, about 4 s on our machines, before it could
-embed a single passage. This worker imports them once, before its first fork; each horse inherits
-the imported modules and only loads the model's weights (under half a second).
+cannot take the worker down. But whatever a job loads dies with its horse: every file paid again
+for importing torch and sentence-transformers (about 4 s) and loading the model's weights (0.5 s
+quiet, 1.5 s on a loaded machine) before it could embed a single passage. This worker imports them
+and loads the weights once, before its first fork; each horse inherits them.
 
-Only imports happen in the parent: no weights are loaded and no model is run there, because torch's
-thread pools must not be started in a process that forks afterwards.
+No model is run in the parent, and it computes on one thread (`rag.providers.threads`): a process
+whose OpenMP pool has started must not fork. Each horse then computes on EMBED_THREADS.
 
 It also keeps files from being stuck when a process dies (docs/RELIABILITY.md):
 - a job's process that dies (killed, out of memory) fails its file at once, with a Retry;
@@ -61,27 +61,35 @@ log = logging.getLogger(__name__)
 
 
 def preload_modules() -> float | None:
-    """Import what the jobs need from the embedding side; the seconds it took, or None if nothing
-    is needed (the default embedder runs on a model server)."""
-    from rag.providers.local import import_libraries
-    from rag.providers.registry import split_name
+    """Import what the jobs need from the embedding side and load the default local embedder's
+    weights; the seconds it took, or None if nothing is needed (the default embedder runs on a
+    model server)."""
+    from rag.providers import threads
+    from rag.providers.registry import load_local_embedder, split_name
 
+    # Before torch is imported: it sizes its pools from the environment then.
+    threads.use(threads.for_jobs(), before_fork=True)
     if split_name(settings.EMBEDDING_MODEL)[0] != "local":
         return None
-    started = time.perf_counter()
-    import_libraries()
-    return time.perf_counter() - started
+    return load_local_embedder(settings.EMBEDDING_MODEL)
 
 
 def schedule_daily_jobs() -> None:
-    """Queue the daily chat purge (retention) unless another worker already has: the run queues
-    the next one itself, so the schedule lives in the queue and survives worker restarts."""
+    """Queue the daily chat purge (retention) and the topics mail unless another worker already has:
+    each run queues the next one itself, so the schedule lives in the queue and survives worker restarts."""
     from datetime import timedelta
 
+    from chat.insight.digest_mail import schedule_mail
     from chat.insight.retention import schedule_purge
 
     if schedule_purge(after=timedelta(minutes=1)):
         log.info("The daily purge of expired chats is scheduled")
+    if schedule_mail(after=timedelta(minutes=2)):
+        log.info("The daily run of the weekly topics mail is scheduled")
+    from lti.tasks import schedule_daily_sync
+
+    if schedule_daily_sync(after=timedelta(minutes=3)):
+        log.info("The daily roster sync of learning platforms' courses is scheduled")
 
 
 def silent_seconds() -> int:
@@ -210,11 +218,15 @@ class PreloadingWorker(Worker):
         self._preloaded = True
         try:
             seconds = preload_modules()
-        except ImportError:  # the horse will raise the same error where a user can see it
-            log.exception("Could not import the embedding libraries in the worker")
+        except Exception:  # noqa: BLE001  (the horse will raise the same error where a user can see it)
+            log.exception("Could not load the embedding model in the worker")
             return
         if seconds is not None:
-            log.info("Embedding libraries imported in %.1f s; every job's process inherits them", seconds)
+            log.info(
+                "The worker loaded the embedding model %s in %.1f s; every job's process shares it",
+                settings.EMBEDDING_MODEL,
+                seconds,
+            )
         # The processes forked from here (each job, the scheduler) share these pages with us until
         # one writes to them, and the collector's passes write to every object it tracks: frozen,
         # the imported objects are left alone, so the pages stay shared (docs/BENCHMARKS.md).
@@ -350,7 +362,10 @@ class PreloadingWorker(Worker):
             log.info("Could not take the scheduler's lock (Redis unreachable); trying again shortly")
 
     def main_work_horse(self, job, queue):
+        from rag.providers import threads
+
         die_with_parent()
+        threads.use(threads.for_jobs())  # the worker itself computes on one (module docstring)
         super().main_work_horse(job, queue)
 
     def handle_work_horse_killed(self, job, retpid, ret_val, rusage):

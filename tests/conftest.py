@@ -143,7 +143,7 @@ def run_worker(db):
 
 
 # Fixture modules of each area, kept apart so work on one area doesn't collide with another.
-pytest_plugins = ["tests.fixtures_ingest", "tests.fixtures_search", "tests.fixtures_chat"]
+pytest_plugins = ["tests.fixtures_ingest", "tests.fixtures_search", "tests.fixtures_chat", "tests.cluster"]
 
 
 @pytest.fixture(autouse=True)

@@ -125,6 +125,71 @@ def _invitation(w: World, kind: str = "collection"):
     return issue(CollectionInvitation, actor=w.users["owner"], email="invitee@example.org", collection=w.collection)
 
 
+def _confirmation_link(w: World) -> str:
+    from accounts.confirmation import confirmation_path
+
+    student = w.users["enrolled"]
+    if not student.email:
+        student.email = "enrolled@example.org"
+        student.save(update_fields=["email"])
+    return confirmation_path(student)
+
+
+def _answer_check(w: World) -> str:
+    """The prompt's answer check (made when first asked for; each cell rolls back)."""
+    from chat.models import AnswerCheck
+
+    check, _ = AnswerCheck.objects.get_or_create(prompt=w.prompt, question="What is the mean?")
+    return f"/prompts/{w.prompt.pk}/answer-checks/{check.pk}"
+
+
+def _answer_run(w: World) -> str:
+    """A finished run of the prompt's answer checks against a draft of its instructions."""
+    from chat.models import AnswerCheckRun
+
+    run = AnswerCheckRun.objects.create(prompt=w.prompt, status="done", draft={"system_prompt": "Be brief."})
+    return f"/prompts/{w.prompt.pk}/answer-checks/runs/{run.pk}"
+
+
+def _teacher_answer(w: World):
+    """A teacher's answer in the prompt (made when first asked for; each cell rolls back)."""
+    from chat.models import TeacherAnswer
+
+    answer, _ = TeacherAnswer.objects.get_or_create(
+        prompt=w.prompt, key="what is the mean", defaults={"question": "What is the mean?", "answer": "The average."}
+    )
+    return answer
+
+
+def _subscription(w: World) -> str:
+    """The token of the owner's weekly topics mail (a new one per cell: each cell rolls back)."""
+    from chat.insight.digest_mail import subscribe
+
+    return subscribe(w.users["owner"], w.prompt, "http://testserver").token
+
+
+def _lms_course(w: World) -> str:
+    """A course of a learning platform linked to the prompt (made per cell; each cell rolls back)."""
+    from lti.models import CourseContext, Platform, ResourceLink
+
+    platform, _ = Platform.objects.get_or_create(
+        issuer="https://lms.example.test",
+        client_id="c1",
+        defaults={
+            "name": "LMS",
+            "auth_login_url": "https://lms.example.test/a",
+            "auth_token_url": "https://lms.example.test/t",
+        },
+    )
+    course, _ = CourseContext.objects.get_or_create(
+        platform=platform, context_id="course-7", defaults={"memberships_url": "https://lms.example.test/nrps"}
+    )
+    ResourceLink.objects.get_or_create(
+        platform=platform, resource_link_id="l1", defaults={"prompt": w.prompt, "course": course}
+    )
+    return f"/lti/prompts/{w.prompt.pk}/courses/{course.pk}/"
+
+
 # Only the owner (or a superuser) changes who co-teaches, invitations included.
 CO_TEACHERS_CHANGE = {"owner", "superuser"}
 # Who accepts an invitation: any teacher but the owner (a signed-in teacher with one button); an
@@ -170,6 +235,12 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "jwks"): Row(EVERYONE, lambda w, r: "/lti/jwks/"),
     ("POST", "launch"): Row(set(), lambda w, r: "/lti/launch/", anonymous=REFUSED),
     ("POST", "deep_link"): Row(set(), lambda w, r: "/lti/deep-link/"),
+    # Dynamic registration is opened by a platform for anyone by design: it makes only a platform that
+    # launches nothing until an administrator approves it (tests/test_lti_registration.py).
+    ("GET", "register"): Row(EVERYONE, lambda w, r: "/lti/register/"),
+    # A synced course's roster: its prompt's teachers sync it and choose what a sync does.
+    ("POST", "roster_sync"): Row(PROMPT_EDIT, lambda w, r: f"/lti/prompts/{w.prompt.pk}/sync/"),
+    ("POST", "roster_course"): Row(PROMPT_EDIT, lambda w, r: _lms_course(w), lambda w: {"leavers": "block"}),
     # Making an API token: teachers and staff; a student is refused (no token section on their page).
     ("POST", "account"): Row(TEACHERS, lambda w, r: "/account/", lambda w: {"name": "x", "days": "1"}),
     # The owner's token: only its owner revokes it (anyone else gets a 404).
@@ -184,6 +255,12 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
         COLLECTION_EDIT, lambda w, r: f"/collections/{_c(w, r)}/checks/", lambda w: {"action": "run"}
     ),
     ("GET", "profile"): Row(SIGNED_IN, lambda w, r: "/account/profile/"),
+    # Asking for a link confirming one's own address (no mail server here: the profile says so).
+    ("POST", "address_confirm_request"): Row(SIGNED_IN, lambda w, r: "/account/profile/confirm-address/"),
+    # A confirmation link made for the enrolled student's address: only that account, signed in,
+    # follows it (tests/test_sso_linking.py); everyone else is refused, a visitor sent to log in.
+    ("GET", "address_confirm"): Row({"enrolled"}, lambda w, r: _confirmation_link(w)),
+    ("POST", "address_confirm"): Row({"enrolled"}, lambda w, r: _confirmation_link(w)),
     ("GET", "start_reset"): Row(TEACHERS, lambda w, r: "/account/reset/"),
     # Any teacher may ask; the answer is the same whoever the username is (tests/test_password_reset_mail.py).
     ("POST", "start_reset"): Row(TEACHERS, lambda w, r: "/account/reset/", lambda w: {"username": "enrolled"}),
@@ -239,7 +316,26 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("GET", "source_page_image"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.pdf.pk}/pages/1.png"),
     ("GET", "source_context"): Row(COLLECTION_EDIT, lambda w, r: f"/collections/files/{w.source.pk}/passages/0/"),
     ("GET", "prompt_insight"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/insight/"),
+    ("GET", "answer_checks"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/answer-checks/"),
+    ("POST", "answer_checks"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/answer-checks/", lambda w: {"action": "adversarial"}
+    ),
+    ("GET", "answer_check_detail"): Row(PROMPT_EDIT, lambda w, r: _answer_check(w) + "/"),  # the same path, a page
     ("POST", "gap_handled"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/insight/gaps/{w.gap.pk}/handled/"),
+    # The week at a glance on the insight page (chat/insight/week_views.py): the prompt's teachers.
+    ("POST", "save_teacher_answer"): Row(
+        PROMPT_EDIT,
+        lambda w, r: f"/prompts/{w.prompt.pk}/insight/answers/",
+        lambda w: {"question": "When is the exam?", "answer": "On Friday."},
+    ),
+    ("POST", "delete_teacher_answer"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/insight/answers/{_teacher_answer(w).pk}/delete/"
+    ),
+    ("POST", "topics_mail"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/insight/topics-mail/", lambda w: {"subscribe": "0"}
+    ),
+    # The mail's unsubscribe link works for whoever holds it, signed in or not (the token is the key).
+    ("GET", "digest_unsubscribe"): Row(EVERYONE, lambda w, r: f"/prompts/topics-mail/stop/{_subscription(w)}/"),
     # Off unless METRICS_TOKEN is set (as in this world); its token, not a role, opens it (tests/test_metrics.py).
     ("GET", "metrics"): Row(set(), lambda w, r: "/metrics", anonymous=REFUSED),
     # Campus sign-in is off in this world: its routes are not there for anyone (tests/test_sso_oidc.py
@@ -350,11 +446,57 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ),
     ("GET", "/prompts/{prompt_id}/stats"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/stats"),
     ("GET", "/prompts/{prompt_id}/gaps"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/gaps"),
+    # Answer checks: the prompt's teachers, as for its settings (chat/checks/api.py).
+    ("GET", "/prompts/{prompt_id}/answer-checks"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/answer-checks"
+    ),
+    ("POST", "/prompts/{prompt_id}/answer-checks"): Row(
+        PROMPT_EDIT,
+        lambda w, r: f"/prompts/{w.prompt.pk}/answer-checks",
+        lambda w: {"question": "What is the mean?", "expect": {"searches": True}},
+    ),
+    ("POST", "/prompts/{prompt_id}/answer-checks/adversarial"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/answer-checks/adversarial"
+    ),
+    ("PATCH", "/prompts/{prompt_id}/answer-checks/{check_id}"): Row(
+        PROMPT_EDIT, lambda w, r: _answer_check(w), lambda w: {"question": "What is the median?"}
+    ),
+    ("DELETE", "/prompts/{prompt_id}/answer-checks/{check_id}"): Row(PROMPT_EDIT, lambda w, r: _answer_check(w)),
+    ("POST", "/prompts/{prompt_id}/answer-checks/run"): Row(
+        PROMPT_EDIT,
+        lambda w, r: _answer_check(w).rsplit("/", 1)[0] + "/run",
+        lambda w: {},  # with a check to run
+    ),
+    ("GET", "/prompts/{prompt_id}/answer-checks/runs"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/answer-checks/runs"
+    ),
+    ("GET", "/prompts/{prompt_id}/answer-checks/runs/{run_id}"): Row(PROMPT_EDIT, lambda w, r: _answer_run(w)),
+    ("POST", "/prompts/{prompt_id}/answer-checks/runs/{run_id}/apply"): Row(
+        PROMPT_EDIT, lambda w, r: _answer_run(w) + "/apply"
+    ),
     ("POST", "/prompts/{prompt_id}/gaps/{gap_id}/handled"): Row(
         PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/gaps/{w.gap.pk}/handled"
     ),
     ("GET", "/prompts/{prompt_id}/export.csv"): Row(
         PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/export.csv?what=stats"
+    ),
+    # The week at a glance (chat/insight/week_api.py): the prompt's teachers.
+    ("GET", "/prompts/{prompt_id}/topics"): Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/topics"),
+    ("GET", "/prompts/{prompt_id}/teacher-answers"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/teacher-answers"
+    ),
+    ("POST", "/prompts/{prompt_id}/teacher-answers"): Row(
+        PROMPT_EDIT,
+        lambda w, r: f"/prompts/{w.prompt.pk}/teacher-answers",
+        lambda w: {"question": "When is the exam?", "answer": "On Friday."},
+    ),
+    ("PATCH", "/prompts/{prompt_id}/teacher-answers/{answer_id}"): Row(
+        PROMPT_EDIT,
+        lambda w, r: f"/prompts/{w.prompt.pk}/teacher-answers/{_teacher_answer(w).pk}",
+        lambda w: {"answer": "On Monday."},
+    ),
+    ("DELETE", "/prompts/{prompt_id}/teacher-answers/{answer_id}"): Row(
+        PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}/teacher-answers/{_teacher_answer(w).pk}"
     ),
     ("GET", "/me/usage"): Row(SIGNED_IN, lambda w, r: "/me/usage"),
     ("POST", "/prompts/{prompt_id}/students/{student_id}/budget"): Row(
@@ -631,7 +773,7 @@ CHANGERS = {"staff_change", "superuser"}
 NOBODY: set[str] = set()
 ADMIN_MODELS = (
     "user", "chatsession", "message", "enrollment", "sourcefile", "ltiidentity", "ssoidentity", "pagecorrection",
-    "searchcheck",
+    "searchcheck", "platform",
 )  # fmt: skip
 
 
@@ -750,6 +892,26 @@ ADMIN_ROWS: dict[str, AdminRow] = {
         {"superuser"}, "POST", lambda w: f"/admin/lti/ltiidentity/{w.identity.pk}/change/",
         lambda w, r: _fresh(w.identity).user_id == w.users["superuser"].pk,
         lambda w: {"user": w.users["superuser"].pk},
+    ),
+    # Sharing accounts by the platform's person identifier lets it reach other people's accounts.
+    "let a learning platform share accounts by person identifier": AdminRow(
+        {"superuser"}, "POST", lambda w: f"/admin/lti/platform/{w.identity.platform_id}/change/",
+        lambda w, r: _fresh(w.identity.platform).share_person_id,
+        lambda w: {
+            "name": "Moodle", "active": "on", "issuer": "https://lms.example.test", "client_id": "c",
+            "deployment_ids": '["1"]', "auth_login_url": "https://lms.example.test/auth",
+            "auth_token_url": "https://lms.example.test/token", "key_set_url": "https://lms.example.test/jwks",
+            "share_person_id": "on",
+        },
+    ),
+    # The confirmed address is the owner's proof alone: nobody sets it in the admin.
+    "mark a user's address confirmed": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/accounts/user/{w.student.pk}/change/",
+        lambda w, r: _fresh(w.student).email_confirmed == "taken@example.org",
+        lambda w: {
+            "username": w.student.username, "email": "taken@example.org", "email_confirmed": "taken@example.org",
+            "role": "student", "is_active": "on", "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00",
+        },
     ),
     # Made by sign-ins only: a changed user would sign one person in as another.
     "link an SSO identity to another user": AdminRow(
@@ -874,3 +1036,33 @@ def test_a_curated_search_is_charged_to_whoever_searches(world, settings):
         url = f"{_API}/collections/{world.collection.pk}/search"
         got[role] = _cell(world, role, "POST", url, {"query": "mean", "curate": True}, json_body=True)
     assert got == expected
+
+
+# --- Tutor mode's protected material: a field of the prompt (DESIGN.md "Tutor mode") ----------------
+# No new route: the fields travel through `PATCH /prompts/{id}` and the prompt's page, and must be
+# changed and read by the prompt's teachers only, wherever else the prompt shows.
+
+
+def test_protected_material_is_changed_and_read_by_the_prompts_teachers_only(world):
+    secret = "Answer key: the area is 17.25 square units."
+    Prompt.objects.filter(pk=world.prompt.pk).update(tutor_mode="guide", protected_material=secret)
+    body = {"tutor_mode": "guide", "protected_material": "Another key."}
+    row = Row(PROMPT_EDIT, lambda w, r: f"/prompts/{w.prompt.pk}", lambda w: body)
+    wrong = _wrong_cells(world, "PATCH", row, api_route=True)
+    assert not wrong, "; ".join(wrong)
+    assert Prompt.objects.get(pk=world.prompt.pk).protected_material == secret, "every cell was rolled back"
+
+    pk = world.prompt.pk
+    readers = set()
+    for role in ROLES:
+        client = Client()
+        if role != "anonymous":
+            client.force_login(world.users[role])
+        chat = world.chat(role).pk
+        urls = (
+            f"{_API}/prompts/{pk}", f"{_API}/prompts", f"{_API}/chats/{chat}", f"{_API}/chats",
+            f"/prompts/{pk}/", f"/prompts/{pk}/chat/", f"/prompts/{pk}/chat/{chat}/", "/",
+        )  # fmt: skip
+        if any(secret in client.get(url).content.decode() for url in urls):
+            readers.add(role)
+    assert readers == PROMPT_EDIT

@@ -64,6 +64,7 @@ def _prompt_admin_form(prompt: Prompt, **changes) -> dict:
         "owner": prompt.owner.pk,
         "source_policy": prompt.source_policy,
         "chat_visibility": prompt.chat_visibility,
+        "tutor_mode": prompt.tutor_mode,
         "example_questions": "[]",
     }
     return {**_prompt_page_form(prompt), **admin_only, **inline, **changes}

@@ -21,6 +21,15 @@ from kernel.ratelimit import client_address, join_by_address, limit_failures
 router = Router(tags=["prompts"])
 
 
+_TUTOR_MODE = (
+    "'guide': the assistant gives hints, questions and explanations, never a full solution, and every answer passes "
+    "the leak guard; 'off': it answers as its instructions say."
+)
+_PROTECTED = (
+    "Answer keys, worked solutions or hidden instructions the assistant reads in guide mode to guide students. "
+    "Never shown to students, never indexed; teachers only ever see it."
+)
+
 _STUDENT_MODELS = (
     "Models students may choose between in the chat, each on a configured server (`openai:` names for the "
     "OpenAI-compatible one); the prompt's own `model` is always among them. Empty: students get `model`."
@@ -48,6 +57,8 @@ class PromptIn(Schema):
     chat_visibility: Literal["none", "pseudonymous", "named"] = "pseudonymous"
     retention_days: int | None = None
     weekly_token_budget: int | None = None
+    tutor_mode: Literal["off", "guide"] = Field("off", description=_TUTOR_MODE)
+    protected_material: str = Field("", description=_PROTECTED)
 
 
 class PromptPatch(Schema):
@@ -72,9 +83,14 @@ class PromptPatch(Schema):
     chat_visibility: Literal["none", "pseudonymous", "named"] | None = None
     retention_days: int | None = None
     weekly_token_budget: int | None = None
+    tutor_mode: Literal["off", "guide"] | None = Field(None, description=_TUTOR_MODE)
+    protected_material: str | None = Field(None, description=_PROTECTED)
 
 
 class PromptOut(Schema):
+    """A prompt as its teachers see it (owner, co-teachers, administrators): its students never get
+    this shape (they get `JoinedOut`, and the chat's own fields), so `protected_material` stays here."""
+
     id: int
     name: str
     description: str
@@ -99,6 +115,8 @@ class PromptOut(Schema):
     chat_visibility: str
     retention_days: int | None
     weekly_token_budget: int | None
+    tutor_mode: str = Field(description=_TUTOR_MODE)
+    protected_material: str = Field(description=_PROTECTED)
     join_code: str
     join_url: str
     student_count: int

@@ -71,12 +71,23 @@ class PromptForm(WriteRulesForm):
         help_text=gettext_lazy("Students can no longer send messages from then on; their chats stay readable."),
     )
 
+    protected_files = forms.FileField(
+        required=False,
+        label=gettext_lazy("Add a protected file"),
+        help_text=gettext_lazy(
+            "A .txt, .md or .pdf file (an answer key, worked solutions): its text is added to the protected "
+            "material above. It is never added to a collection, so no search finds it."
+        ),
+        widget=forms.ClearableFileInput(attrs={"accept": ".txt,.md,.markdown,.pdf"}),
+    )
+
     class Meta:
         model = Prompt
         fields = [
             "name", "description", "system_prompt", "student_instructions", "example_questions", "chat_model",
             "temperature", "student_models", "collections", "source_policy", "curation_enabled", "active", "opens_at",
-            "closes_at", "co_teachers", "chat_visibility", "retention_days", "weekly_token_budget",
+            "closes_at", "co_teachers", "chat_visibility", "retention_days", "weekly_token_budget", "tutor_mode",
+            "protected_material", "protected_files",
         ]  # fmt: skip
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
@@ -87,6 +98,8 @@ class PromptForm(WriteRulesForm):
             "chat_model": forms.Select,
             "source_policy": forms.RadioSelect,
             "chat_visibility": forms.RadioSelect,
+            "tutor_mode": forms.RadioSelect,
+            "protected_material": forms.Textarea(attrs={"rows": 6}),
         }
         labels = {
             "name": gettext_lazy("Name"),
@@ -101,6 +114,8 @@ class PromptForm(WriteRulesForm):
             "active": gettext_lazy("Switched on"),
             "retention_days": gettext_lazy("Retention days"),
             "weekly_token_budget": gettext_lazy("Weekly token budget"),
+            "tutor_mode": gettext_lazy("Tutor mode"),
+            "protected_material": gettext_lazy("Protected material (never shown to students)"),
         }
         help_texts = {
             "system_prompt": gettext_lazy("How the assistant should behave, e.g. its role, tone and what to focus on."),
@@ -110,12 +125,20 @@ class PromptForm(WriteRulesForm):
             ),
             "retention_days": gettext_lazy("Chats older than this are deleted. Empty: the site's default."),
             "weekly_token_budget": gettext_lazy("Tokens each student may use per week. Empty: no limit."),
+            "tutor_mode": gettext_lazy(
+                "In guide mode every answer is checked as it streams: text that gives the protected material or "
+                "these instructions away never reaches students, who get a hint instead."
+            ),
+            "protected_material": gettext_lazy(
+                "Answer keys, worked solutions or hidden instructions. The assistant reads them in guide mode to "
+                "guide students; students never see them."
+            ),
         }
 
     def __init__(self, *args, actor, **kwargs):
         super().__init__(*args, **kwargs)
         self._actor = actor
-        for name in ("source_policy", "chat_visibility"):  # left out of a post: the default
+        for name in ("source_policy", "chat_visibility", "tutor_mode"):  # left out of a post: the default
             self.fields[name].required = False
         cast(forms.ModelMultipleChoiceField, self.fields["collections"]).queryset = attachable_collections(
             actor, self.instance
@@ -141,6 +164,15 @@ class PromptForm(WriteRulesForm):
 
     def actor(self):
         return self._actor
+
+    def changes(self) -> dict:
+        """As the write functions take them: an added protected file as (name, bytes)."""
+        changes = super().changes()
+        upload = changes.pop("protected_files", None)
+        if upload:
+            upload.seek(0)  # read once by `clean`'s check, once by the write
+            changes["protected_files"] = [(upload.name, upload.read())]
+        return changes
 
 
 def chat_model_choices(listing: Listing, kept: list[str]) -> list[tuple[str, str]]:

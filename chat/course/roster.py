@@ -42,6 +42,11 @@ class RosterRow:
         return self.tokens_this_week / self.budget if self.budget else 1.0
 
     @property
+    def not_started(self) -> bool:
+        """Enrolled (a roster sync enrolls before the first launch) but has not chatted yet."""
+        return self.status == EnrollmentStatus.ENROLLED and self.chats == 0
+
+    @property
     def over(self) -> bool:
         return self.share is not None and self.share >= 1
 

@@ -34,7 +34,7 @@ from kernel.framing import embeddable
 @require_http_methods(["GET", "POST"])
 def prompt_create(request):
     require_teacher(request.user)
-    form = PromptForm(request.POST or None, actor=request.user)
+    form = PromptForm(request.POST or None, request.FILES or None, actor=request.user)
     if request.method == "POST" and form.is_valid():
         prompt = writes.create_prompt(request.user, form.changes())
         messages.success(
@@ -49,7 +49,7 @@ def prompt_create(request):
 @require_http_methods(["GET", "POST"])
 def prompt_detail(request, pk: int):
     prompt = get_prompt_for_edit(request.user, pk)
-    form = PromptForm(request.POST or None, instance=prompt, actor=request.user)
+    form = PromptForm(request.POST or None, request.FILES or None, instance=prompt, actor=request.user)
     if request.method == "POST" and form.is_valid():
         writes.update_prompt(request.user, prompt, form.changes())
         messages.success(request, _("Prompt saved."))
@@ -76,6 +76,7 @@ def _detail_page(request, prompt, form, *, status: int = 200, new=None, invite_e
         "students": students,
         # Counted as the teacher's home counts them: enrolled now (removed and blocked are listed apart).
         "enrolled_count": sum(1 for s in students if s.status == EnrollmentStatus.ENROLLED),
+        "not_started_count": sum(1 for s in students if s.not_started),
         "exempt": usage.budget_for(prompt, request.user.pk)[1],
         "chats": list(zip(chats, roster.chat_labels(prompt, chats), strict=True)),
         "state": prompt.state(),

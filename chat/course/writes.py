@@ -15,6 +15,8 @@ Rules:
 - models students may choose between (`student_models`): each passes the chat model's check (models
   already listed stay listed while the server is away), none twice, and the prompt's own model is
   always one of them (put first when the list leaves it out, also when the chat model changes);
+- tutor mode is "off" or "guide"; protected material (typed, or the text of .txt/.md/.pdf files
+  appended to it) fits TUTOR_PROTECTED_MAX_TOKENS and is never indexed (chat/course/protected.py);
 - a privacy level (`chat_visibility`) raised is acknowledged by each student before their next chat;
   one lowered lowers what every student has accepted (chat.privacy.levels.follow_lowered_level).
 """
@@ -31,6 +33,8 @@ from django.utils.translation import gettext_lazy
 
 from accounts import invitations
 from accounts.models import User, teachers_named
+from chat.checks import auto as answer_checks
+from chat.course import protected
 from chat.models import ChatVisibility, Prompt, PromptInvitation, SourcePolicy
 from chat.privacy import levels
 from collections_app.models import Collection
@@ -41,8 +45,11 @@ from rag.providers.registry import UnknownModel, available_models, get_chat_mode
 FIELDS = (
     "name", "description", "system_prompt", "chat_model", "collections", "curation_enabled", "active", "owner",
     "co_teachers", "opens_at", "closes_at", "source_policy", "student_instructions", "example_questions",
-    "chat_visibility", "retention_days", "weekly_token_budget", "temperature", "student_models",
+    "chat_visibility", "retention_days", "weekly_token_budget", "temperature", "student_models", "tutor_mode",
+    "protected_material",
 )  # fmt: skip
+# Not a field: files whose text is appended to `protected_material` ([(name, bytes)], chat/course/protected.py).
+FILES = "protected_files"
 _PLAIN = ("description", "system_prompt", "student_instructions")
 _FLAGS = ("curation_enabled", "active")
 _CHOICES = {"source_policy": SourcePolicy, "chat_visibility": ChatVisibility}
@@ -61,7 +68,7 @@ def check_prompt(actor: User, prompt: Prompt | None, changes: dict[str, Any]) ->
     `collections` is a list of Collection objects or ids. Raises InvalidInput (naming the field) or
     Forbidden with a sentence the user can act on.
     """
-    unknown = set(changes) - set(FIELDS)
+    unknown = set(changes) - {*FIELDS, FILES}
     if unknown:
         raise ValueError(f"Not a prompt setting: {sorted(unknown)}")
     cleaned: dict[str, Any] = {}
@@ -87,6 +94,7 @@ def check_prompt(actor: User, prompt: Prompt | None, changes: dict[str, Any]) ->
     if changes.get("collections") is not None:
         cleaned["collections"] = _clean_collections(actor, prompt, changes["collections"])
     cleaned.update(_clean_course_settings(prompt, changes))
+    cleaned.update(_clean_tutor(prompt, changes))
     if changes.get("co_teachers") is not None:
         cleaned["co_teachers"] = _clean_co_teachers(actor, prompt, changes["co_teachers"], cleaned.get("owner"))
     return cleaned
@@ -123,6 +131,18 @@ def _clean_course_settings(prompt: Prompt | None, changes: dict[str, Any]) -> di
     closes = cleaned.get("closes_at", prompt.closes_at if prompt else None)
     if opens is not None and closes is not None and closes <= opens:
         raise InvalidInput(_("The closing time must be after the opening time."), field="closes_at")
+    return cleaned
+
+
+def _clean_tutor(prompt: Prompt | None, changes: dict[str, Any]) -> dict[str, Any]:
+    """Tutor mode, and the protected material with the text of the files added to it."""
+    cleaned: dict[str, Any] = {}
+    if changes.get("tutor_mode") not in (None, ""):
+        cleaned["tutor_mode"] = protected.clean_tutor_mode(changes["tutor_mode"])
+    files = changes.get(FILES) or []
+    if "protected_material" in changes or files:
+        text = changes.get("protected_material", _stored(prompt, "protected_material"))
+        cleaned["protected_material"] = protected.clean_material(text, files)
     return cleaned
 
 
@@ -205,6 +225,7 @@ def update_prompt(actor: User, prompt: Prompt, changes: dict[str, Any]) -> Promp
     collections = cleaned.pop("collections", None)
     co_teachers = cleaned.pop("co_teachers", None)
     level_before = _stored(prompt, "chat_visibility")
+    answers_before = answer_checks.answer_settings(prompt.pk)
     with transaction.atomic():
         for name, value in cleaned.items():
             setattr(prompt, name, value)
@@ -216,6 +237,8 @@ def update_prompt(actor: User, prompt: Prompt, changes: dict[str, Any]) -> Promp
             prompt.collections.set(collections)
         if co_teachers is not None:
             prompt.co_teachers.set(co_teachers)
+        # Instructions, model, collections, curation or source policy changed: its answer checks run again.
+        answer_checks.after_change(prompt, answers_before, actor)
     return prompt
 
 

@@ -1,4 +1,5 @@
-"""REST endpoints for teacher insight: a prompt's statistics, material gaps, feedback and their CSV."""
+"""REST endpoints for teacher insight: a prompt's statistics, material gaps, feedback and their CSV; and the
+week at a glance: the topics of a week's questions and the teachers' own answers (../shared/DESIGN.md)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,17 @@ from typing import Literal
 
 from django.http import HttpResponse
 from django.utils.translation import gettext as _
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router, Schema, Status
 
 from access.rules import (
     get_answer_for_feedback,
     get_prompt_for_edit,
     search_page,
 )
+from chat.insight import answers, feedback, topics
 from chat.insight import csv_export as insight_csv
-from chat.insight import feedback
 from chat.insight import stats as insight
+from chat.models import TeacherAnswer
 from kernel.errors import InvalidInput
 
 router = Router(tags=["insight"])
@@ -52,6 +54,13 @@ class StatsOut(Schema):
     top_sources: list[SourceOut]
     curation_drop_rate: float | None = Field(description="Share of found passages that curation left out.")
     feedback: dict[str, int]
+    leak_guard: dict[str, int] = Field(
+        description="Tutor mode: answers the leak guard had rewritten (asked again for a hint) or withheld "
+        "(the student was offered a hint instead): {rewritten, withheld}."
+    )
+    moderation: dict[str, int] = Field(
+        description="The safety check: {flagged_input, flagged_output, unavailable} (messages it could not judge)."
+    )
 
 
 class GapOut(Schema):
@@ -121,3 +130,94 @@ def give_feedback(request, message_id: int, data: FeedbackIn):
     message = get_answer_for_feedback(request.user, message_id)
     stored = feedback.give_feedback(message, data.rating, data.comment)
     return {"message_id": message.pk, "rating": stored.rating, "comment": stored.comment, "updated": stored.updated}
+
+
+# --- The week at a glance: topics and the teachers' own answers (chat/insight/topics.py, answers.py) -----
+class RatingsOut(Schema):
+    up: int
+    down: int
+
+
+class TopicOut(Schema):
+    id: int
+    name: str
+    questions: int
+    students: int = Field(description="Distinct students who asked in it (at least TOPICS_MIN_STUDENTS).")
+    nothing_found: int = Field(description="Questions whose answer searched and found nothing relevant.")
+    ratings: RatingsOut
+    examples: list[str] = Field(description="Typical questions; empty where the privacy level does not allow them.")
+
+
+class SourceIn(Schema):
+    file_id: int
+    chunk_id: str | None = Field(None, description="A passage of the file (a search result's `chunk_id`).")
+
+
+class TeacherAnswerIn(Schema):
+    question: str
+    answer: str
+    sources: list[SourceIn] | None = Field(None, description="Cited files or passages of the prompt's collections.")
+
+
+class TeacherAnswerPatch(Schema):
+    question: str | None = None
+    answer: str | None = None
+    sources: list[SourceIn] | None = None
+
+
+class TeacherAnswerOut(Schema):
+    id: int
+    question: str
+    answer: str
+    created: datetime
+    expired: bool = Field(description="A cited file changed: not served until saved again.")
+    expired_because: str
+    sources: list[dict]
+
+
+@router.get("/prompts/{int:prompt_id}/topics", response=list[TopicOut])
+def week_topics(request, prompt_id: int, week: str | None = Query(None, description="ISO week, e.g. 2026-W09")):
+    """The topics of the week's student questions, most asked first (this week when left out)."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    return topics.topics(prompt, topics.parse_week(week), request.user)
+
+
+@router.get("/prompts/{int:prompt_id}/teacher-answers", response=list[TeacherAnswerOut])
+def list_teacher_answers(request, prompt_id: int):
+    """The prompt's teacher answers, expired ones first."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    rows = TeacherAnswer.objects.filter(prompt=prompt)
+    return sorted(rows, key=lambda r: (not r.expired, -r.updated.timestamp()))
+
+
+@router.post("/prompts/{int:prompt_id}/teacher-answers", response={201: TeacherAnswerOut})
+def create_teacher_answer(request, prompt_id: int, data: TeacherAnswerIn):
+    """A teacher's answer, served from now on to students asking the same question."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    sources = [s.dict() for s in data.sources] if data.sources is not None else None
+    return Status(
+        201, answers.save_answer(prompt, request.user, question=data.question, answer=data.answer, sources=sources)
+    )
+
+
+@router.patch("/prompts/{int:prompt_id}/teacher-answers/{int:answer_id}", response=TeacherAnswerOut)
+def change_teacher_answer(request, prompt_id: int, answer_id: int, data: TeacherAnswerPatch):
+    """Change an answer (left out: kept); saving an expired answer serves it again."""
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    row = answers.get_answer(prompt, answer_id)
+    sources = [s.dict() for s in data.sources] if data.sources is not None else None
+    return answers.save_answer(
+        prompt,
+        request.user,
+        question=data.question if data.question is not None else row.question,
+        answer=data.answer if data.answer is not None else row.answer,
+        sources=sources,
+        instance=row,
+    )
+
+
+@router.delete("/prompts/{int:prompt_id}/teacher-answers/{int:answer_id}", response={204: None})
+def delete_teacher_answer(request, prompt_id: int, answer_id: int):
+    prompt = get_prompt_for_edit(request.user, prompt_id)
+    answers.delete_answer(answers.get_answer(prompt, answer_id))
+    return Status(204, None)

@@ -24,6 +24,7 @@ from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from chat.insight import safety
 from chat.models import (
     ChatVisibility,
     Enrollment,
@@ -181,6 +182,8 @@ class Statistics:
     top_sources: list[SourceRow]
     curation_drop_rate: float | None
     feedback: dict[str, int]
+    leak_guard: dict[str, int]  # answers tutor mode's leak guard had rewritten or withheld (chat/insight/safety.py)
+    moderation: dict[str, int]  # messages and answers the safety check flagged, or could not judge
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -188,7 +191,8 @@ def _ratio(part: int, whole: int) -> float | None:
 
 
 def statistics(prompt: Prompt, days: int = 30, now: datetime | None = None) -> Statistics:
-    """Three queries, whatever the number of chats: the day rows, the enrollments, the sources."""
+    """Four queries, whatever the number of chats: the day rows, the enrollments, the sources, the
+    safety counts."""
     now = now or timezone.now()
     today = timezone.localdate(now)
     start = today - timedelta(days=days - 1)
@@ -204,6 +208,7 @@ def statistics(prompt: Prompt, days: int = 30, now: datetime | None = None) -> S
         .annotate(n=Sum("citations"), name=Max("file_name"))
         .order_by("-n", "name", "section")[:TOP_SOURCES]
     )
+    guarded = safety.totals(prompt, days, today)
     total = Counter[str]()
     for row in rows.values():
         for name in ("chats", "questions", "answers", "tokens", "searches", "answers_nothing_relevant"):
@@ -233,6 +238,8 @@ def statistics(prompt: Prompt, days: int = 30, now: datetime | None = None) -> S
         top_sources=[SourceRow(s["file_id"], s["name"], s["section"], s["n"]) for s in sources],
         curation_drop_rate=_ratio(total["passages_dropped"], total["passages_kept"] + total["passages_dropped"]),
         feedback={"up": total["feedback_up"], "down": total["feedback_down"]},
+        leak_guard=safety.leak_guard(guarded),
+        moderation=safety.moderation(guarded),
     )
 
 

@@ -11,6 +11,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from chat.models.tutor import Guarded, TutorMode
+
 # No look-alike characters (0/O, 1/I/L) so codes survive being read aloud or copied by hand.
 _JOIN_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 
@@ -163,6 +165,10 @@ class Prompt(models.Model):
     weekly_token_budget = models.PositiveIntegerField(
         _("weekly token budget"), null=True, blank=True, default=_default_weekly_token_budget
     )
+    tutor_mode = models.CharField(_("tutor mode"), max_length=8, choices=TutorMode.choices, default=TutorMode.OFF)
+    # Answer keys, worked solutions, hidden instructions: the model reads them in guide mode; no
+    # student ever does (never indexed, never serialised for them; chat/turn/leakguard.py guards answers).
+    protected_material = models.TextField(_("protected material"), blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
     updated = models.DateTimeField(_("updated"), auto_now=True)
 
@@ -338,6 +344,7 @@ class MessageStatus(models.TextChoices):
 class AnswerMode(models.TextChoices):
     MODEL = "model", _("Written by the language model")
     EXTRACTIVE = "extractive", _("Quoted passages, without a language model")
+    TEACHER = "teacher", _("The teacher's own answer, without a language model")
 
 
 class Message(models.Model):
@@ -359,6 +366,16 @@ class Message(models.Model):
     attachment_name = models.CharField(_("attachment name"), max_length=200, blank=True)
     attachment_text = models.TextField(_("attachment text"), blank=True)
     attachment_pages = models.PositiveIntegerField(_("attachment pages"), null=True, blank=True)
+    # The teacher's answer served as this reply (mode "teacher"; chat/insight/answers.py).
+    teacher_answer = models.ForeignKey(
+        "chat.TeacherAnswer",
+        verbose_name=_("teacher's answer"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    guard = models.CharField(_("guarded"), max_length=16, choices=Guarded.choices, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:

@@ -25,11 +25,21 @@ from django.utils.translation import gettext_lazy
 
 from chat.course.model_choice import choose_model, offers_choice, stored_choice
 from chat.course.usage import UsageMeter, reserve
+from chat.insight import answers as teacher_answers
 from chat.insight import stats as insight
-from chat.models import ChatSession, Enrollment, Message, MessageRole, MessageStatus, SourcePolicy
+from chat.models import (
+    AnswerMode,
+    ChatSession,
+    Enrollment,
+    Message,
+    MessageRole,
+    MessageStatus,
+    SourcePolicy,
+    TeacherAnswer,
+)
 from chat.serializers import message_dict
-from chat.turn import streamsave
-from chat.turn.answering import Progress, TurnFailed, answer_extractively, answer_with_model
+from chat.turn import moderation, streamsave
+from chat.turn.answering import Progress, TurnFailed, answer_extractively, answer_from_teacher, answer_with_model
 from chat.turn.attachments import Attachment
 from chat.turn.budget import MessageTooLong
 from chat.turn.citations import map_citations
@@ -70,6 +80,8 @@ class Turn:
     # The student's language when they asked: the turn runs in a pool thread, which has none of
     # its own, and what it stores and sends (errors, an answer without a model) is read in it.
     language: str = field(default_factory=lambda: translation.get_language() or settings.LANGUAGE_CODE)
+    # The teacher's own answer to this question, served instead of any model (chat/insight/answers.py).
+    teacher_answer: TeacherAnswer | None = None
 
     def __post_init__(self) -> None:
         self.stop = StopSignal(self.session.id)
@@ -145,8 +157,10 @@ def start_turn(
                 )
                 % {"length": number(len(text)), "most": number(settings.CHAT_MAX_MESSAGE_CHARS)}
             )
-    # Before the rate limit (a refusal costs no slot); given back if anything after it refuses.
-    meter = reserve(session.user_id, session.prompt)
+    served = None if retry or attachment is not None else teacher_answers.answer_for(session.prompt_id, text)
+    # Before the rate limit (a refusal costs no slot); given back if anything after it refuses. A
+    # teacher's answer makes no model call: nothing is set aside, and a spent budget does not refuse it.
+    meter = UsageMeter(session.user_id, session.prompt_id) if served else reserve(session.user_id, session.prompt)
     lock = TurnLock(session.id)
     try:
         check_rate(session.user_id)
@@ -176,7 +190,9 @@ def start_turn(
         lock.release()
         meter.settle()
         raise
-    return Turn(session=session, question=question, reply=reply, lock=lock, model=chosen, meter=meter)
+    return Turn(
+        session=session, question=question, reply=reply, lock=lock, model=chosen, meter=meter, teacher_answer=served
+    )
 
 
 def _title(text: str) -> str:
@@ -234,17 +250,10 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
     reply, progress = turn.reply, Progress()
     final: ChatEventOut
     try:
-        prompt = turn.session.prompt
-        # Only the collections a teacher of the prompt may still use (co-ownership can end).
-        searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
-        tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
-        # A single failed look at the model list (the model server slow for a moment, a kept
-        # failure of the last few seconds) must not make this answer quotes: one fresh look first.
-        if is_available_on_second_look(turn.model):
-            answer_with_model(turn, tool, progress, sink)
+        if turn.teacher_answer is not None:
+            answer_from_teacher(turn, progress, sink)
         else:
-            tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
-            answer_extractively(turn, tool, progress, sink)
+            _answer(turn, progress, sink)
         _finish(reply, progress, MessageStatus.COMPLETE)
         final = {"type": "message_done", "message": message_dict(reply)}
     except TurnStopped:
@@ -273,6 +282,23 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
         turn.lock.release()
     sink.emit(final)
     return reply
+
+
+def _answer(turn: Turn, progress: Progress, sink: EventSink) -> None:
+    prompt = turn.session.prompt
+    # Only the collections a teacher of the prompt may still use (co-ownership can end).
+    searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
+    tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
+    if moderation.screen_question(turn, progress, sink):  # flagged: a caring answer, no model turn
+        return
+    # A single failed look at the model list (the model server slow for a moment, a kept
+    # failure of the last few seconds) must not make this answer quotes: one fresh look first.
+    if is_available_on_second_look(turn.model):
+        answer_with_model(turn, tool, progress, sink)
+        moderation.screen_answer(turn, progress, sink)
+    else:
+        tool.curate = prompt.curation_enabled and is_available(settings.CURATION_MODEL)
+        answer_extractively(turn, tool, progress, sink)
 
 
 def _model_failed(exc: ProviderError, turn: Turn) -> str:
@@ -306,6 +332,8 @@ def _finish(reply: Message, progress: Progress, status: str) -> None:
     reply.tool_calls = progress.tool_calls
     reply.tool_results = progress.tool_results
     reply.citations = map_citations(progress.text, progress.passages)
+    if reply.mode == AnswerMode.TEACHER and not reply.citations:  # a teacher's sources, cited or not
+        reply.citations = list(progress.passages.values())
     reply.token_usage = progress.usage
     reply.status = status
     reply.save()

@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.models import AnswerMode, Message, MessageRole, MessageStatus
-from chat.turn import grounding, streamsave
+from chat.insight import safety
+from chat.insight.answers import note_served
+from chat.models import AnswerMode, Guarded, Message, MessageRole, MessageStatus
+from chat.turn import grounding, streamsave, tutor
 from chat.turn.attachments import model_text as attachment_model_text
 from chat.turn.budget import Budget, context_window, fit_history, message_tokens, tools_tokens
 from chat.turn.events import EventSink, PassageView, ToolResultEvent
 from chat.turn.extractive import extractive_answer
+from chat.turn.leakguard import Leak
 from chat.turn.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
 from kernel.errors import CurreChatError
 from kernel.rendering import strip_citations
@@ -25,6 +28,7 @@ from rag.providers.base import ToolCallEvent
 
 if TYPE_CHECKING:
     from chat.turn.agent import Turn
+    from chat.turn.leakguard import StreamGuard
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +62,8 @@ def emit_text(reply: Message, progress: Progress, text: str, sink: EventSink) ->
     """Stream a piece of the answer (from the turn's thread, or from the model-stream reader)."""
     progress.text += text
     sink.emit({"type": "token", "message_id": reply.id, "text": text})
-    streamsave.note(reply, progress.text)  # after the token: a write never delays what the student sees
+    if reply.pk is not None:  # an answer check's reply (chat/checks/play.py) is in no chat: never stored
+        streamsave.note(reply, progress.text)  # after the token: a write never delays what the student sees
 
 
 def as_model_reads(question: Message) -> str:
@@ -107,7 +112,8 @@ def answer_with_model(turn: Turn, tool: SearchTool, progress: Progress, sink: Ev
     window = context_window(model)
     budget = Budget.plan(window, has_tool=bool(specs))
     tool.tokens_left = budget.results
-    system = ChatMessage(role="system", content=grounding.system_message(prompt.system_prompt, has_tool=bool(specs)))
+    rules = grounding.system_message(prompt.system_prompt, has_tool=bool(specs)) + tutor.system_part(prompt)
+    system = ChatMessage(role="system", content=rules)
     current = ChatMessage(role="user", content=as_model_reads(turn.question))
     messages = fit_history(system, history(turn), current, budget, tools_tokens(specs))
     # What the conversation leaves free of the window: the number of passages per search follows it.
@@ -129,6 +135,9 @@ class ModelLoop:
         self.options: dict = {"num_ctx": window}  # Ollama would otherwise cut the prompt to its small default
         if turn.session.prompt.temperature is not None:
             self.options["temperature"] = turn.session.prompt.temperature
+        # A guided prompt's rounds pass the leak guard; what the student wrote is theirs to read.
+        self.protected = tutor.protection(turn.session.prompt)
+        self.students_text = tutor.students_text(turn.question) if self.protected else []
 
     def run(self, messages: list[ChatMessage]) -> None:
         limit = settings.CHAT_MAX_TOOL_ROUNDS
@@ -137,7 +146,10 @@ class ModelLoop:
             if last:
                 messages.append(ChatMessage(role="system", content=grounding.LIMIT_NOTE))
             start = len(self.progress.text)
-            calls = self._round(messages, () if last else self.specs)
+            try:
+                calls = self._round(messages, () if last else self.specs)
+            except Leak as leak:
+                calls = LeakRetry(self, start).after(leak, messages, () if last else self.specs)
             said = self.progress.text[start:].removeprefix(ROUND_SEPARATOR)
             if not calls or last:
                 if not said.strip():
@@ -159,7 +171,8 @@ class ModelLoop:
         thread sleeps until the round ends, and wakes only for a tool call, the round's end, or to
         check Stop while the model is silent (`Waiting`)."""
         calls: list[ToolCall] = []
-        text = _Text(self)
+        allowed = self.students_text + [p["text"] for p in self.progress.passages.values()]
+        text = _Text(self, tutor.round_guard(self.protected, allowed))
         stream = self.model.stream(messages, tools=specs, options=self.options, on_text=text)
         try:
             for event in stream:
@@ -173,6 +186,7 @@ class ModelLoop:
                     self.progress.usage["completion_tokens"] += event.completion_tokens
                     self.progress.usage["rounds"] += 1
                     self.turn.meter(event.prompt_tokens, event.completion_tokens, self.turn.model)
+            text.end()
         finally:
             # On Stop (or any failure) the model request ends now: closing the stream closes its
             # HTTP response, so the model server sees the connection go and stops generating; and
@@ -186,19 +200,69 @@ class _Text:
     `on_text`): checked against Stop, then streamed to the sink and noted for saving. Never waits:
     every answer of the process is read by that one thread."""
 
-    def __init__(self, loop: ModelLoop):
-        self.loop, self.started = loop, False
+    def __init__(self, loop: ModelLoop, guard: StreamGuard | None = None):
+        self.loop, self.started, self.guard = loop, False, guard
 
     def __call__(self, text: str) -> None:
         if not text:
             return
+        self.loop.turn.check_stop()  # raises: the stream ends, and the turn's thread raises it in turn
+        if self.guard is not None:
+            text = self.guard.push(text)  # raises Leak: the stream ends, none of its words sent
+        self._send(text)
+
+    def end(self) -> None:
+        """The round's stream ended: the words the guard held back are checked and sent."""
+        if self.guard is not None:
+            self._send(self.guard.flush())
+
+    def _send(self, text: str) -> None:
+        if not text:
+            return
         turn, progress, sink = self.loop.turn, self.loop.progress, self.loop.sink
-        turn.check_stop()  # raises: the stream ends, and the turn's thread raises it in turn
         if not self.started and progress.text:
             # An earlier round said something already: this round's text starts a new paragraph.
             emit_text(turn.reply, progress, ROUND_SEPARATOR, sink)
         self.started = True
         emit_text(turn.reply, progress, text, sink)
+
+
+class LeakRetry:
+    """A round whose text would have given protected material away (tutor mode): none of its
+    leaking words reached the student. What it did send is taken back (a `retract` event), and the
+    round is asked once more with an instruction to give a hint instead; if that leaks too, the
+    student reads a sentence that the assistant cannot give the solution, with an offer of a hint."""
+
+    def __init__(self, loop: ModelLoop, start: int):
+        self.loop, self.start = loop, start
+
+    def after(self, leak: Leak, messages: list[ChatMessage], specs) -> list[ToolCall]:
+        loop, reply = self.loop, self.loop.turn.reply
+        log.info("Leak guard: answer %s asked again (%s)", reply.id, leak.kind)
+        self._retract()
+        messages.append(ChatMessage(role="system", content=tutor.REWRITE_NOTE))
+        try:
+            calls = loop._round(messages, specs)
+        except Leak as again:
+            log.info("Leak guard: answer %s withheld (%s)", reply.id, again.kind)
+            self._retract()
+            reply.guard = Guarded.WITHHELD
+            safety.count(reply, "leak_withheld")
+            if loop.progress.text:
+                emit_text(reply, loop.progress, ROUND_SEPARATOR, loop.sink)
+            emit_text(reply, loop.progress, tutor.withheld_sentence(), loop.sink)
+            return []
+        reply.guard = Guarded.REWRITTEN
+        safety.count(reply, "leak_rewritten")
+        return calls
+
+    def _retract(self) -> None:
+        """Back to the text before the round, for the student's page and the stored reply."""
+        progress, reply = self.loop.progress, self.loop.turn.reply
+        progress.text = progress.text[: self.start]
+        self.loop.sink.emit({"type": "retract", "message_id": reply.id, "text": progress.text})
+        if reply.pk is not None:
+            streamsave.note(reply, progress.text)
 
 
 def run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: Progress, sink: EventSink) -> ToolOutcome:
@@ -220,7 +284,8 @@ def run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: Progres
         progress.passages[passage["n"]] = passage
     progress.tool_results.append(outcome.record())
     reply.tool_calls, reply.tool_results = progress.tool_calls, progress.tool_results
-    reply.save(update_fields=["tool_calls", "tool_results", "status", "mode", "model"])
+    if reply.pk is not None:
+        reply.save(update_fields=["tool_calls", "tool_results", "status", "mode", "model"])
     sink.emit(
         ToolResultEvent(
             type="tool_result",
@@ -233,6 +298,20 @@ def run_tool(reply: Message, tool: SearchTool, call: ToolCall, progress: Progres
         )
     )
     return outcome
+
+
+def answer_from_teacher(turn: Turn, progress: Progress, sink: EventSink) -> None:
+    """The teacher's own answer to this question, with its sources: no model, no search."""
+    answer = turn.teacher_answer
+    assert answer is not None
+    turn.reply.mode, turn.reply.status, turn.reply.model = AnswerMode.TEACHER, MessageStatus.STREAMING, ""
+    turn.reply.teacher_answer = answer
+    progress.passages = {source["n"]: source for source in answer.sources}
+    if answer.sources:
+        # Stored as a result, as a search's passages are: the student may open the cited pages.
+        progress.tool_results.append({"tool_call_id": "teacher", "passages": list(answer.sources)})
+    emit_text(turn.reply, progress, answer.answer, sink)
+    note_served(answer)
 
 
 def answer_extractively(turn: Turn, tool: SearchTool, progress: Progress, sink: EventSink) -> None:

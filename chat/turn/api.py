@@ -48,7 +48,20 @@ class MessageOut(Schema):
     html: str = Field(description="The answer as sanitised HTML (Markdown, tables, MathML, citation links).")
     status: str
     error: str
-    mode: str = Field(description="'model', or 'extractive' when no language model was connected.")
+    mode: str = Field(
+        description="'model', 'extractive' when no language model was connected, or 'teacher' (the teacher's answer)."
+    )
+    answered_by: str | None = Field(
+        None,
+        description="An answer's author: 'assistant', or 'teacher' for the teacher's own answer to the "
+        "question, served without a model request (`POST /chats/{id}/regenerate` asks the assistant "
+        "instead); null for a question.",
+    )
+    guard: str | None = Field(
+        None,
+        description="What a guard did to an answer: 'rewritten' or 'withheld' (tutor mode's leak guard), "
+        "'flagged' or 'flagged_output' (the safety check); null: nothing.",
+    )
     model: str
     tool_calls: list[dict]
     tool_results: list[dict]

@@ -13,14 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from importlib import import_module
 
 import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.sessions.backends.base import SessionBase
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation.trans_real import parse_accept_lang_header
@@ -30,6 +27,7 @@ from accounts.middleware import saved_language
 from chat.turn.agent import stop_turn
 from chat.turn.runner import error_event, start_turn_async, stream_turn
 from kernel.errors import CurreChatError, NotAuthenticated
+from kernel.sessions import signed_in
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +50,6 @@ def scope_language(scope) -> str:
         with contextlib.suppress(LookupError):
             return translation.get_supported_language_variant(code)
     return settings.LANGUAGE_CODE
-
-
-def _still_signed_in(session: SessionBase | None, user) -> bool:
-    """The browser session the socket was opened with still signs this user in (not logged out,
-    and the password not changed since)."""
-    if session is None or session.session_key is None:
-        return False
-    stored = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session.session_key).load()
-    if str(stored.get(SESSION_KEY)) != str(user.pk):
-        return False
-    return stored.get(HASH_SESSION_KEY) == user.get_session_auth_hash()
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -106,7 +93,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(error_event(CurreChatError(_("'model' must be a model's name."))))
             return
         if not await database_sync_to_async(self._signed_in)():
-            await self.send_json(error_event(NotAuthenticated(_("You were signed out. Log in again to continue."))))
+            refusal = error_event(NotAuthenticated(_("You were signed out. Log in again to continue.")))
+            refusal["signed_out"] = True  # nothing was stored: the page may send it again (static/js/chat.js)
+            await self.send_json(refusal)
             await self.close(code=CLOSE_NOT_ALLOWED)
             return
         if kind == "stop":
@@ -129,10 +118,13 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         task.add_done_callback(self.turns.discard)
 
     def _signed_in(self) -> bool:
-        user = self.scope["user"]
-        # Token-less websockets are browser sessions; a test client may pass a user without one.
+        # Token-less websockets are browser sessions; a test client may pass a user without one. The
+        # session and the user are read afresh: a sign-out, deactivation or password change ends this
+        # socket at its next message, as it ends the browser's next request. The socket keeps the key
+        # it was opened with; the browser that changed the password has a new one, and its page opens
+        # a new socket with it (static/js/chat.js).
         session = self.scope.get("session")
-        return session is None or _still_signed_in(session, user)
+        return session is None or signed_in(session.session_key, self.scope["user"].pk) is not None
 
     async def _stop(self) -> None:
         try:

@@ -7,7 +7,7 @@ differ only in the sink they hand it. Events are typed messages, never markers h
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Protocol, TypedDict, cast
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, cast
 
 from kernel.rendering import render_markdown
 from rag.results import Passage
@@ -77,6 +77,15 @@ class ToolResultEvent(TypedDict):
     passages: list[PassageView]
 
 
+class RetractEvent(TypedDict):
+    """The answer streamed so far is replaced by `text` (what it was before the round the leak
+    guard stopped, chat/turn/tutor.py): a new answer follows."""
+
+    type: Literal["retract"]
+    message_id: int
+    text: str
+
+
 class MessageDoneEvent(TypedDict):
     type: Literal["message_done"]
     message: dict[str, Any]  # chat.serializers.message_dict of the finished assistant message
@@ -88,9 +97,12 @@ class ErrorEvent(TypedDict):
     code: str  # "model_failed", "rate_limited", "too_long", "busy", "not_allowed", "bad_request"
     detail: str  # a sentence the student can act on
     retryable: bool
+    # True when the socket's browser session signs its user in no more and the socket closes (4403)
+    # next: the page tries once with the browser's cookie as it is now, and sends the message again.
+    signed_out: NotRequired[bool]
 
 
-ChatEventOut = TokenEvent | ToolCallEventOut | ToolResultEvent | MessageDoneEvent | ErrorEvent
+ChatEventOut = TokenEvent | ToolCallEventOut | ToolResultEvent | RetractEvent | MessageDoneEvent | ErrorEvent
 
 
 class EventSink(Protocol):

@@ -3,6 +3,7 @@ comes from an environment variable (see README); currechat/settings/campus.py ha
 
 from __future__ import annotations
 
+import os
 import ssl
 from pathlib import Path
 
@@ -169,6 +170,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 INGEST_CHUNK_SIZE = env_int("INGEST_CHUNK_SIZE", 1000, minimum=100)
 INGEST_CHUNK_OVERLAP = env_int("INGEST_CHUNK_OVERLAP", 200, minimum=0)
 INGEST_EMBED_BATCH = env_int("INGEST_EMBED_BATCH", 32, minimum=1)
+# Threads an in-process embedder computes on (rag/providers/threads.py): a worker's job process on
+# EMBED_THREADS (0: one per core it may use), a web process on EMBED_QUERY_THREADS per question.
+EMBED_THREADS = env_int("EMBED_THREADS", 0, minimum=0)
+EMBED_QUERY_THREADS = env_int("EMBED_QUERY_THREADS", 1, minimum=1)
 # PDF pages sent to the vision-language model at once (bounded: the model server queues the rest).
 INGEST_VLM_CONCURRENCY = env_int("INGEST_VLM_CONCURRENCY", 4, minimum=1)
 INGEST_VLM_RETRIES = env_int("INGEST_VLM_RETRIES", 2, minimum=0)
@@ -205,6 +210,17 @@ REDIS_URL = env_url(
     "REDIS_URL", f"redis://{_EMBEDDED_AUTH}127.0.0.1:{EMBEDDED_REDIS_PORT}/0", schemes=("redis", "rediss", "unix")
 )
 REDIS_INDEX_PREFIX = env_str("REDIS_INDEX_PREFIX", "currechat")
+# The search index may live elsewhere: one node, or a Redis Cluster (`redis+cluster://host:port`, any
+# node, or REDIS_INDEX_CLUSTER=1). Each collection's passages and index then sit on one shard by
+# hash tag (rag/index.py). The queue, channel layer, locks and caches stay on REDIS_URL, which must
+# not be a cluster (RQ and channels_redis need one node). docs/DEPLOY.md "Redis Cluster".
+# Empty: the index is on REDIS_URL (kernel.redis_client.get_index_redis reads it then).
+REDIS_INDEX_URL = (
+    env_url("REDIS_INDEX_URL", "", schemes=("redis", "rediss", "unix", "redis+cluster", "rediss+cluster"))
+    if os.environ.get("REDIS_INDEX_URL", "").strip()
+    else ""
+)
+REDIS_INDEX_CLUSTER = env_bool("REDIS_INDEX_CLUSTER", REDIS_INDEX_URL.split("://", 1)[0].endswith("+cluster"))
 
 CHANNEL_LAYERS = {
     "default": {
@@ -261,6 +277,9 @@ EMBEDDING_TOKEN_LIMIT_DEFAULT = env_int("EMBEDDING_TOKEN_LIMIT_DEFAULT", 512, mi
 # Load a `local:` embedder when a web process starts, not on the first search (currechat/warmup.py).
 EMBEDDING_WARMUP = env_bool("EMBEDDING_WARMUP", True)
 HEALTH_CACHE_SECONDS = env_float("HEALTH_CACHE_SECONDS", 5.0, minimum=0)
+# /readyz answers from its last check for this long (per process; 0: checks every time), so a flood
+# of probes from anywhere costs one check of the database, Redis and the queue per window.
+READY_CACHE_SECONDS = env_float("READY_CACHE_SECONDS", 1.0, minimum=0)
 
 # --- Chat ----------------------------------------------------------------------------------------
 # Per-user message rate limit over a sliding window (kept in Redis, shared by all web processes); 0 turns it off.
@@ -324,6 +343,10 @@ USER_WEEKLY_TOKEN_BUDGET = env_optional_int("USER_WEEKLY_TOKEN_BUDGET", None, mi
 # however many start at once, a budget is overshot by at most one such estimate (chat/course/usage.py). The
 # user's costliest turn this week in the prompt raises it, when that cost more.
 USAGE_RESERVE_TOKENS = env_int("USAGE_RESERVE_TOKENS", 4000, minimum=1)
+# A curated run of a collection's test questions reserves budget before each question and stops after
+# this many (collections_app/checks.py), so one click costs at most this many curated searches.
+CHECKS_MAX_CURATED_PER_RUN = env_int("CHECKS_MAX_CURATED_PER_RUN", 50, minimum=1)
+ANSWER_CHECKS_MAX_PER_RUN = env_int("ANSWER_CHECKS_MAX_PER_RUN", 30, minimum=1)  # questions a run asks (chat/checks)
 USAGE_WEEK_RESET_WEEKDAY = env_int("USAGE_WEEK_RESET_WEEKDAY", 0, minimum=0)
 USAGE_WEEK_RESET_HOUR = env_int("USAGE_WEEK_RESET_HOUR", 0, minimum=0)
 if USAGE_WEEK_RESET_WEEKDAY > 6 or USAGE_WEEK_RESET_HOUR > 23:
@@ -361,9 +384,13 @@ SEARCH_WEIGHTS = {
 # Finnish, Turkish and Greek sets (docs/BENCHMARKS.md, "Language-aware fusion").
 SEARCH_FOREIGN_VECTOR_WEIGHT = env_float("SEARCH_FOREIGN_VECTOR_WEIGHT", 0.25, minimum=0)
 SEARCH_RETRIEVER_DEPTH = env_int("SEARCH_RETRIEVER_DEPTH", 50, minimum=1)
-# When no keyword retriever finds anything and no chunk is at least this similar (cosine) to the
-# query, the search says "nothing relevant" instead of returning the nearest unrelated chunks.
+# When no keyword retriever finds anything and no chunk is similar enough (cosine) to the query,
+# the uncurated search says "nothing relevant" instead of returning the nearest unrelated chunks.
+# "Enough" is calibrated per collection (rag/floor.py): at least SEARCH_MIN_SIMILARITY, and more
+# than nonsense probes reach in the same index by SEARCH_FLOOR_Z standard deviations above their
+# mean (tuned on training queries, docs/BENCHMARKS.md "Nothing relevant").
 SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.2, minimum=-1)
+SEARCH_FLOOR_Z = env_float("SEARCH_FLOOR_Z", 1.0)
 # Curation: concurrent model calls per search, the deadline for all of them (seconds), the lowest
 # score (0-10) a kept passage may have, and how long verdicts stay cached.
 SEARCH_CURATION_CONCURRENCY = env_int("SEARCH_CURATION_CONCURRENCY", 4, minimum=1)

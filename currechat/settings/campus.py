@@ -111,6 +111,11 @@ RATE_RESET_ADDRESS = (
     env_int("RATE_RESET_ADDRESS_SECONDS", 3600, minimum=1),
 )
 RATE_RESET_EMAIL = (env_int("RATE_RESET_EMAIL", 3, minimum=0), env_int("RATE_RESET_EMAIL_SECONDS", 3600, minimum=1))
+# Links to confirm one's own address (each a mail to an address the user typed), per user.
+RATE_ADDRESS_CONFIRMATION = (
+    env_int("RATE_ADDRESS_CONFIRMATION", 3, minimum=0),
+    env_int("RATE_ADDRESS_CONFIRMATION_SECONDS", 3600, minimum=1),
+)
 # The co-teacher picker's look-ups of teachers by username or address, per teacher: a few per word
 # typed, never enough to walk the list of every teacher.
 RATE_TEACHER_LOOKUP = (

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from kernel.addresses import redact_url
 from kernel.errors import ModelMissing, ProviderError, Sentence
 from rag.providers import failures, http1, wire
 from rag.providers.base import (
@@ -96,7 +97,7 @@ def _from_response_error(exc: ollama.ResponseError, host: str, model: str) -> Pr
                     "The model server at %(host)s does not have the model '%(model)s'. Pull it there "
                     "(ollama pull %(model)s) or choose another model."
                 ),
-                host=host,
+                host=redact_url(host),
                 model=model,
             )
         )
@@ -113,9 +114,10 @@ def _translate_errors(host: str, model: str):
         raise _from_response_error(exc, host, model) from exc
     except (json.JSONDecodeError, pydantic.ValidationError) as exc:
         # Embeddings or the model list in a shape the client does not accept.
-        log.warning("Unreadable reply from the model server at %s: %s", host, exc)
+        log.warning("Unreadable reply from the model server at %s: %s", redact_url(host), exc)
         raise ProviderError(
-            _("The model server at %(host)s sent a reply that could not be read. Try again.") % {"host": host},
+            _("The model server at %(host)s sent a reply that could not be read. Try again.")
+            % {"host": redact_url(host)},
             reason="unreadable",
         ) from exc
     except (ConnectionError, httpx.TransportError) as exc:

@@ -30,6 +30,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from kernel.addresses import redact_url
 from kernel.errors import ModelMissing, ProviderError, Sentence
 from rag.providers import failures, http1, wire
 from rag.providers.base import (
@@ -78,13 +79,13 @@ def _translate_errors(base_url: str, model: str):
         raise failures.failed(exc.message) from exc
     except json.JSONDecodeError as exc:
         # A non-streamed reply (the model list, embeddings) whose body is not JSON.
-        log.warning("Unreadable reply from the model server at %s: %s", base_url, exc)
+        log.warning("Unreadable reply from the model server at %s: %s", redact_url(base_url), exc)
         raise ProviderError(
             _(
                 "The model server at %(host)s sent a reply that could not be read "
                 "(the model '%(model)s' or a proxy in between may have garbled it). Try again."
             )
-            % {"host": base_url, "model": model},
+            % {"host": redact_url(base_url), "model": model},
             reason="unreadable",
         ) from exc
 
@@ -151,7 +152,7 @@ def _refusal(host: str, model: str, status: int, text: str) -> ProviderError:
 def _missing(host: str, model: str) -> ModelMissing:
     """Also made on the model-stream reader's thread: translated when read (`Sentence`)."""
     sentence = gettext_lazy("The model server at %(host)s does not have the model '%(model)s'. Choose another model.")
-    return ModelMissing(Sentence(sentence, host=host, model=model))
+    return ModelMissing(Sentence(sentence, host=redact_url(host), model=model))
 
 
 class _OpenAIModel:

@@ -219,6 +219,8 @@
   function renderAssistant(message, isLast) {
     const box = el("article", { class: `msg assistant ${message.status}`, "data-message": String(message.id) });
     if (message.mode === "extractive") box.append(el("div", { class: "label", text: gettext("Without a language model: quoted passages") }));
+    // The teacher's own answer to this question, served without the assistant (chat/insight/answers.py).
+    if (message.answered_by === "teacher") box.append(el("div", { class: "label teacher-answer", "data-testid": "teacher-answer-label", text: gettext("Your teacher's answer to this question") }));
     const results = Object.fromEntries((message.tool_results || []).map((r) => [r.tool_call_id, r]));
     const searches = searchesBox();
     for (const call of message.tool_calls || []) {
@@ -272,7 +274,12 @@
   function answerTools(message, isLast) {
     const tools = el("div", { class: "answer-tools" });
     if (hasText(message)) tools.append(copyButton(message));
-    if (isLast && config.writable) {
+    if (isLast && config.writable && message.answered_by === "teacher") {
+      // The student may still want the assistant's own answer: the normal turn, on their budget.
+      const ask = el("button", { type: "button", class: "link", text: gettext("Ask the assistant instead"), "data-testid": "ask-assistant" });
+      ask.addEventListener("click", () => send(withModel({ type: "regenerate" })));
+      tools.append(ask);
+    } else if (isLast && config.writable) {
       const again = el("button", { type: "button", class: "link", text: gettext("Regenerate"), "data-testid": "regenerate" });
       again.addEventListener("click", () => send(withModel({ type: "regenerate" })));
       tools.append(again);
@@ -382,10 +389,15 @@
   }
 
   function onEvent(event) {
+    // Any other answer (its turn's first event, or a refusal that stored nothing) settles the request.
+    if (!(event.type === "error" && event.signed_out)) unanswered = null;
     if (event.type === "token") {
       accepted();
       const bubble = liveBubble(event.message_id);
       bubble.answer.append(event.text); // a text node: streamed text is never parsed as HTML
+    } else if (event.type === "retract") {
+      // The leak guard stopped this answer: what it sent is replaced, and a new answer follows.
+      liveBubble(event.message_id).answer.textContent = event.text;
     } else if (event.type === "tool_call") {
       accepted();
       const bubble = liveBubble(event.message_id);
@@ -544,6 +556,11 @@
   }
 
   function onError(event) {
+    if (event.signed_out) {
+      // The socket closes next; the page tries again with the browser's cookie as it is now (connect).
+      heldRefusal = event.detail;
+      return;
+    }
     if (event.message_id === null) {
       // Refused before it started (rate limit, too long, busy): nothing was stored; keep the text.
       pendingText = null;
@@ -653,10 +670,16 @@
   function stop() {
     if (stopButton.hidden || stopButton.disabled) return;
     stopButton.disabled = true;
-    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "stop" }));
+    if (socket && socket.readyState === WebSocket.OPEN) {
+      lastSent = { type: "stop" };
+      socket.send(JSON.stringify(lastSent));
+    }
   }
 
   let queued = null; // a message sent while the socket was still connecting: sent once it opens
+  let unanswered = null; // the last question (or retry, regenerate) sent, until the server answers it
+  let lastSent = null; // the last message sent on the open socket
+  let heldRefusal = null; // "You were signed out": shown only if the page cannot open a new socket
 
   // A chat is stored from its first message on: the blank chat page creates it when it is needed.
   async function ensureSession() {
@@ -717,14 +740,50 @@
     note.textContent = "";
     setBusy(true);
     socket.send(JSON.stringify(payload));
+    lastSent = payload;
+    if (payload.type !== "stop") unanswered = payload;
     return true;
   }
 
-  function connect() {
+  // A new socket, opened after the server closed one whose browser session signs nobody in any more.
+  // A refusal stores nothing, and the server refuses every later message of that socket too: so the
+  // question was not stored if nothing was sent after it, and goes again; otherwise (a Stop followed
+  // it) it may have been, and the stored conversation shows what happened.
+  function resume() {
+    const again = unanswered && lastSent === unanswered ? unanswered : null;
+    heldRefusal = null;
+    unanswered = null;
+    lastSent = null;
+    if (again) {
+      send(again);
+      return;
+    }
+    pendingText = null;
+    refresh();
+  }
+
+  // The new socket was refused as well: this browser is signed out, as the refusal said.
+  function signedOut() {
+    if (heldRefusal) note.textContent = heldRefusal;
+    heldRefusal = null;
+    unanswered = null;
+    pendingText = null;
+    setBusy(false);
+    connection.textContent = gettext("You may not open this chat any more.");
+  }
+
+  // `rejoining`: the server closed an open socket (4403) because its browser session signs nobody in
+  // any more. This browser's own password change gives it a new session too, so the page tries once
+  // with the cookie it holds now. A refused handshake reaches the page as a close before "open" (1006).
+  function connect(rejoining = false) {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${location.host}${config.ws_path}`);
-    socket.addEventListener("open", () => {
+    const here = new WebSocket(`${scheme}://${location.host}${config.ws_path}`);
+    let opened = false;
+    socket = here;
+    here.addEventListener("open", () => {
+      opened = true;
       connection.textContent = "";
+      if (rejoining) resume();
       if (queued) {
         const payload = queued;
         queued = null;
@@ -733,8 +792,16 @@
       if (retryDelay > 1000) refresh(); // catch up on anything that happened while we were away
       retryDelay = 1000;
     });
-    socket.addEventListener("message", (e) => onEvent(JSON.parse(e.data)));
-    socket.addEventListener("close", (e) => {
+    here.addEventListener("message", (e) => onEvent(JSON.parse(e.data)));
+    here.addEventListener("close", (e) => {
+      if (e.code === 4403 && opened) {
+        connect(true);
+        return;
+      }
+      if (rejoining && !opened) {
+        signedOut();
+        return;
+      }
       if (e.code === 4403) {
         connection.textContent = gettext("You may not open this chat any more.");
         return;

@@ -1,0 +1,1 @@
+"""Answer checks: what a prompt tells students, checked before they see it (docs/ARCHITECTURE.md)."""

@@ -1,0 +1,121 @@
+"""The weekly mail of a prompt's topics, for the teachers who opted in, in each one's language.
+
+The worker runs `mail_weekly` once a day (`schedule_mail`, as the chat purge is scheduled): each
+subscription gets last week's topics once (`last_sent_week`), so a worker that was down on Monday
+sends them on its next run. The digest is built on the subscriber's budget when no one opened the
+week's topics yet (chat/insight/topics.py). A teacher who no longer teaches the prompt, or has no
+address, gets nothing. Every mail carries a link that unsubscribes in one click without signing in
+(a random token per subscription; RFC 8058's one-click header too).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import smtplib
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+
+from chat.insight import topics
+from chat.models import DigestSubscription, Prompt
+
+log = logging.getLogger(__name__)
+
+RUN_EVERY = timedelta(days=1)
+_SCHEDULED_KEY = "currechat:topics-mail:scheduled"
+
+
+def subscribe(user, prompt: Prompt, site: str) -> DigestSubscription:
+    """Opt `user` (who teaches `prompt`: the caller checked) in; `site` is where links point."""
+    row, _created = DigestSubscription.objects.get_or_create(
+        user=user, prompt=prompt, defaults={"token": secrets.token_urlsafe(32), "site": site.rstrip("/")}
+    )
+    return row
+
+
+def unsubscribe(user, prompt: Prompt) -> None:
+    DigestSubscription.objects.filter(user=user, prompt=prompt).delete()
+
+
+def unsubscribe_by_token(token: str) -> DigestSubscription | None:
+    """The link in a mail: the subscription it ended, or None for an unknown or used token."""
+    row = DigestSubscription.objects.select_related("prompt").filter(token=token).first() if token else None
+    if row is not None:
+        row.delete()
+    return row
+
+
+def mail_weekly(now=None) -> int:
+    """Mail last week's topics to every subscriber not yet sent them; returns the mails sent."""
+    week = topics.week_of(now).before()
+    due = DigestSubscription.objects.exclude(last_sent_week=week.label).select_related("user", "prompt")
+    sent = 0
+    for row in due:
+        if not row.user.email or not row.prompt.is_taught_by(row.user):
+            continue
+        try:
+            done = mail_one(row, week)
+        except topics.TopicsUnavailable:
+            log.warning("The topics of prompt %s wait for the model server: mailed on a later run", row.prompt_id)
+            continue
+        if done:
+            DigestSubscription.objects.filter(pk=row.pk).update(last_sent_week=week.label)
+            sent += 1
+    return sent
+
+
+def mail_one(row: DigestSubscription, week: topics.Week) -> bool:
+    """One subscriber's mail of `week`; False (logged) when the mail server failed."""
+    prompt, user = row.prompt, row.user
+    language = user.language or settings.LANGUAGE_CODE
+    with translation.override(language):
+        before = topics.digest(prompt, week.before(), user)  # first: this week's topics follow it
+        found = topics.digest(prompt, week, user)
+        context = {
+            "prompt": prompt,
+            "week": week,
+            "last_day": week.end - timedelta(days=1),
+            "topics": topics.shown(prompt, found),
+            "now": topics.totals(found),
+            "before": topics.totals(before),
+            "insight_url": row.site + reverse("prompt_insight", args=[prompt.pk]) + "#topics",
+            "unsubscribe_url": row.site + reverse("digest_unsubscribe", args=[row.token]),
+        }
+        subject = _("The week's topics in “%(prompt)s”") % {"prompt": prompt.name}
+        body = render_to_string("prompts/topics_mail.txt", context)
+    message = EmailMessage(
+        subject,
+        body,
+        settings.DEFAULT_FROM_EMAIL,
+        [user.email],
+        headers={
+            "Content-Language": language,
+            "List-Unsubscribe": f"<{context['unsubscribe_url']}>",
+            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+        },
+    )
+    try:
+        message.send()
+    except (smtplib.SMTPException, OSError):
+        log.exception("Could not mail the week's topics of prompt %s to user %s", prompt.pk, user.pk)
+        return False
+    return True
+
+
+def schedule_mail(*, after: timedelta, replace: bool = False) -> bool:
+    """Queue the mail task to run `after` from now, unless one is queued already (as
+    chat.insight.retention.schedule_purge). True when a run was queued."""
+    from chat.tasks import mail_weekly_topics  # the task module imports this one
+    from kernel.redis_client import get_redis
+
+    expires = int((after + timedelta(hours=1)).total_seconds())
+    if not get_redis().set(_SCHEDULED_KEY, "1", nx=not replace, ex=expires):
+        return False
+    mail_weekly_topics.using(run_after=timezone.now() + after).enqueue()
+    return True
