@@ -13,6 +13,8 @@ never reached), so the two settings are compared in the same window, under the s
 whatever else the machine runs. The clients (this process, `websockets`) start chats evenly over
 `--ramp` seconds; answers last longer than the ramp, so all N chats stream at the same time.
 
+With --guard the pair compared is tutor mode's leak guard off and on instead (bench/chat_guard.py).
+
 With --nginx 1,2 or --before REV the chats go through the production layout instead (nginx, uvicorn,
 PostgreSQL), two deployments compared in the same run: bench/chat_deploy.py.
 
@@ -45,6 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import chat_guard  # noqa: E402
 from scripts.redis_stack import RedisStackServer, free_port  # noqa: E402
 
 MARKER = re.compile(r"chat (\d+)")
@@ -334,7 +337,11 @@ def main() -> int:
     parser.add_argument("--before", default="", help="behind nginx: the code of this git revision against the tree")
     parser.add_argument("--servers", default="", help="behind nginx: one web process of each, e.g. uvicorn,daphne")
     parser.add_argument("--deflate", default="", help="behind nginx: uvicorn with websocket compression on,off")
+    parser.add_argument(
+        "--guard", action="store_true", help="compare tutor mode's leak guard off and on instead of budgets"
+    )
     args = parser.parse_args()
+    args.setting = "guard" if args.guard else "budgets"
     if args.nginx or args.before or args.servers or args.deflate:
         from bench import chat_deploy
 
@@ -370,13 +377,21 @@ def main() -> int:
         os.environ.update(env)
         setup_database()
         half = args.chats // 2
-        budget = {"off": None, "on": NEVER_REACHED}
+        budget = {"off": None, "on": None if args.guard else NEVER_REACHED}
+        phases = ("", "cpu-") if args.guard else ("",)  # --guard: a CPU pass per setting after each round
         data = {
-            (r, protocol, budgets): prepare_data(half, f"{protocol}-{budgets}-{r}", MODELS[protocol], budget[budgets])
+            (phase, r, protocol, setting): prepare_data(
+                half, f"{phase}{protocol}-{setting}-{r}", MODELS[protocol], budget[setting]
+            )
+            for phase in phases
             for r in range(args.rounds)
             for protocol in PROTOCOLS
-            for budgets in ("off", "on")
+            for setting in ("off", "on")
         }
+        if args.guard:
+            for key, chats in data.items():
+                if key[-1] == "on":
+                    chat_guard.guide(chats)
         warm_up = prepare_data(20, "warm-up", MODELS["ollama"], None)
         port = free_port()
         cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"]
@@ -386,23 +401,30 @@ def main() -> int:
         # Not counted: the server's first burst (thread pool, connections, caches) under load.
         asyncio.run(run_chats(port, warm_up, args.ramp))
         rounds: list[tuple[int, str, dict, float, float]] = []
+        cpu_pairs: dict[tuple[int, str], dict] = {}
         for r in range(args.rounds):
             # The protocols take turns going first, so neither always meets a warmer server.
             for protocol in PROTOCOLS if r % 2 == 0 else PROTOCOLS[::-1]:
                 split, cpu, wall = mixed_round(
                     port,
                     daphne.pid,
-                    data[(r, protocol, "off")],
-                    data[(r, protocol, "on")],
+                    data[("", r, protocol, "off")],
+                    data[("", r, protocol, "on")],
                     args,
                     first_index=(len(rounds) + 1) * 100000,
                 )
                 rounds.append((r, protocol, split, cpu, wall))
+                if args.guard:
+                    off, on = (data[("cpu-", r, protocol, s)][1:] for s in ("off", "on"))
+                    first = (len(rounds) + 50) * 100000
+                    cpu_pairs[(r, protocol)] = chat_guard.cpu_pair(port, daphne.pid, off, on, args, first, r % 2 == 1)
         arrivals: dict[int, float] = {}
         for _, parent, _ in servers.values():
             parent.send("dump")
             arrivals.update(parent.recv())
         print(full_report(rounds, arrivals, expected, args))
+        if cpu_pairs:
+            print(chat_guard.cpu_table(cpu_pairs))
         if any(run.error for *_, split, _, _ in rounds for runs in split.values() for run in runs):
             print("daphne log (end):\n" + (tmp / "daphne.log").read_text()[-3000:])
         return 0
@@ -428,7 +450,8 @@ def full_report(rounds: list[tuple], arrivals: dict[int, float], expected: list[
     round by round, of budgets on against off (the same window, so the same machine load)."""
     out = []
     summary = [
-        "\n| protocol | budgets | own TTFT p50 (ms) | own TTFT p95 (ms) | lost tokens (completed) | failed chats |",
+        f"\n| protocol | {args.setting} | own TTFT p50 (ms) | own TTFT p95 (ms) | lost tokens (completed) "
+        "| failed chats |",
         "|---|---|---|---|---|---|",
     ]
     paired = [
@@ -440,7 +463,7 @@ def full_report(rounds: list[tuple], arrivals: dict[int, float], expected: list[
         for budgets in ("off", "on"):
             runs = [run for _, _, split, _, _ in mine for run in split[budgets]]
             args.server_cpu = None  # measured per round for both settings together (below)
-            out.append(f"\n## {protocol} protocol, budgets {budgets} ({len(mine)} rounds pooled)\n")
+            out.append(f"\n## {protocol} protocol, {args.setting} {budgets} ({len(mine)} rounds pooled)\n")
             out.append(report(runs, arrivals, expected, args))
             own = own_ttft(runs, arrivals, args)
             lost = sum(check(r, expected)[0] for r in runs if not r.error and r.stop_after is None)

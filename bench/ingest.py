@@ -310,7 +310,17 @@ def tiny_pages_pdf(tmp: Path, pages: int = 1500) -> Path:
     return path
 
 
-MEMORY_CASES = ["baseline", "notes-local", "notes-vlm", "big-fast", "big-vlm", "nested", "one-line", "tiny-vlm"]
+MEMORY_CASES = [
+    "baseline",
+    "notes-local",
+    "notes-vlm",
+    "big-fast",
+    "big-vlm",
+    "nested",
+    "one-line",
+    "tiny-vlm",
+    "tiny-vlm-local",
+]
 # The files that once took a job past 1 GiB (issue 31), a few minutes; the PDF rows take ~10 more.
 MEMORY_DEFAULT = ["baseline", "nested", "one-line", "tiny-vlm"]
 
@@ -359,6 +369,13 @@ def memory(user, tmp: Path, page_seconds: float, only: list[str]) -> list[tuple[
             lambda: tiny_pages_pdf(tmp),
             "vlm",
             FAKE_EMBEDDER,
+            target,
+        ),
+        "tiny-vlm-local": (
+            "1,500 tiny pages (one line each), VLM, local embedder",
+            lambda: tiny_pages_pdf(tmp),
+            "vlm",
+            "local:all-MiniLM-L6-v2",
             target,
         ),
     }

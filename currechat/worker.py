@@ -14,7 +14,7 @@ It also keeps files from being stuck when a process dies (docs/RELIABILITY.md):
 - every worker fails the files whose job stopped beating (`liveness.fail_stalled_files`) when it
   starts and then every few seconds, so a whole worker or machine that vanished is noticed too;
 - a job's process dies with its worker (Linux `PR_SET_PDEATHSIG`) instead of running on orphaned;
-- Redis going away makes rq's loop quit: this worker waits for Redis and carries on instead;
+- Redis going away: the worker and its scheduler ride it out (`currechat.worker_outages`);
 - it beats every WORKER_HEARTBEAT_SECONDS, idle or in a job, whatever command line started it
   (`manage.py rqworker` passes rq's `--worker-ttl` of 420 s, under which an idle worker beat, and
   looked for dead workers' files, only every 405 s); health counts a silent worker as dead;
@@ -22,10 +22,6 @@ It also keeps files from being stuck when a process dies (docs/RELIABILITY.md):
   busy importing torch (20-40 s on a loaded machine) or in a long job is never taken for a dead one;
 - rq's scheduler process dies with its worker too, and every process the worker forks closes its
   copies of the worker's Redis sockets (a dead worker's wait for a job took the next job with it);
-- rq's scheduler process ended at the first Redis error and came back only at the worker's next
-  maintenance (up to 10 minutes): ours waits for Redis and goes on (`SteadyScheduler`);
-- a stop (SIGTERM, Ctrl-C) ends the worker at once even while Redis is away (rq's loop used to
-  start waiting for Redis again, so only a second signal ended it);
 """
 
 from __future__ import annotations
@@ -36,21 +32,18 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 
 import redis
 from django.conf import settings
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy
 from rq import Worker
-from rq.exceptions import StopRequested
-from rq.scheduler import RQScheduler
 from rq.utils import now, utcformat
 from rq.worker import WorkerStatus
 
 from collections_app import liveness
-from currechat import lifeline
 from currechat.forks import die_with_parent, tie_forks_to_this_process
+from currechat.worker_outages import RidesOutages
 
 INGEST_TASK = "collections_app.tasks.ingest_file"
 INGEST_QUEUE = "ingest"
@@ -95,24 +88,6 @@ def schedule_daily_jobs() -> None:
 def silent_seconds() -> int:
     """After this long without a heartbeat a worker counts as dead (health, and rq's TTL)."""
     return settings.WORKER_HEARTBEAT_SECONDS * settings.WORKER_DEAD_BEATS
-
-
-def redis_is_back(connection: redis.Redis, *, max_wait: float = 30.0, stop: Callable[[], bool] = lambda: False) -> bool:
-    """Block until Redis answers, with backoff (1 s doubling to `max_wait`); False when `stop()`
-    said to give up first (checked at least every second)."""
-    delay = 1.0
-    while not stop():
-        try:
-            connection.ping()
-            return True
-        except (redis.ConnectionError, redis.TimeoutError):
-            log.warning("Redis is unreachable; trying again in %.0f s", delay)
-            waited = 0.0
-            while waited < delay and not stop():
-                time.sleep(min(1.0, delay - waited))
-                waited += 1.0
-            delay = min(delay * 2, max_wait)
-    return False
 
 
 # Refreshes a live registration only: a worker's hash that expired or records its death stays so.
@@ -166,27 +141,7 @@ class Liveness:
                 log.debug("Worker %s: no heartbeat, Redis is unreachable", self.worker.name)
 
 
-class SteadyScheduler(RQScheduler):
-    """rq's scheduler (the process `--with-scheduler` forks: the daily purge and other delayed
-    jobs), riding out Redis outages. rq's own loop raises at the first connection error and its
-    process ends; the worker started another only at its next maintenance, up to 10 minutes later."""
-
-    def work(self) -> None:
-        # No scheduler left running without its worker; SIGTERM, so it releases its locks first.
-        lifeline.die_with_parent(signal.SIGTERM)
-        while not self._stop_requested:
-            try:
-                super().work()  # returns only when asked to stop
-                return
-            except (redis.ConnectionError, redis.TimeoutError):
-                self.log.warning("The scheduler lost Redis; it goes on when Redis is back")
-            self._scheduled_job_registries = []
-            redis_is_back(self.connection, max_wait=5.0, stop=lambda: self._stop_requested)
-        # Asked to stop while Redis was away: its locks and registration expire by themselves.
-        self.log.info("Scheduler stopped while Redis was unreachable")
-
-
-class PreloadingWorker(Worker):
+class PreloadingWorker(RidesOutages):
     def __init__(self, *args, **kwargs):
         # Ours whatever the command line says: `manage.py rqworker` always passes a TTL (420 s).
         asked = kwargs.get("worker_ttl")
@@ -231,68 +186,6 @@ class PreloadingWorker(Worker):
         # one writes to them, and the collector's passes write to every object it tracks: frozen,
         # the imported objects are left alone, so the pages stay shared (docs/BENCHMARKS.md).
         gc.freeze()
-
-    # Riding out failures -------------------------------------------------------------------------
-
-    def work(self, burst: bool = False, *args, **kwargs) -> bool:
-        """rq's loop, started again after Redis went away (rq itself quits on any error there).
-        A stop signal, or any other reason to stop, returns, and `make run` starts a fresh worker."""
-        while True:
-            try:
-                worked = super().work(burst, *args, **kwargs)
-            except (redis.ConnectionError, redis.TimeoutError):  # its teardown could not reach Redis
-                worked = False
-            if burst or self._stop_requested or self._signalled or self._redis_ok():
-                return worked
-            log.warning("Worker %s lost Redis; waiting for it to come back", self.name)
-            try:
-                if not redis_is_back(self.connection, max_wait=5.0, stop=lambda: self._signalled):
-                    return worked
-            except StopRequested:  # the signal arrived while we waited (rq raises it from its handler)
-                return worked
-            self.connection.delete(self.key)  # our own registration, left half-dead by the outage
-            self._stop_requested = False
-
-    def request_stop(self, signum, frame):
-        # rq's handler raises StopRequested into whatever runs, and its loop's teardown then fails
-        # on Redis: remembered here, so the first signal ends the worker whatever Redis is doing.
-        self._signalled = True
-        super().request_stop(signum, frame)
-
-    def _start_scheduler(self, burst=False, logging_level="INFO", date_format=None, log_format=None):
-        """rq's `_start_scheduler`, with the scheduler that rides out Redis outages."""
-        from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
-
-        # The same name as the scheduler of rq's previous loop, if any: its locks (left in Redis
-        # when it stopped during an outage) are then refreshed at once, not waited out for minutes.
-        previous = self.scheduler.name if self.scheduler else None
-        self.scheduler = SteadyScheduler(
-            self.queues,
-            name=previous,
-            connection=self.connection,
-            logging_level=logging_level if logging_level is not None else self.log.level,
-            date_format=date_format or DEFAULT_LOGGING_DATE_FORMAT,
-            log_format=log_format or DEFAULT_LOGGING_FORMAT,
-            serializer=self.serializer,
-        )
-        self.scheduler.acquire_locks()
-        if not self.scheduler.acquired_locks:
-            return  # another worker's scheduler has them; ours starts if that one goes (maintenance)
-        if burst:
-            try:
-                self.scheduler.register_birth()
-                self.scheduler.enqueue_scheduled_jobs()
-            finally:
-                self.scheduler.release_locks()
-                self.scheduler.register_death()
-        else:
-            self.scheduler.start()
-
-    def _redis_ok(self) -> bool:
-        try:
-            return bool(self.connection.ping())
-        except (redis.ConnectionError, redis.TimeoutError):
-            return False
 
     # Liveness ----------------------------------------------------------------------------------
 

@@ -25,4 +25,9 @@ def register(request: HttpRequest) -> HttpResponse:
         )
     except RegistrationRefused as refusal:
         return render(request, "lti/registered.html", {"error": str(refusal)}, status=refusal.status_code)
-    return render(request, "lti/registered.html", {"platform": platform})
+    response = render(request, "lti/registered.html", {"platform": platform})
+    # Opened in a window, the page tells its opener (the platform's page) it is done. Django's default
+    # Cross-Origin-Opener-Policy (same-origin) would cut it off from that cross-origin opener, and the
+    # platform would never hear of it; SecurityMiddleware leaves a header the view set.
+    response["Cross-Origin-Opener-Policy"] = "unsafe-none"
+    return response

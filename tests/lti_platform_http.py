@@ -5,6 +5,12 @@ paging and a differences link, and an LTI Dynamic Registration endpoint with sin
 
 Its members change through `add`, `update` and `drop`; each change gets a version, which is what
 the differences link (`?since=V`) lists from. `mode` makes it answer garbage; `stop()` takes it down.
+
+For a browser it also has the pages an LMS shows (tests/browser/test_lti_journey.py): `/tools`, where
+its administrator pastes the tool's registration URL and the platform opens it in a window with its
+configuration and a fresh registration token; `/course`, whose link starts a launch at the tool's
+login initiation; and `/auth`, its OIDC login endpoint, which auto-posts the id_token that
+`launcher(nonce)` signs to the tool's launch URL with the state the tool sent.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ import http.server
 import json
 import threading
 import uuid
+from collections.abc import Callable
+from html import escape
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 
@@ -40,6 +48,8 @@ class PlatformServer:
         self.mode = "ok"  # or "garbage"
         self.platform_jwks: dict[str, Any] = {"keys": []}  # the platform's own public keys (its jwks_uri)
         self.config_issuer = issuer  # what the OpenID configuration claims as issuer ("" = its own origin)
+        self.launcher: Callable[[str], str] | None = None  # nonce -> signed id_token (the browser launch)
+        self.login_hint = "user-hint"
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -85,6 +95,60 @@ class PlatformServer:
     @property
     def openid_configuration(self) -> str:
         return f"{self.base}/.well-known/openid-configuration"
+
+    # --- the pages a browser sees ---------------------------------------------------------------
+    @staticmethod
+    def _page(title: str, body: str, script: str = "") -> str:
+        return (
+            f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            '<meta name="viewport" content="width=device-width, initial-scale=1"></head>'
+            f"<body><main><h1>{escape(title)}</h1>{body}</main><script>{script}</script></body></html>"
+        )
+
+    def _tools_page(self) -> str:
+        """Moodle's "Manage tools": paste the tool URL, "Add tool" opens it with a fresh token."""
+        token = uuid.uuid4().hex
+        self.registration_tokens.add(token)
+        query = json.dumps(urlencode({"openid_configuration": self.openid_configuration, "registration_token": token}))
+        form = (
+            '<label for="tool-url">Tool URL</label> <input id="tool-url" type="url">'
+            ' <button type="button" id="add">Add tool</button>'
+            '<p id="status" role="status"></p><button type="button" id="finish" hidden>Finish</button>'
+        )
+        script = f"""let opened = null;
+            document.getElementById("add").onclick = () => {{
+              opened = window.open(document.getElementById("tool-url").value + "?" + {query}, "registration");
+            }};
+            window.addEventListener("message", (event) => {{
+              if (event.data && event.data.subject === "org.imsglobal.lti.close") {{
+                document.getElementById("status").textContent = "The tool finished its registration.";
+                document.getElementById("finish").hidden = false;
+              }}
+            }});
+            document.getElementById("finish").onclick = () => opened && opened.close();"""
+        return self._page("Manage tools", form, script)
+
+    def _course_page(self) -> str:
+        """A course with the tool's activity: the link is the platform's login initiation."""
+        tool = self.registrations[-1]
+        query = {
+            "iss": self.config_issuer or self.base,
+            "login_hint": self.login_hint,
+            "target_link_uri": tool["redirect_uris"][0],
+            "lti_message_hint": "activity-1",
+            "client_id": self.client_id,
+            "lti_deployment_id": "deployment-9",
+        }
+        link = f'<a href="{escape(tool["initiate_login_uri"] + "?" + urlencode(query))}">Ask the course assistant</a>'
+        return self._page("Statistics 101, autumn", f"<p>{link}</p>")
+
+    def _auth_page(self, query: dict[str, str]) -> str:
+        """The OIDC login endpoint: the signed id_token, posted to the tool as the browser's form."""
+        assert self.launcher is not None and query.get("response_mode") == "form_post", query
+        fields = {"id_token": self.launcher(query["nonce"]), "state": query["state"]}
+        inputs = "".join(f'<input type="hidden" name="{k}" value="{escape(v)}">' for k, v in fields.items())
+        form = f'<form method="post" action="{escape(query["redirect_uri"])}">{inputs}<button>Continue</button></form>'
+        return self._page("Signing you in to the tool", form, "document.forms[0].submit();")
 
     # --- the endpoints ---------------------------------------------------------------------------
     def _config(self) -> dict[str, Any]:
@@ -193,6 +257,10 @@ class PlatformServer:
                     self._send(200, server.platform_jwks)
                 elif url.path.startswith("/nrps/"):
                     self._send(*server._memberships(url.path, query, self.headers.get("Authorization", "")))
+                elif url.path in ("/tools", "/course"):
+                    self._send(200, server._tools_page() if url.path == "/tools" else server._course_page())
+                elif url.path == "/auth":
+                    self._send(200, server._auth_page(query))
                 else:
                     self._send(404, {"error": "not found"})
 

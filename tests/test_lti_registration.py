@@ -66,6 +66,7 @@ def test_one_url_registers_a_pending_platform_that_launches_nothing_until_approv
     html = page.content.decode()
     assert page.status_code == 200 and "must approve the registration" in html
     assert "js/lti-registered.js" in html  # posts org.imsglobal.lti.close to the platform's page
+    assert page["Cross-Origin-Opener-Policy"] == "unsafe-none"  # opened in a window, it can reach its opener
 
     [sent] = server.registrations
     assert sent["redirect_uris"] == ["http://testserver/lti/launch/"]

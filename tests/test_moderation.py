@@ -129,3 +129,11 @@ def test_a_flagged_answer_is_taken_back_when_output_is_checked(
     assert "bomb" not in reply["content"] and reply["guard"] == "flagged_output"
     assert "bomb" not in Message.objects.get(pk=reply["id"]).content
     assert stats(client_for, owner, session)["flagged_output"] == 1
+
+
+def test_the_statistics_page_shows_the_safety_checks_counts(moderated, ollama, client_for, student, owner, session):
+    ask(client_for, student, session, HARM)
+    page = client_for(owner).get(f"/prompts/{session.prompt_id}/insight/").content.decode()
+    assert 'data-testid="flagged-input">1<' in page and 'data-testid="flagged-output">0<' in page
+    assert 'data-testid="moderation-unavailable">0<' in page
+    assert 'data-testid="leak-rewritten"' not in page, "the leak guard's counts only for a guided prompt"

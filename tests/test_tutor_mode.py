@@ -214,3 +214,25 @@ def test_a_teachers_own_chat_is_not_counted(guided, owner, ollama, client_for):
     client = client_for(owner)
     assert client.post(f"/api/v1/chats/{chat.id}/messages", {"content": "Solve it"}).json()["guard"] == "rewritten"
     assert client.get(f"/api/v1/prompts/{guided.pk}/stats").json()["leak_guard"] == {"rewritten": 0, "withheld": 0}
+
+
+def test_the_statistics_page_and_the_teachers_chat_page_show_what_the_guard_did(
+    student, guided_session, ollama, client_for, owner
+):
+    ask = client_for(student)
+    ollama.script(LEAKS["verbatim"], Reply(content=HINT))
+    assert ask.post(f"/api/v1/chats/{guided_session.id}/messages", {"content": "Solve it"}).status_code == 200
+    teacher = client_for(owner)
+    page = teacher.get(f"/prompts/{guided_session.prompt_id}/insight/").content.decode()
+    assert re.search(r'data-testid="leak-rewritten">1<', page) and re.search(r'data-testid="leak-withheld">0<', page)
+    assert "Answers rewritten as a hint" in page
+    # The chat page's data: the teacher's marks what the guard did; the student's does not.
+    chat = f"/prompts/{guided_session.prompt_id}/chat/{guided_session.id}/"
+    assert '"guard_notes": true' in teacher.get(chat).content.decode()
+    own = ask.get(chat).content.decode()
+    assert '"guard_notes": false' in own and not _leaked(own)
+
+
+def test_an_unguided_prompt_shows_no_guard_counts(chat_prompt, client_for, owner):
+    page = client_for(owner).get(f"/prompts/{chat_prompt.pk}/insight/").content.decode()
+    assert 'data-testid="guards"' not in page

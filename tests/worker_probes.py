@@ -20,3 +20,13 @@ def embedding_threads() -> dict:
         "interop_threads": torch.get_num_interop_threads(),
         "model_loaded_before": loaded_before,
     }
+
+
+@task(queue_name="default")
+def nap(seconds: float) -> int:
+    """A job that runs for `seconds` (a file being ingested, as far as the worker can tell); its pid."""
+    import os
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()

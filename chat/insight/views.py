@@ -34,6 +34,7 @@ from chat.models import (
     Prompt,
     TeacherAnswer,
     TopicDigest,
+    TutorMode,
 )
 from kernel.errors import CurreChatError
 
@@ -68,9 +69,20 @@ def prompt_insight(request, pk: int):
         # Students' questions (gaps, rated answers) can become a collection's test questions.
         "checks_page": _checks_page(request.user, prompt),
         "min_students": settings.TOPICS_MIN_STUDENTS,
+        **guard_context(prompt, stats),
         **week_context(request, prompt),
     }
     return render(request, "prompts/insight.html", context)
+
+
+def guard_context(prompt: Prompt, stats: insight.Statistics) -> dict[str, bool]:
+    """Which of the guards' counts the page shows: the leak guard's for a guided prompt, the safety
+    check's where the site has one, and either wherever it has counted something (a prompt switched
+    back to off keeps its history)."""
+    guided = prompt.tutor_mode == TutorMode.GUIDE
+    moderated = bool(settings.MODERATION_MODEL)
+    counted = any(stats.leak_guard.values()) or any(stats.moderation.values())
+    return {"guided": guided, "moderated": moderated, "safety_shown": guided or moderated or counted}
 
 
 def _checks_page(user, prompt) -> str | None:

@@ -131,6 +131,8 @@ def _chat_page(request, prompt, session):
         "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,
         "feedback_note": feedback.note_for_student(session.visibility if session else prompt.chat_visibility),
         "usage": _usage(request.user, prompt) if owner.id == request.user.id else None,
+        # What the leak guard or the safety check did to an answer, marked for its teachers only.
+        "guard_notes": teaching,
     }
     context = {
         "prompt": prompt,

@@ -170,6 +170,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 INGEST_CHUNK_SIZE = env_int("INGEST_CHUNK_SIZE", 1000, minimum=100)
 INGEST_CHUNK_OVERLAP = env_int("INGEST_CHUNK_OVERLAP", 200, minimum=0)
 INGEST_EMBED_BATCH = env_int("INGEST_EMBED_BATCH", 32, minimum=1)
+# ...and at most this many characters per batch: an in-process model's peak memory grows with both.
+INGEST_EMBED_BATCH_CHARS = env_int("INGEST_EMBED_BATCH_CHARS", 8000, minimum=100)
 # Threads an in-process embedder computes on (rag/providers/threads.py): a worker's job process on
 # EMBED_THREADS (0: one per core it may use), a web process on EMBED_QUERY_THREADS per question.
 EMBED_THREADS = env_int("EMBED_THREADS", 0, minimum=0)

@@ -216,11 +216,27 @@
     return box;
   }
 
+  // What the leak guard (tutor mode) or the safety check did to an answer: a note for the prompt's
+  // teachers (`config.guard_notes`); the student reads the answer they got, without it.
+  function guardNote(message) {
+    if (!config.guard_notes || !message.guard) return null;
+    const notes = {
+      rewritten: gettext("Rewritten: the first answer gave the protected material away; the student got this hint instead."),
+      withheld: gettext("Withheld: both answers gave the protected material away; the student got this sentence instead."),
+      flagged: gettext("The safety check stopped the student's message; the student got this reply instead of an answer."),
+      flagged_output: gettext("The safety check stopped the assistant's answer; the student got this sentence instead."),
+    };
+    if (!notes[message.guard]) return null;
+    return el("div", { class: "label guard-note", "data-testid": "guard-note", "data-guard": message.guard, text: notes[message.guard] });
+  }
+
   function renderAssistant(message, isLast) {
     const box = el("article", { class: `msg assistant ${message.status}`, "data-message": String(message.id) });
     if (message.mode === "extractive") box.append(el("div", { class: "label", text: gettext("Without a language model: quoted passages") }));
     // The teacher's own answer to this question, served without the assistant (chat/insight/answers.py).
     if (message.answered_by === "teacher") box.append(el("div", { class: "label teacher-answer", "data-testid": "teacher-answer-label", text: gettext("Your teacher's answer to this question") }));
+    const note = guardNote(message);
+    if (note) box.append(note);
     const results = Object.fromEntries((message.tool_results || []).map((r) => [r.tool_call_id, r]));
     const searches = searchesBox();
     for (const call of message.tool_calls || []) {

@@ -63,7 +63,7 @@ def answers(grading: str) -> list[Reply]:
 
 @pytest.mark.parametrize("width", [390, 1366])
 def test_teacher_checks_answers_and_applies_a_draft(live_app, new_page, journey, ollama, width):
-    name = f"aino{width}"
+    name = f"checker{width}"  # the live app is shared: other journeys have their own teachers
     live_app.manage("shell", "-c", SETUP.format(name=name, course=COURSE))
     page = new_page(width=width)
     log_in(page, live_app, name, "answers-pass-4567")
