@@ -345,10 +345,6 @@ USER_WEEKLY_TOKEN_BUDGET = env_optional_int("USER_WEEKLY_TOKEN_BUDGET", None, mi
 # however many start at once, a budget is overshot by at most one such estimate (chat/course/usage.py). The
 # user's costliest turn this week in the prompt raises it, when that cost more.
 USAGE_RESERVE_TOKENS = env_int("USAGE_RESERVE_TOKENS", 4000, minimum=1)
-# A curated run of a collection's test questions reserves budget before each question and stops after
-# this many (collections_app/checks.py), so one click costs at most this many curated searches.
-CHECKS_MAX_CURATED_PER_RUN = env_int("CHECKS_MAX_CURATED_PER_RUN", 50, minimum=1)
-ANSWER_CHECKS_MAX_PER_RUN = env_int("ANSWER_CHECKS_MAX_PER_RUN", 30, minimum=1)  # questions a run asks (chat/checks)
 USAGE_WEEK_RESET_WEEKDAY = env_int("USAGE_WEEK_RESET_WEEKDAY", 0, minimum=0)
 USAGE_WEEK_RESET_HOUR = env_int("USAGE_WEEK_RESET_HOUR", 0, minimum=0)
 if USAGE_WEEK_RESET_WEEKDAY > 6 or USAGE_WEEK_RESET_HOUR > 23:

@@ -1,5 +1,6 @@
-"""CurreChat settings for trust in the answers: tutor mode's protected material and the safety
-check (moderation) before the model. Every value comes from an environment variable (README)."""
+"""CurreChat settings for trust in the answers: what a run of checks may cost, tutor mode's protected
+material and the safety check (moderation) before the model. Every value comes from an environment
+variable (README)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 from currechat.settings.base import OPENAI_API_KEY, OPENAI_BASE_URL
 from kernel.env import env_bool, env_float, env_int, env_str
+
+# A curated run of a collection's test questions reserves budget before each question and stops after
+# this many (collections_app/checks.py), so one click costs at most this many curated searches.
+CHECKS_MAX_CURATED_PER_RUN = env_int("CHECKS_MAX_CURATED_PER_RUN", 50, minimum=1)
+# A run of a prompt's answer checks asks at most this many questions (chat/checks), each reserved
+# from the paying teacher's weekly budget when it calls a model.
+ANSWER_CHECKS_MAX_PER_RUN = env_int("ANSWER_CHECKS_MAX_PER_RUN", 30, minimum=1)
 
 # Protected material is read by the model at every answer of a guided prompt: its size is bounded.
 TUTOR_PROTECTED_MAX_TOKENS = env_int("TUTOR_PROTECTED_MAX_TOKENS", 8000, minimum=100)
