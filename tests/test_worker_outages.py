@@ -119,6 +119,7 @@ def test_a_job_running_through_an_outage_is_watched_to_its_end_and_the_next_wait
         wait_for(lambda: _status(second) == JobStatus.FINISHED, 60, "the second job to end", log)
         first_job, second_job = _job(first), _job(second)
         assert first_job.get_status() == JobStatus.FINISHED, log.read_text()[-3000:]
+        assert first_job.ended_at and second_job.started_at
         overlap = (first_job.ended_at - second_job.started_at).total_seconds()
         assert overlap <= 0, f"the second job started {overlap:.1f} s before the first ended"
         (pid,) = horse
