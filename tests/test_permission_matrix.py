@@ -773,7 +773,7 @@ CHANGERS = {"staff_change", "superuser"}
 NOBODY: set[str] = set()
 ADMIN_MODELS = (
     "user", "chatsession", "message", "enrollment", "sourcefile", "ltiidentity", "ssoidentity", "pagecorrection",
-    "searchcheck", "platform",
+    "searchcheck", "platform", "teacheranswer", "answercheck",
 )  # fmt: skip
 
 
@@ -790,6 +790,9 @@ class AdminWorld:
     sso_identity: object  # sso.models.SsoIdentity
     correction: object  # collections_app.models.PageCorrection
     check: object  # collections_app.models.SearchCheck
+    pending: object  # lti.models.Platform that registered itself and waits for an administrator
+    teacher_answer: object  # chat.models.TeacherAnswer
+    answer_check: object  # chat.models.AnswerCheck
 
 
 @dataclass(frozen=True)
@@ -926,6 +929,23 @@ ADMIN_ROWS: dict[str, AdminRow] = {
         lambda w, r: _fresh(w.correction).markdown != "Corrected text",
         lambda w: {"markdown": "Rewritten", "page": 1, "source": w.source.pk},
     ),
+    # A platform that registered itself launches nothing until an administrator lets it (issue 41).
+    "approve a learning platform's registration": AdminRow(
+        CHANGERS, "POST", lambda w: "/admin/lti/platform/",
+        lambda w, r: _fresh(w.pending).status == "approved", lambda w: _action("approve", w.pending.pk),
+    ),
+    # Served to students without a model call: only the prompt's teachers write it, on its pages.
+    "rewrite a teacher's answer": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/chat/teacheranswer/{w.teacher_answer.pk}/change/",
+        lambda w, r: _fresh(w.teacher_answer).answer != "On Friday.",
+        lambda w: {"answer": "Rewritten", "question": "When is the exam?", "key": "when is the exam",
+                   "prompt": w.teacher_answer.prompt_id, "sources": "[]", "served": 0},
+    ),
+    "rewrite a prompt's answer check": AdminRow(
+        NOBODY, "POST", lambda w: f"/admin/chat/answercheck/{w.answer_check.pk}/change/",
+        lambda w, r: _fresh(w.answer_check).question != "What is bias?",
+        lambda w: {"question": "Rewritten", "prompt": w.answer_check.prompt_id, "expect": "{}"},
+    ),
     "rewrite a collection's test question": AdminRow(
         NOBODY, "POST", lambda w: f"/admin/collections_app/searchcheck/{w.check.pk}/change/",
         lambda w, r: _fresh(w.check).question != "What is bias?",
@@ -938,6 +958,7 @@ ADMIN_ROWS: dict[str, AdminRow] = {
 def admin_world(db) -> AdminWorld:
     from django.contrib.auth.models import Permission
 
+    from chat.models import AnswerCheck, TeacherAnswer
     from collections_app.models import PageCorrection, SearchCheck
     from lti.models import LtiIdentity, Platform
     from sso.models import SsoIdentity
@@ -976,9 +997,19 @@ def admin_world(db) -> AdminWorld:
     )
     correction = PageCorrection.objects.create(source=source, page=1, markdown="Corrected text", user=owner)
     check = SearchCheck.objects.create(collection=collection, question="What is bias?", expect_file=source)
-    return AdminWorld(
-        users, student, other_student, session, question, enrollment, source, identity, sso_identity, correction, check
+    pending = Platform.objects.create(
+        name="Canvas", issuer="https://canvas.example.test", client_id="d", deployment_ids=["1"],
+        auth_login_url="https://canvas.example.test/auth", auth_token_url="https://canvas.example.test/token",
+        status="pending",
+    )  # fmt: skip
+    teacher_answer = TeacherAnswer.objects.create(
+        prompt=prompt, key="when is the exam", question="When is the exam?", answer="On Friday.", author=owner
     )
+    answer_check = AnswerCheck.objects.create(prompt=prompt, question="What is bias?", expect={"searches": True})
+    return AdminWorld(
+        users, student, other_student, session, question, enrollment, source, identity, sso_identity, correction,
+        check, pending, teacher_answer, answer_check,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(ADMIN_ROWS))
