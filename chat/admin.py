@@ -30,6 +30,7 @@ from chat.models import (
     TokenUsage,
     TopicDigest,
 )  # fmt: skip
+from kernel.admin import ReadOnlyAdmin
 from kernel.errors import Forbidden, InvalidInput
 from kernel.forms import WriteRulesForm
 
@@ -196,16 +197,6 @@ class MessageAdmin(ViewOnlyAdmin):
 
 
 # --- Teacher insight: counts are written by chat/insight/stats.py and chat/insight/feedback.py, read-only here ---
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Aggregates change only through the code that keeps them consistent with the chats."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-
 @admin.register(SafetyDay)
 class SafetyDayAdmin(ReadOnlyAdmin):
     list_display = (

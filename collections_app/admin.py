@@ -18,6 +18,7 @@ from collections_app.models import (
     SearchCheck,
     SourceFile,
 )
+from kernel.admin import ReadOnlyAdmin
 from kernel.errors import CurreChatError
 from kernel.formats import number
 from kernel.forms import WriteRulesForm
@@ -144,17 +145,6 @@ class PageCorrectionAdmin(admin.ModelAdmin):
     readonly_fields = ("source", "page", "markdown", "previous", "user", "created")
 
     def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Test questions are written on the collection's page or through the API (one write path,
-    collections_app/checks.py); the admin shows them and their runs, and may delete them."""
-
-    def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):

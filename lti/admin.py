@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from kernel.admin import ReadOnlyAdmin
 from lti import registration
 from lti.addresses import tool_addresses
 from lti.models import (
@@ -140,23 +141,13 @@ class CourseContextAdmin(admin.ModelAdmin):
         return False
 
 
-class _SyncRecordAdmin(admin.ModelAdmin):
-    """What the syncs found and did: written by lti/roster.py only, so read-only here."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(CourseMember)
-class CourseMemberAdmin(_SyncRecordAdmin):
+class CourseMemberAdmin(ReadOnlyAdmin):
     list_display = ("identity", "course", "role", "co_teacher")
     list_filter = ("role", "course__platform")
 
 
 @admin.register(SyncLog)
-class SyncLogAdmin(_SyncRecordAdmin):
+class SyncLogAdmin(ReadOnlyAdmin):
     list_display = ("course", "trigger", "started", "ok", "added", "updated", "removed", "unchanged")
     list_filter = ("ok", "trigger")
