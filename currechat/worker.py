@@ -68,21 +68,23 @@ def preload_modules() -> float | None:
 
 
 def schedule_daily_jobs() -> None:
-    """Queue the daily chat purge (retention) and the topics mail unless another worker already has:
-    each run queues the next one itself, so the schedule lives in the queue and survives worker restarts."""
+    """Queue the daily jobs (the chat purge of retention, the weekly topics mail, the learning
+    platforms' roster sync) unless another worker already has: each run queues the next one itself
+    (kernel/schedule.py), so the schedule lives in the queue and survives worker restarts."""
     from datetime import timedelta
 
     from chat.insight.digest_mail import schedule_mail
     from chat.insight.retention import schedule_purge
-
-    if schedule_purge(after=timedelta(minutes=1)):
-        log.info("The daily purge of expired chats is scheduled")
-    if schedule_mail(after=timedelta(minutes=2)):
-        log.info("The daily run of the weekly topics mail is scheduled")
     from lti.tasks import schedule_daily_sync
 
-    if schedule_daily_sync(after=timedelta(minutes=3)):
-        log.info("The daily roster sync of learning platforms' courses is scheduled")
+    daily = (
+        (schedule_purge, 1, "The daily purge of expired chats is scheduled"),
+        (schedule_mail, 2, "The daily run of the weekly topics mail is scheduled"),
+        (schedule_daily_sync, 3, "The daily roster sync of learning platforms' courses is scheduled"),
+    )
+    for schedule, minutes, sentence in daily:
+        if schedule(after=timedelta(minutes=minutes)):
+            log.info(sentence)
 
 
 def silent_seconds() -> int:
@@ -159,7 +161,6 @@ class PreloadingWorker(RidesOutages):
         self._swept_at = 0.0
         self._scheduler_tried_at = 0.0
         self._own_pid = os.getpid()  # heartbeat also runs in a job's process, which has no scheduler
-        self._signalled = False
         self._liveness = Liveness(self)
         self._announced = False  # registered before the imports; rq's own registration keeps that
         self._preloaded = False

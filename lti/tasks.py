@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.utils import timezone
 from django_tasks import task
+
+from kernel.schedule import schedule_once
 
 SYNC_EVERY = timedelta(days=1)
 _SCHEDULED_KEY = "currechat:lti-roster-sync:scheduled"
@@ -42,12 +43,6 @@ def sync_all_rosters() -> int:
 
 
 def schedule_daily_sync(*, after: timedelta, replace: bool = False) -> bool:
-    """Queue the daily run `after` from now unless one is queued already (as
-    chat.insight.retention.schedule_purge). True when a run was queued."""
-    from kernel.redis_client import get_redis
-
-    expires = int((after + timedelta(hours=1)).total_seconds())
-    if not get_redis().set(_SCHEDULED_KEY, "1", nx=not replace, ex=expires):
-        return False
-    sync_all_rosters.using(run_after=timezone.now() + after).enqueue()
-    return True
+    """Queue the daily run `after` from now unless one is queued already
+    (kernel.schedule.schedule_once). True when a run was queued."""
+    return schedule_once(sync_all_rosters, _SCHEDULED_KEY, after=after, replace=replace)

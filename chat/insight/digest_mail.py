@@ -19,11 +19,12 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from chat.insight import topics
 from chat.models import DigestSubscription, Prompt
+from kernel.schedule import schedule_once
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +110,8 @@ def mail_one(row: DigestSubscription, week: topics.Week) -> bool:
 
 
 def schedule_mail(*, after: timedelta, replace: bool = False) -> bool:
-    """Queue the mail task to run `after` from now, unless one is queued already (as
-    chat.insight.retention.schedule_purge). True when a run was queued."""
+    """Queue the mail task to run `after` from now, unless one is queued already
+    (kernel.schedule.schedule_once). True when a run was queued."""
     from chat.tasks import mail_weekly_topics  # the task module imports this one
-    from kernel.redis_client import get_redis
 
-    expires = int((after + timedelta(hours=1)).total_seconds())
-    if not get_redis().set(_SCHEDULED_KEY, "1", nx=not replace, ex=expires):
-        return False
-    mail_weekly_topics.using(run_after=timezone.now() + after).enqueue()
-    return True
+    return schedule_once(mail_weekly_topics, _SCHEDULED_KEY, after=after, replace=replace)

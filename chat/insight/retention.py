@@ -17,6 +17,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from chat.models import ChatSession, Message, Prompt
+from kernel.schedule import schedule_once
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +66,8 @@ def purge_expired(now: datetime | None = None, *, dry_run: bool = False) -> Purg
 
 
 def schedule_purge(*, after: timedelta, replace: bool = False) -> bool:
-    """Queue the purge task to run `after` from now, unless one is queued already (several
-    workers start at once; a Redis key with an expiry names the one that queues it). `replace`
-    queues the next run from the running task itself. True when a run was queued."""
+    """Queue the purge task to run `after` from now, unless one is queued already
+    (kernel.schedule.schedule_once). True when a run was queued."""
     from chat.tasks import purge_expired_chats  # the task module imports this one
-    from kernel.redis_client import get_redis
 
-    expires = int((after + timedelta(hours=1)).total_seconds())
-    if not get_redis().set(_SCHEDULED_KEY, "1", nx=not replace, ex=expires):
-        return False
-    purge_expired_chats.using(run_after=timezone.now() + after).enqueue()
-    return True
+    return schedule_once(purge_expired_chats, _SCHEDULED_KEY, after=after, replace=replace)
