@@ -164,19 +164,13 @@ class MessageInline(admin.StackedInline):
         return False
 
 
-class ViewOnlyAdmin(admin.ModelAdmin):
+class ViewOnlyAdmin(ReadOnlyAdmin):
     """What a student wrote and how it was answered, to read: nothing here is changed, added or
     deleted by staff. A chat's privacy level stays the one it started under, its messages are the
     student's, and only its student deletes it (access.rules.get_session_for_delete)."""
 
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in self.model._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -290,6 +284,9 @@ class TeacherAnswerAdmin(ReadOnlyAdmin):
 @admin.register(TeacherAnswerFile)
 class TeacherAnswerFileAdmin(ReadOnlyAdmin):
     list_display = ("answer", "file_id", "file_name")
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # the rows that expire an answer when a file it cites changes (chat/insight/answers.py)
 
 
 @admin.register(TopicDigest)

@@ -136,19 +136,13 @@ class SourceFileAdmin(admin.ModelAdmin):
 
 
 @admin.register(PageCorrection)
-class PageCorrectionAdmin(admin.ModelAdmin):
+class PageCorrectionAdmin(ReadOnlyAdmin):
     """The record of who corrected what: read only here (a correction is made on the file page or
     through the API, which re-index the file; an edit here would not)."""
 
     list_display = ("source", "page", "user", "created")
     search_fields = ("source__original_name", "user__username")
     readonly_fields = ("source", "page", "markdown", "previous", "user", "created")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(SearchCheck)

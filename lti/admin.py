@@ -118,27 +118,12 @@ class ResourceLinkAdmin(admin.ModelAdmin):
 
 
 @admin.register(CourseContext)
-class CourseContextAdmin(admin.ModelAdmin):
+class CourseContextAdmin(ReadOnlyAdmin):
     """Courses whose roster is synced; their sync settings are the teachers' (the roster page)."""
 
     list_display = ("title", "context_id", "platform", "synced")
     list_filter = ("platform",)
     search_fields = ("title", "context_id")
-    fields = (
-        "platform",
-        "context_id",
-        "deployment_id",
-        "title",
-        "memberships_url",
-        "differences_url",
-        "instructors_co_teach",
-        "leavers",
-        "synced",
-    )
-    readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(CourseMember)

@@ -217,7 +217,7 @@ def latest_logs(prompt: Prompt) -> list[tuple[CourseContext, SyncLog | None]]:
 
 
 def change_course(course: CourseContext, *, instructors_co_teach: bool, leavers: str) -> CourseContext:
-    """The one write of a course's sync settings (the roster page and the admin)."""
+    """The one write of a course's sync settings (the roster page)."""
     from kernel.errors import InvalidInput
 
     if leavers not in Leavers.values:
