@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts import confirmation
 from accounts.models import User
 from accounts.resets import mail_configured
-from kernel.ratelimit import RateLimited, address_confirmation_by_user
+from kernel.ratelimit import address_confirmation_by_user
 
 
 class NameForm(forms.ModelForm):
@@ -77,12 +77,7 @@ def ask_confirmation(request):
     elif user.email_is_confirmed:
         messages.info(request, _("Your address %(address)s is already confirmed.") % {"address": user.email})
     else:
-        try:
-            address_confirmation_by_user().hit(user.pk)
-        except RateLimited as exc:
-            response = render(request, "error.html", {"title": _("Too many attempts"), "message": str(exc)}, status=429)
-            response["Retry-After"] = str(exc.retry_after)
-            return response
+        address_confirmation_by_user().hit(user.pk)  # RateLimited: a 429 page with Retry-After (the middleware)
         from accounts import tasks
 
         tasks.mail_address_confirmation.enqueue(user.pk, user.email, request.build_absolute_uri("/").rstrip("/"))
