@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Protocol
 
-import httpx2
-import openai
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from rag.providers import http1
 from rag.providers.base import ChatMessage, Done, UnknownModel
-from rag.providers.openai import NO_KEY, _translate_errors
+from rag.providers.openai import _translate_errors, make_client
 
 SELF_HARM = "self-harm"
 # Llama Guard 3's hazard categories (its model card), as the moderation endpoint names them.
@@ -64,19 +62,15 @@ class EndpointModeration:
             raise UnknownModel(_("'moderation:%(model)s' needs a server: set MODERATION_BASE_URL.") % {"model": model})
         self.name, self.host, self.api_key, self.timeout = model, base_url, api_key, timeout
 
+    @cached_property
+    def _client(self):
+        # One client (and its connection pool) per configured endpoint and process, as the chat
+        # providers keep theirs: get_moderation_model hands out the same instance (_endpoint).
+        return make_client(self.host, self.timeout, api_key=self.api_key)
+
     def moderate(self, text: str) -> Verdict:
-        client = openai.OpenAI(
-            base_url=self.host,
-            api_key=self.api_key or NO_KEY,
-            timeout=httpx2.Timeout(self.timeout, connect=min(self.timeout, 5.0)),
-            max_retries=0,
-            http_client=httpx2.Client(verify=http1.tls_context()),
-        )
-        try:
-            with _translate_errors(self.host, self.name):
-                response = client.moderations.create(model=self.name, input=text)
-        finally:
-            client.close()
+        with _translate_errors(self.host, self.name):
+            response = self._client.moderations.create(model=self.name, input=text)
         result = response.results[0]
         categories = result.categories.model_dump(by_alias=True)
         flagged = tuple(sorted(name for name, hit in categories.items() if hit))
@@ -109,6 +103,11 @@ def _guard_verdict(answer: str, prompt_tokens: int, completion_tokens: int) -> V
     return Verdict(flagged, categories, prompt_tokens, completion_tokens)
 
 
+@lru_cache(maxsize=8)
+def _endpoint(model: str, base_url: str, api_key: str, timeout: float) -> EndpointModeration:
+    return EndpointModeration(model, base_url=base_url, api_key=api_key, timeout=timeout)
+
+
 def get_moderation_model(name: str | None = None) -> ModerationModel | None:
     """The safety check MODERATION_MODEL names; None when none is configured."""
     from rag.providers.registry import get_chat_model
@@ -118,12 +117,7 @@ def get_moderation_model(name: str | None = None) -> ModerationModel | None:
         return None
     kind, _sep, model = name.partition(":")
     if kind == "moderation" and model:
-        return EndpointModeration(
-            model,
-            base_url=settings.MODERATION_BASE_URL,
-            api_key=settings.MODERATION_API_KEY,
-            timeout=settings.MODERATION_TIMEOUT,
-        )
+        return _endpoint(model, settings.MODERATION_BASE_URL, settings.MODERATION_API_KEY, settings.MODERATION_TIMEOUT)
     if kind == "guard" and model:
         return GuardModeration(get_chat_model(model, timeout=settings.MODERATION_TIMEOUT))
     raise UnknownModel(

@@ -50,12 +50,13 @@ log = logging.getLogger(__name__)
 NO_KEY = "none"  # local servers need no key, but the client insists on one
 
 
-def make_client(base_url: str, timeout: float) -> openai.OpenAI:
+def make_client(base_url: str, timeout: float, *, api_key: str | None = None) -> openai.OpenAI:
     """Retries are ours to decide (a chat turn must not silently wait through three). The client
-    runs on httpx2 (the SDK's own HTTP library), with the process's one TLS context."""
+    runs on httpx2 (the SDK's own HTTP library), with the process's one TLS context. The key is
+    OPENAI_API_KEY unless another server's is given."""
     return openai.OpenAI(
         base_url=base_url,
-        api_key=settings.OPENAI_API_KEY or NO_KEY,
+        api_key=(settings.OPENAI_API_KEY if api_key is None else api_key) or NO_KEY,
         timeout=httpx2.Timeout(timeout, connect=min(timeout, 5.0)),
         max_retries=0,
         http_client=httpx2.Client(verify=http1.tls_context()),
