@@ -18,9 +18,7 @@ did not refuse.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -28,7 +26,7 @@ from django.utils.translation import gettext as _
 from chat.checks.grounded import Groundedness, measure
 from chat.turn.citations import cited_numbers
 from chat.turn.tools import TOOL_NAME
-from rag.ingest.normalize import search_form
+from rag.ingest.normalize import canonical_number, compare_form, search_form
 
 # A check whose answer cites passages fails when a smaller share of its sentences is supported by them
 # (chat/checks/grounded.py; docs/ARCHITECTURE.md "Answer checks").
@@ -39,28 +37,12 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)+")
 _NOT_WORD = re.compile(r"[^\w.]+|(?<!\d)\.|\.(?!\d)|_")
 
 
-def _number(match: re.Match) -> str:
-    text = match.group(0)
-    groups = re.split(r"[.,]", text)
-    separators = re.findall(r"[.,]", text)
-    if len(set(separators)) == 1 and all(len(g) == 3 for g in groups[1:]):
-        whole, fraction = "".join(groups), ""
-    else:
-        whole, fraction = "".join(groups[:-1]), groups[-1]
-    try:
-        value = Decimal(f"{whole}.{fraction}" if fraction else whole)
-    except InvalidOperation:
-        return text
-    plain = format(value.normalize(), "f")
-    return plain.rstrip("0").rstrip(".") if "." in plain else plain
-
-
 def normal(text: str) -> str:
-    """`text` in the one form facts, forbidden phrases and answers are compared in."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold()
+    """`text` in the one form facts, forbidden phrases and answers are compared in (rag's
+    `compare_form`, numbers by `canonical_number`, as the leak guard compares them)."""
+    text = compare_form(text)
     text = _SPACED_THOUSANDS.sub(lambda m: m.group(1) + re.sub(r"\D", "", m.group(2)), text)
-    text = _NUMBER.sub(_number, text)
+    text = _NUMBER.sub(lambda m: canonical_number(m.group(0)), text)
     return " ".join(_NOT_WORD.sub(" ", text).split())
 
 

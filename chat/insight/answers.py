@@ -16,7 +16,6 @@ and in the API (`expired: true`) and saves it again to serve it.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -28,6 +27,7 @@ from chat.models import Prompt, TeacherAnswer, TeacherAnswerFile
 from kernel.errors import Conflict, InvalidInput, NotFound
 from kernel.formats import number
 from kernel.rendering import render_markdown
+from rag.ingest.normalize import compare_form
 
 MAX_QUESTION_CHARS = 500
 MAX_ANSWER_CHARS = 20_000
@@ -37,10 +37,8 @@ _WORDS = re.compile(r"[^\W_]+")
 
 def question_key(text: str) -> str:
     """ "When is the EXAM??", "  when is the exam " and "Whén is the exam" are one key; words in
-    every alphabet are kept, in order."""
-    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFC", text).casefold())
-    bare = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return " ".join(_WORDS.findall(bare))[:MAX_QUESTION_CHARS]
+    every alphabet are kept, in order (rag's `compare_form`)."""
+    return " ".join(_WORDS.findall(compare_form(text)))[:MAX_QUESTION_CHARS]
 
 
 def answer_for(prompt_id: int, text: str) -> TeacherAnswer | None:

@@ -25,11 +25,12 @@ never reach the student. N is chosen by measurement (bench/leakguard.py, docs/BE
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
+
+from rag.ingest.normalize import canonical_number, compare_form
 
 # Words per n-gram, measured (bench/leakguard.py, docs/BENCHMARKS.md): 3 and 4 stop tutors' hints that
 # reuse the exercise's wording ("the net force on the block"), 5 is the shortest that stops none of
@@ -41,7 +42,8 @@ RESULT_DIGITS = 3  # a result this precise ("= 3.03") leaks with one word beside
 
 _OPERATORS = "=+/<>≤≥≈≠±√"
 # A number (with its separators: 1,000.5 / 1 000,5 / 3.03), a word (letters of any alphabet), an operator.
-_TOKEN = re.compile(rf"\d{{1,3}}(?:[ \u00a0\u202f]\d{{3}})+(?:[.,]\d+)?(?!\d)|\d+(?:[.,]\d+)*|[^\W\d_]+|[{_OPERATORS}]")
+_WORD = r"[^\W\d_](?:[^\W\d_]|[\u0300-\u036f])*"  # combining marks too: a stress mark cuts no word in two
+_TOKEN = re.compile(rf"\d{{1,3}}(?:[ \u00a0\u202f]\d{{3}})+(?:[.,]\d+)?(?!\d)|\d+(?:[.,]\d+)*|{_WORD}|[{_OPERATORS}]")
 # LaTeX and Markdown words that are layout, not content: `2 \cdot 45` is `2 * 45` is `2 × 45`.
 _LAYOUT = frozenset({"cdot", "times", "left", "right", "mathrm", "text", "textbf", "mathbf", "quad", "displaystyle"})
 _OPERATOR_TOKENS = frozenset("=+/<>≠±")
@@ -57,31 +59,13 @@ class Leak(Exception):  # noqa: N818 — a finding, raised to end the model's st
         self.words = words
 
 
-def canonical_number(raw: str) -> str:
-    """One spelling per number: separators of thousands dropped, the decimal mark a point, no
-    leading or trailing zeros that say nothing. A comma followed by exactly three digits is read
-    as thousands (1,000), any other comma as the decimal mark (3,03); a single point is decimal."""
-    text = re.sub(r"[ \u00a0\u202f]", "", raw)
-    if "," in text and "." in text:
-        last = max(text.rfind(","), text.rfind("."))
-        text = re.sub(r"[.,]", "", text[:last]) + "." + text[last + 1 :]
-    elif "," in text:
-        parts = text.split(",")
-        thousands = len(parts) > 2 or all(len(p) == 3 for p in parts[1:])
-        text = "".join(parts) if thousands else ".".join(parts)
-    elif text.count(".") > 1:
-        text = text.replace(".", "")
-    whole, _, fraction = text.partition(".")
-    whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
-    return f"{whole}.{fraction}" if fraction else whole
-
-
+@lru_cache(maxsize=8192)  # called for every streamed word; a course's words repeat
 def normal(token: str) -> str | None:
-    """The token as compared (None: layout, not content)."""
+    """The token as compared (None: layout, not content), in the one comparison form
+    (rag.ingest.normalize: `compare_form`, `canonical_number`)."""
     if token[0].isdigit():
         return canonical_number(token)
-    folded = unicodedata.normalize("NFKD", token.casefold())
-    word = "".join(c for c in folded if not unicodedata.combining(c))
+    word = compare_form(token)
     if word in _LAYOUT:
         return None
     return _SAME_OPERATOR.get(word, word)

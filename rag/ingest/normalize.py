@@ -109,6 +109,34 @@ def search_form(text: str, language: str = "") -> str:
     return unicodedata.normalize("NFC", _STRESS_MARKS.sub("", text))
 
 
+def compare_form(text: str) -> str:
+    """`search_form` with every remaining mark dropped (`café` = `cafe`): the one form in which a
+    teacher's phrases, protected material, questions and answers are compared with each other
+    (answer checks, the leak guard, teachers' answers). Never shown to anyone."""
+    decomposed = unicodedata.normalize("NFKD", search_form(text))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def canonical_number(raw: str) -> str:
+    """One spelling per number, wherever it is compared: separators of thousands dropped, the
+    decimal mark a point, no leading or trailing zeros that say nothing. A comma followed by
+    exactly three digits is read as thousands (1,000), any other comma as the decimal mark (3,03);
+    a single point is decimal."""
+    text = re.sub(r"[ \u00a0\u202f]", "", raw)
+    if "," in text and "." in text:
+        last = max(text.rfind(","), text.rfind("."))
+        text = re.sub(r"[.,]", "", text[:last]) + "." + text[last + 1 :]
+    elif "," in text:
+        parts = text.split(",")
+        thousands = len(parts) > 2 or all(len(p) == 3 for p in parts[1:])
+        text = "".join(parts) if thousands else ".".join(parts)
+    elif text.count(".") > 1:
+        text = text.replace(".", "")
+    whole, _, fraction = text.partition(".")
+    whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
+
+
 def normalize_text(text: str) -> str:
     """Extracted text as it is indexed: `fold_characters`, control characters removed, hyphenated
     line breaks joined, line ends and blank lines tidied."""
