@@ -91,7 +91,7 @@ def embed_texts(
     while done < len(missing):
         if cancelled():
             raise IngestCancelled
-        indexes = _fitting(missing[done : done + size], texts)
+        indexes = missing[done : done + size]
         started = time.monotonic()
         fresh = model.embed_batch([texts[i] for i in indexes])
         size = next_batch_size(size, len(indexes), time.monotonic() - started)
@@ -101,21 +101,6 @@ def embed_texts(
         done += len(indexes)
         progress(cached + done)
     return [v for v in vectors if v is not None], cached
-
-
-def _fitting(indexes: list[int], texts: Sequence[str]) -> list[int]:
-    """The first of `indexes` whose texts hold at most INGEST_EMBED_BATCH_CHARS together (at least
-    one). An in-process model's memory for a batch grows with its texts' length times their number:
-    32 passages of 1,000 characters took a job process ~260 MiB more than 8 of them, no faster
-    per passage (docs/RELIABILITY.md, "Memory"); short passages still go 32 at a time."""
-    taken: list[int] = []
-    chars = 0
-    for i in indexes:
-        chars += len(texts[i])
-        if taken and chars > settings.INGEST_EMBED_BATCH_CHARS:
-            break
-        taken.append(i)
-    return taken
 
 
 def next_batch_size(size: int, texts: int, seconds: float) -> int:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 from typing import Self
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 
 from rag.providers import threads
@@ -81,18 +82,34 @@ class MiniLMEmbedder:
             return _models["minilm"]
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        # The caller sizes the batch (rag/ingest/embedding.py) and sends it longest first. In this
+        # process the model's memory for one forward pass grows with its passages' length times
+        # their number (32 passages of 1,000 characters took ~260 MiB more than 8 of them, no faster
+        # per passage: docs/RELIABILITY.md), so a batch is encoded in parts of at most
+        # INGEST_EMBED_BATCH_CHARS characters; a model server sizes its own.
         if not texts:
             return []
-        # One call is one batch: the caller sizes it (rag/ingest/embedding.py), and the model sorts
-        # it by length so that short passages are not padded to the longest of another batch.
-        vectors = self._model().encode(
-            list(texts),
-            batch_size=len(texts),
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return vectors.tolist()
+        model = self._model()
+        vectors: list[list[float]] = []
+        for part in _parts(texts, settings.INGEST_EMBED_BATCH_CHARS):
+            encoded = model.encode(
+                part, batch_size=len(part), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
+            vectors.extend(encoded.tolist())
+        return vectors
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_batch([self.query_prefix + text])[0]
+
+
+def _parts(texts: Sequence[str], most_chars: int) -> list[list[str]]:
+    """`texts` in order, cut into runs of at most `most_chars` characters (each at least one text)."""
+    parts: list[list[str]] = []
+    chars = 0
+    for text in texts:
+        if not parts or (chars + len(text) > most_chars and parts[-1]):
+            parts.append([])
+            chars = 0
+        parts[-1].append(text)
+        chars += len(text)
+    return parts
