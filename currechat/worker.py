@@ -58,12 +58,11 @@ def preload_modules() -> float | None:
     weights; the seconds it took, or None if nothing is needed (the default embedder runs on a
     model server)."""
     from rag.providers import threads
-    from rag.providers.registry import load_local_embedder, split_name
+    from rag.providers.registry import load_local_embedder
 
-    # Before torch is imported: it sizes its pools from the environment then.
-    threads.use(threads.for_jobs(), before_fork=True)
-    if split_name(settings.EMBEDDING_MODEL)[0] != "local":
-        return None
+    # Before torch is imported (it sizes its pools from the environment then), and one thread: this
+    # process forks the job processes, which set their own count (threads.use).
+    threads.use(1)
     return load_local_embedder(settings.EMBEDDING_MODEL)
 
 

@@ -27,6 +27,10 @@ from currechat import lifeline
 
 log = logging.getLogger("currechat.worker")
 
+# The longest pause between two pings of an unreachable Redis, for rq's own wait and ours alike: a
+# ping is cheap, and work waiting in the queue starts this soon after Redis is back.
+LONGEST_WAIT = 2.0
+
 
 def redis_is_back(connection: redis.Redis, *, max_wait: float = 30.0, stop: Callable[[], bool] = lambda: False) -> bool:
     """Block until Redis answers, with backoff (1 s doubling to `max_wait`); False when `stop()`
@@ -61,7 +65,7 @@ class SteadyScheduler(RQScheduler):
             except (redis.ConnectionError, redis.TimeoutError):
                 self.log.warning("The scheduler lost Redis; it goes on when Redis is back")
             self._scheduled_job_registries = []
-            redis_is_back(self.connection, max_wait=5.0, stop=lambda: self._stop_requested)
+            redis_is_back(self.connection, max_wait=LONGEST_WAIT, stop=lambda: self._stop_requested)
         # Asked to stop while Redis was away: its locks and registration expire by themselves.
         self.log.info("Scheduler stopped while Redis was unreachable")
 
@@ -70,8 +74,8 @@ class RidesOutages(Worker):
     """The outage handling of our worker class (the module's docstring)."""
 
     # rq waits for an unreachable Redis 1 s, doubling up to 60 s: a file uploaded just after a 30 s
-    # outage waited up to 26 s for an idle worker. Reconnect attempts are a ping, so cap them at 2 s.
-    max_connection_wait_time = 2.0
+    # outage waited up to 26 s for an idle worker.
+    max_connection_wait_time = LONGEST_WAIT
     _signalled = False
 
     def work(self, burst: bool = False, *args, **kwargs) -> bool:
@@ -87,7 +91,7 @@ class RidesOutages(Worker):
             log.warning("Worker %s lost Redis; waiting for it to come back", self.name)
             self._reap_horse()
             try:
-                if not redis_is_back(self.connection, max_wait=5.0, stop=lambda: self._signalled):
+                if not redis_is_back(self.connection, max_wait=LONGEST_WAIT, stop=lambda: self._signalled):
                     return worked
             except StopRequested:  # the signal arrived while we waited (rq raises it from its handler)
                 return worked
