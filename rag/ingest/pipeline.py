@@ -134,7 +134,7 @@ def _ride_out_redis(ctx: RunContext, exc: Exception, deadline: float) -> None:
     """Return once Redis answers again; re-raise `exc` when it is still away at `deadline` (the
     file then fails with its sentence and a Retry). Cancel is checked meanwhile (it lives in the
     database), and the file keeps beating (its Heartbeat)."""
-    from kernel.redis_client import get_redis
+    from kernel.redis_client import get_index_redis  # the index's own Redis, when REDIS_INDEX_URL names one
 
     ctx.progress(0.0, _("Waiting for the search index (Redis) to come back"), force=True)
     pause, longest = REDIS_POLL_SECONDS
@@ -144,7 +144,7 @@ def _ride_out_redis(ctx: RunContext, exc: Exception, deadline: float) -> None:
         if time.monotonic() >= deadline:
             raise exc
         try:
-            get_redis().ping()
+            get_index_redis().ping()
             return
         except (redis.ConnectionError, redis.TimeoutError):
             pass
