@@ -202,8 +202,9 @@ def warm_up_local_embedder(name: str | None = None) -> float | None:
     not wait for it (about 4 s on our machines). Returns the seconds it took; None for models
     that run on a server, which loads them itself."""
     name = name or settings.EMBEDDING_MODEL
-    if split_name(name)[0] != "local":
+    loaded = load_local_embedder(name)
+    if loaded is None:
         return None
     started = time.perf_counter()
     get_embedding_model(name).embed_query("warm-up")
-    return time.perf_counter() - started
+    return loaded + time.perf_counter() - started

@@ -50,23 +50,20 @@ def for_queries() -> int:
     return settings.EMBED_QUERY_THREADS
 
 
-def use(threads: int, *, before_fork: bool = False) -> None:
-    """Compute on `threads` threads in this process from now on.
-
-    `before_fork`: this process forks job processes later (the worker), so it computes on one
-    thread itself: a process whose OpenMP pool has started must not fork (the pool's threads are
-    not copied, and the child's first parallel step waits for them forever). Each job process
-    then calls `use` again for its own count."""
-    own = 1 if before_fork else threads
+def use(threads: int) -> None:
+    """Compute on `threads` threads in this process from now on. A process that forks job
+    processes later (the worker) computes on one itself: a process whose OpenMP pool has started
+    must not fork (the pool's threads are not copied, and the child's first parallel step waits for
+    them forever); each job process then calls `use` again for its own count."""
     for variable in THREAD_VARIABLES:
-        os.environ[variable] = str(own)
+        os.environ[variable] = str(threads)
     os.environ.setdefault(*WAIT_POLICY)
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.set_num_threads(own)
+        torch.set_num_threads(threads)
     _set_interop_threads(torch)
     global _chosen
-    _chosen = (os.getpid(), own)
+    _chosen = (os.getpid(), threads)
 
 
 def _set_interop_threads(torch) -> None:
