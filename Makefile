@@ -108,11 +108,12 @@ test: $(STAMP) redis-libssl browser postgres xmlsec nginx libreoffice gettext me
 	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-postgres
 
-# The suite again on PostgreSQL (every model, migration and write path; the browser tests, which
-# exercise pages rather than the database, run on SQLite only; the deployment test runs on its own
-# PostgreSQL in both runs, so once is enough).
+# The suite again on PostgreSQL: the tests that reach the database (every model, migration and write
+# path; tests/services.py --database-tests-only). The others (settings, parsing, processes on SQLite
+# of their own) and the browser tests, which exercise pages rather than the database, ran in the
+# SQLite pass; the deployment test runs on its own PostgreSQL in both runs, so once is enough.
 test-postgres: $(STAMP) redis-libssl postgres xmlsec messages node_modules/axe-core/axe.min.js
-	TEST_DATABASE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not browser and not deployment" $(PYTEST_ARGS)
+	TEST_DATABASE=postgres $(BIN)/python -m pytest $(PARALLEL) -m "not browser and not deployment" --database-tests-only $(PYTEST_ARGS)
 
 # Quick feedback while working: no browser tests, no tests marked slow, no type check.
 test-fast: $(STAMP) redis-libssl xmlsec messages node_modules/axe-core/axe.min.js

@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts.models import User
+from chat.course import privacy_levels as levels
 from chat.models import (
     ChatSession,
     Enrollment,
@@ -29,7 +30,6 @@ from chat.models import (
     enrolled_q,
     open_now_q,
 )
-from chat.privacy import levels
 from collections_app.models import Collection, SourceFile
 from kernel.errors import Forbidden, NotAuthenticated, NotFound
 from kernel.formats import moment
@@ -66,6 +66,13 @@ def require_teacher(user) -> None:
     require_login(user)
     if not user.is_teacher:
         raise Forbidden(_("Only teachers can do this."))
+
+
+def require_staff(user) -> None:
+    """The service's administrators (admin-site access), as the database says now."""
+    require_login(user)
+    if not user.is_staff:
+        raise Forbidden(_("Only the service's administrators can see this."))
 
 
 def searchable_collections(user) -> QuerySet:
@@ -302,10 +309,17 @@ def get_session_for_read(user, pk: int):
 
 def get_session_for_write(user, pk: int):
     """A chat the user may write in now: their own, on a prompt they may chat with now."""
-    session = get_session_for_read(user, pk)
-    if session.user_id != user.pk:
+    require_login(user)
+    session = ChatSession.objects.select_related("prompt").filter(pk=pk).first()
+    if session is None or session.user_id != user.pk:
+        get_session_for_read(user, pk)  # 404 unless they may read it
         raise Forbidden(_("You can read this chat but only its student can write in it."))
-    check_may_chat(user, session.prompt)
+    # Their own chat is readable exactly while they teach or are enrolled in its prompt, which
+    # `check_may_chat` reads anyway: every message asks it once, not twice (issue 44).
+    try:
+        check_may_chat(user, session.prompt)
+    except NotFound:
+        raise Forbidden(str(REMOVED)) from None  # as `get_session_for_read` tells the chat's student
     return session
 
 

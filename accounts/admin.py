@@ -1,11 +1,10 @@
-from collections.abc import Callable
-
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts.invitations import CoTeaching
 from accounts.models import ApiToken, User
 from accounts.resets import deliver_reset_link
 from kernel.errors import CurreChatError
@@ -102,8 +101,7 @@ class InvitationAdmin(admin.ModelAdmin):
     list_display: tuple[str, ...] = ("email", "created_by", "created", "expires", "used_by", "withdrawn_at")
     search_fields = ("email", "created_by__username")
     actions = ["withdraw"]
-    withdraw_write: Callable  # the app's writer: (actor, target, invitation id)
-    target_field: str
+    coteaching: CoTeaching  # the kind's writer (accounts/invitations.py)
 
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in self.model._meta.fields]
@@ -121,6 +119,6 @@ class InvitationAdmin(admin.ModelAdmin):
     def withdraw(self, request, queryset):
         for invitation in queryset:
             try:
-                type(self).withdraw_write(request.user, getattr(invitation, self.target_field), invitation.pk)
+                self.coteaching.withdraw(request.user, invitation.target, invitation.pk)
             except CurreChatError as exc:
                 self.message_user(request, f"{invitation.email}: {exc}", messages.ERROR)

@@ -22,6 +22,7 @@ class TeacherOut(Schema):
     id: int
     username: str
     name: str = Field(description="The teacher's full name, or empty.")
+    label: str = Field(description="How to show the teacher: the name, with a chosen username to tell namesakes apart.")
     email: str | None = Field(description="The address, only when it is exactly what was typed.")
 
 
@@ -45,4 +46,6 @@ def lookup_teachers(request, query: Query[LookupQuery]):
 def _out(user: User, text: str) -> TeacherOut:
     # The address only when typed in full: a beginning finds a colleague but shows no one's address.
     email = user.email if user.email and user.email.casefold() == text.casefold() else None
-    return TeacherOut(id=user.pk, username=user.username, name=user.get_full_name(), email=email)
+    return TeacherOut(
+        id=user.pk, username=user.username, name=user.get_full_name(), label=user.picker_label, email=email
+    )

@@ -12,22 +12,15 @@ reset links; the link is made there, never stored in the queue.
 
 from __future__ import annotations
 
-import logging
-import smtplib
-
-from django.conf import settings
 from django.contrib.auth.tokens import PasswordResetTokenGenerator
-from django.core.mail import EmailMessage
-from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.encoding import force_bytes, force_str
 from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
+from accounts.mail import mail_user
 from accounts.models import User
-
-log = logging.getLogger(__name__)
 
 
 class _AddressTokens(PasswordResetTokenGenerator):
@@ -70,12 +63,6 @@ def confirm(user: User) -> None:
 
 def mail_confirmation(user: User, link: str) -> bool:
     """Mail `link` to `user`'s address, in their language; False (logged) when the server fails."""
-    with translation.override(user.language or settings.LANGUAGE_CODE):
-        subject = _("Confirm your email address for CurreChat")
-        body = render_to_string("accounts/confirm_mail.txt", {"user": user, "link": link})
-    try:
-        EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [user.email]).send()
-    except (smtplib.SMTPException, OSError):
-        log.exception("Could not mail an address confirmation link to user %s", user.pk)
-        return False
-    return True
+    subject = gettext_lazy("Confirm your email address for CurreChat")
+    context = {"user": user, "link": link}
+    return mail_user(user, subject, "accounts/confirm_mail.txt", context, about="an address confirmation link")

@@ -13,10 +13,20 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from kernel.errors import InvalidInput
+
 
 class Role(models.TextChoices):
     TEACHER = "teacher", _("Teacher")
     STUDENT = "student", _("Student")
+    # Made by accepting an invitation to co-teach (accounts/invitations.py): co-teaches what it was
+    # invited to, and nothing else a teacher may (no prompts or collections of its own).
+    GUEST = "guest", _("Co-teacher by invitation")
+
+
+# Usernames a campus sign-in (sso/provision.py) or a platform launch (lti/provision.py) makes from a
+# hash: nobody knows a person by them.
+MADE_USERNAME_PREFIXES = ("sso-", "lti-")
 
 
 class User(AbstractUser):
@@ -48,9 +58,35 @@ class User(AbstractUser):
         return bool(self.email) and self.email_confirmed == self.email
 
     @property
+    def display_name(self) -> str:
+        """How pages show this person: the name they, their university or their learning platform
+        gave; else, for an account made by a sign-in (whose username is a hash, "sso-37cb…"), the
+        address it gave; else the username. The one helper for headers, rosters and suggestions."""
+        if full := self.get_full_name():
+            return full
+        if self.email and self.username.startswith(MADE_USERNAME_PREFIXES):
+            return self.email
+        return self.username
+
+    @property
+    def picker_label(self) -> str:
+        """The display name, with the username when that is one a person chose (so two colleagues of
+        the same name stay apart): "Outi Opettaja (outi)", "Sami Virtanen"."""
+        shown = self.display_name
+        if shown == self.username or self.username.startswith(MADE_USERNAME_PREFIXES):
+            return shown
+        return f"{shown} ({self.username})"
+
+    @property
     def is_teacher(self) -> bool:
         # Superusers run the instance and may do everything a teacher does.
         return self.role == Role.TEACHER or self.is_superuser
+
+    @property
+    def may_co_teach(self) -> bool:
+        """Whether the user may teach what they were made a co-teacher of: an active teacher, or a
+        co-teacher by invitation (Role.GUEST), who may teach nothing else."""
+        return self.is_active and (self.is_teacher or self.role == Role.GUEST)
 
     @property
     def sees_api_tokens(self) -> bool:
@@ -65,12 +101,10 @@ def active_teachers() -> models.QuerySet[User]:
     return User.objects.filter(models.Q(role=Role.TEACHER) | models.Q(is_superuser=True), is_active=True)
 
 
-def teachers_named(values: list, *, field: str, may: str) -> list[User]:
+def teachers_named(values: list, *, field: str, may: str, current: frozenset[int] = frozenset()) -> list[User]:
     """The users named (User objects, usernames or email addresses), all active teachers; refuses
     unknown names and anyone else with a sentence naming them as they were typed ("Only active
     teachers can {may}: …"), for `field`. A username wins over an address that looks the same."""
-    from kernel.errors import InvalidInput
-
     typed = list(dict.fromkeys(v.username if isinstance(v, User) else str(v).strip() for v in values))
     typed = [name for name in typed if name]
     by_username = {u.username: u for u in User.objects.filter(username__in=typed)}
@@ -95,13 +129,19 @@ def teachers_named(values: list, *, field: str, may: str) -> list[User]:
         raise InvalidInput(gettext("No such user: %(names)s.") % {"names": ", ".join(missing)}, field=field)
     if no_account:
         sentence = gettext(
-            "Nobody has an account with the address %(addresses)s yet. Invite them with an invitation link instead."
+            "Nobody has an account with the address %(addresses)s yet. Invite them to co-teach instead: "
+            "they get a link by mail to sign up."
         )
         raise InvalidInput(sentence % {"addresses": ", ".join(no_account)}, field=field)
     if several:
         sentence = gettext("Several accounts have the address %(address)s; add the person by their username instead.")
         raise InvalidInput(sentence % {"address": ", ".join(several)}, field=field)
-    not_teachers = sorted(name for user, name in found.values() if not (user.is_teacher and user.is_active))
+    # A co-teacher by invitation stays where they were invited (`current`), and is added nowhere else.
+    not_teachers = sorted(
+        name
+        for user, name in found.values()
+        if not (user.is_teacher and user.is_active) and not (user.pk in current and user.may_co_teach)
+    )
     if not_teachers:
         sentence = gettext("Only active teachers can %(action)s: %(names)s is not one.")
         raise InvalidInput(sentence % {"action": may, "names": ", ".join(not_teachers)}, field=field)
@@ -113,14 +153,20 @@ LOOKUP_MOST = 5
 
 
 def find_teachers(text: str, *, asked_by: User) -> list[User]:
-    """At most LOOKUP_MOST active teachers whose username or address is `text` or begins with it
-    (case-insensitive), exact matches first; never the asker. Shorter text than LOOKUP_MIN_CHARS
+    """At most LOOKUP_MOST active teachers whose username, address, first or last name is `text` or
+    begins with it (case-insensitive), exact matches first; never the asker. Names count because a
+    campus account's username is a hash nobody can type. Shorter text than LOOKUP_MIN_CHARS
     finds nobody: the co-teacher picker never lists every teacher."""
     text = text.strip()
     if len(text) < LOOKUP_MIN_CHARS:
         return []
     exact = models.Q(username__iexact=text) | models.Q(email__iexact=text)
-    begins = models.Q(username__istartswith=text) | models.Q(email__istartswith=text)
+    begins = (
+        models.Q(username__istartswith=text)
+        | models.Q(email__istartswith=text)
+        | models.Q(first_name__istartswith=text)
+        | models.Q(last_name__istartswith=text)
+    )
     ranked = (
         active_teachers()
         .filter(exact | begins)

@@ -21,6 +21,7 @@ from django.utils.safestring import mark_safe
 from accounts.models import User
 
 ADD_SUFFIX = "_add"
+INVITE_SUFFIX = "_invite"  # addresses nobody has, ticked to be invited when the form is saved
 
 
 def split_names(text: str) -> list[str]:
@@ -29,8 +30,7 @@ def split_names(text: str) -> list[str]:
 
 
 def _label(user: User) -> str:
-    full = user.get_full_name()
-    return f"{full} ({user.username})" if full else user.username
+    return user.picker_label
 
 
 class TeacherPicker(forms.Widget):
@@ -38,7 +38,11 @@ class TeacherPicker(forms.Widget):
 
     def value_from_datadict(self, data, files, name):
         kept = data.getlist(name) if hasattr(data, "getlist") else list(data.get(name) or [])
-        return [*kept, *split_names(data.get(name + ADD_SUFFIX, ""))]
+        # An address ticked to be invited is not a co-teacher yet: the view invites it after saving.
+        self.invited = invited_addresses(data, name)
+        skipped = {a.lower() for a in self.invited}
+        typed = [n for n in split_names(data.get(name + ADD_SUFFIX, "")) if n.lower() not in skipped]
+        return [*kept, *typed]
 
     def value_omitted_from_data(self, data, files, name):
         return False  # every box unticked sends nothing: no co-teachers, not "left out"
@@ -53,6 +57,11 @@ class TeacherPicker(forms.Widget):
         context["add_value"] = ", ".join(typed)
         context["disabled"] = bool(context["widget"]["attrs"].get("disabled"))
         context["add_name"] = name + ADD_SUFFIX
+        # The action the error names, right under the box: invite each address nobody has.
+        invited = getattr(self, "invited", [])
+        unknown = [t for t in typed if "@" in t and not User.objects.filter(email__iexact=t).exists()]
+        context["invite_name"] = name + INVITE_SUFFIX
+        context["invite_offers"] = [(a, False) for a in unknown] + [(a, True) for a in invited]
         context["lookup_url"] = reverse("api:teacher_lookup")
         return context
 
@@ -115,6 +124,12 @@ def invitations_section(
         "email": email,
         "days": settings.TEACHER_INVITATION_DAYS,
     }
+
+
+def invited_addresses(data, name: str) -> list[str]:
+    """The addresses ticked under a picker named `name` to be invited when its form is saved."""
+    values = data.getlist(name + INVITE_SUFFIX) if hasattr(data, "getlist") else data.get(name + INVITE_SUFFIX) or []
+    return list(dict.fromkeys(v.strip() for v in values if "@" in v))
 
 
 def unfound_address(form, name: str) -> str:

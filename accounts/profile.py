@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import confirmation
+from accounts import confirmation, tasks
 from accounts.models import User
 from accounts.resets import mail_configured
 from kernel.ratelimit import address_confirmation_by_user
@@ -78,8 +78,6 @@ def ask_confirmation(request):
         messages.info(request, _("Your address %(address)s is already confirmed.") % {"address": user.email})
     else:
         address_confirmation_by_user().hit(user.pk)  # RateLimited: a 429 page with Retry-After (the middleware)
-        from accounts import tasks
-
         tasks.mail_address_confirmation.enqueue(user.pk, user.email, request.build_absolute_uri("/").rstrip("/"))
         sentence = _("A confirmation link is on its way to %(address)s. Open it while signed in to this account.")
         messages.success(request, sentence % {"address": user.email})

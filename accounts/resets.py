@@ -7,29 +7,24 @@ admin, "Forgot your password?" on the login page), or shown to a superuser, who 
 Nobody else is ever shown one: a teacher shown a student's link could sign in as the student and
 read everything they wrote in every course.
 
-Every reset mail is made by `reset_message`, in the user's own language.
+Every reset mail is sent by `mail_link`, in the user's own language. What the pages ask the worker
+to mail is in accounts/reset_requests.py.
 """
 
 from __future__ import annotations
 
-import logging
-import smtplib
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth.forms import PasswordResetForm
 from django.contrib.auth.tokens import default_token_generator
-from django.core.mail import EmailMessage
-from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import translation
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from accounts.models import User
-
-log = logging.getLogger(__name__)
+from accounts.mail import mail_user
+from accounts.models import Role, User
 
 
 def mail_configured() -> bool:
@@ -51,14 +46,6 @@ def reset_path(user: User) -> str:
 def reset_link(request, user: User) -> str:
     """A one-time link that lets `user` choose a new password."""
     return request.build_absolute_uri(reset_path(user))
-
-
-def reset_message(user: User, link: str) -> EmailMessage:
-    """The reset mail to `user` carrying `link`, in the user's language."""
-    with translation.override(user.language or settings.LANGUAGE_CODE):
-        subject = _("Choose a new CurreChat password")
-        body = render_to_string("accounts/reset_mail.txt", {"user": user, "link": link})
-    return EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [user.email])
 
 
 @dataclass(frozen=True)
@@ -86,44 +73,18 @@ def deliver_reset_link(request, maker: User, user: User) -> ResetDelivery:
     return ResetDelivery(note=note, link=link if maker.is_superuser else "")
 
 
-def mail_reset_to_student(request, student: User | None) -> None:
-    """A teacher's request: have `student` mailed a link when they may get one this way (None:
-    nobody, e.g. a username that is not among the teacher's students). Nothing is returned, so what
-    the teacher is told cannot depend on who the username belongs to; the worker sends the mail
-    (accounts/tasks.py) and logs a failure."""
-    from accounts import tasks
-
-    if student is not None and mail_configured() and student.email:
-        tasks.mail_reset_to_student.enqueue(student.pk, request.build_absolute_uri("/").rstrip("/"))
-
-
 def resettable_by_teacher(user: User) -> bool:
     """Whether a teacher's request may reach `user` at all: an active student with a password of
     their own. A platform (LTI) account has none to reset; staff and superusers are reset only by
     a superuser."""
     return (
-        user.is_active and not user.is_teacher and not user.is_staff and not user.is_superuser
+        user.is_active and user.role == Role.STUDENT and not user.is_staff and not user.is_superuser
         and user.has_usable_password()
     )  # fmt: skip
 
 
 def mail_link(user: User, link: str) -> bool:
-    """Send `user` the reset mail with `link`; False (logged) when the mail server fails."""
-    try:
-        reset_message(user, link).send()
-    except (smtplib.SMTPException, OSError):
-        log.exception("Could not mail a password reset link to user %s", user.pk)
-        return False
-    return True
-
-
-class ResetRequestForm(PasswordResetForm):
-    """The login page's "Forgot your password?": Django's form (the same answer whether or not the
-    address is known; mails only active users with a usable password), our mail, sent by the worker
-    (accounts/tasks.py): the page does the same work for every address, known or not, so how long it
-    takes does not tell whether the address belongs to an account."""
-
-    def save(self, request=None, **_options) -> None:  # type: ignore[override]
-        from accounts import tasks
-
-        tasks.mail_reset_for_address.enqueue(self.cleaned_data["email"], request.build_absolute_uri("/").rstrip("/"))
+    """Send `user` the reset mail with `link`, in their language; False (logged) when the mail server fails."""
+    subject = gettext_lazy("Choose a new CurreChat password")
+    context = {"user": user, "link": link}
+    return mail_user(user, subject, "accounts/reset_mail.txt", context, about="a password reset link")

@@ -1,12 +1,14 @@
-"""Background tasks of accounts (django-tasks on the RQ backend, queue "default")."""
+"""Background tasks of accounts (django-tasks on the RQ backend, queue "default"). The pages queue
+them through accounts/reset_requests.py and accounts/profile.py; this module imports neither."""
 
 from __future__ import annotations
 
+from django.contrib.auth.forms import PasswordResetForm
 from django_tasks import task
 
 from accounts.confirmation import confirmation_path, mail_confirmation
 from accounts.models import User
-from accounts.resets import ResetRequestForm, mail_link, reset_path, resettable_by_teacher
+from accounts.resets import mail_link, reset_path, resettable_by_teacher
 
 
 @task(queue_name="default")
@@ -28,8 +30,9 @@ def mail_reset_for_address(email: str, site: str) -> int:
     account with that address and a password of its own (none for an unknown address). Looked up
     here, not in the request, so the page answers alike for every address. Returns the mails sent;
     a failed mail is logged."""
-    # Django's own choice of accounts for an address (active, with a usable password).
-    return sum(mail_link(user, site + reset_path(user)) for user in ResetRequestForm().get_users(email))
+    # Django's own choice of accounts for an address (active, with a usable password); the login
+    # page's form (accounts/reset_requests.ResetRequestForm) inherits it unchanged.
+    return sum(mail_link(user, site + reset_path(user)) for user in PasswordResetForm().get_users(email))
 
 
 @task(queue_name="default")

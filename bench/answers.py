@@ -108,7 +108,7 @@ def passages_answer(body: dict):
 def play_all(qas, collection, fake, mode: str) -> list[dict]:
     from chat.checks.play import Config, play
     from chat.checks.verdicts import GROUNDED_FLOOR, judge
-    from chat.course.usage import UsageMeter
+    from chat.metering.usage import UsageMeter
     from chat.models import Prompt
 
     fake.models = ["qwen3:8b"] if mode == "model" else []

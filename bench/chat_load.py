@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import chat_guard  # noqa: E402
+from bench.harness import cpu_seconds  # noqa: E402  (chat_deploy and chat_guard take it from here too)
 from scripts.redis_stack import RedisStackServer, free_port  # noqa: E402
 
 MARKER = re.compile(r"chat (\d+)")
@@ -117,12 +118,6 @@ def prepare_data(n: int, label: str, chat_model: str, budget: int | None) -> lis
         store.create()
         chats.append((chat.id, store.session_key))
     return chats
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_for_port(port: int, timeout: float = 60.0) -> None:

@@ -122,7 +122,8 @@ def build(name: str, collection_id: int, split: str, questions: int) -> Corpus:
 
 def greedy(texts: list[str], budget: int) -> list[str]:
     """Passages in rank order while they fit (chat/tools' rule before the assembly)."""
-    from chat.turn.budget import PASSAGE_OVERHEAD, estimate_tokens
+    from chat.metering.tokens import estimate_tokens
+    from chat.turn.budget import PASSAGE_OVERHEAD
 
     kept, left = [], budget
     for text in texts:
@@ -171,7 +172,8 @@ def run_set(corpus: Corpus, mode: str, configs: dict[str, Callable[[], None]] | 
     from rank_bm25 import BM25Okapi
 
     from bench.datasets import EmbeddingCache, minilm_embed_batch
-    from chat.turn.budget import PASSAGE_OVERHEAD, estimate_tokens
+    from chat.metering.tokens import estimate_tokens
+    from chat.turn.budget import PASSAGE_OVERHEAD
     from chat.turn.tools import further_hits
     from rag.search import search_collections
 
@@ -216,11 +218,13 @@ def _further(apply: Callable[[], None]) -> int:
     from django.conf import settings
 
     from chat.turn.tools import further_hits
+    from currechat import ragconfig
 
     saved = settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT
     apply()
     depth = further_hits(curate=False)
     settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT = saved
+    ragconfig.configure_rag()
     return depth
 
 
@@ -229,6 +233,7 @@ def grid() -> dict[str, Callable[[], None]]:
     whether the last of the room goes to parts of chunks (rag.context.MIN_PART_CHARS)."""
     from django.conf import settings
 
+    from currechat import ragconfig
     from rag import context
 
     parts_at = context.MIN_PART_CHARS
@@ -237,6 +242,7 @@ def grid() -> dict[str, Callable[[], None]]:
         def apply() -> None:
             settings.CHAT_SEARCH_CANDIDATES, settings.CHAT_NEIGHBOUR_WEIGHT = candidates, weight
             context.MIN_PART_CHARS = parts_at if parts else 10**9
+            ragconfig.configure_rag()  # the library reads its copy (rag.config), not the settings
 
         return apply
 

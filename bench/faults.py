@@ -37,21 +37,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import start_services, stop_services  # noqa: E402
+from bench.harness import start_services, stop_services, wait_for  # noqa: E402
 from bench.ingest import NOTES_DE, NOTES_EN, _vlm_server  # noqa: E402
 
 STALE_SECONDS = 5
 FAKE_EMBEDDER = "ollama:snowflake-arctic-embed2"
-
-
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def children_of(pid: int) -> list[int]:
@@ -238,8 +228,10 @@ def scenario_web(env: Env, user, model_url: str) -> str:
 
     from chat.models import ChatSession, Message, Prompt
     from chat.turn.agent import ORPHANED, start_turn
+    from currechat import ragconfig
 
     settings.OLLAMA_HOST = model_url
+    ragconfig.configure_rag()  # the library reads its copy (rag.config), not the settings
     prompt = Prompt.objects.create(owner=user, name="faults", system_prompt="Be brief.", chat_model="fake-chat")
     session = ChatSession.objects.create(prompt=prompt, user=user)
     started = multiprocessing.Event()

@@ -104,3 +104,40 @@ def evaluate(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> di
         totals["R@15"] += recall_at(ranked, relevant)
         totals["MRR@10"] += mrr_at(ranked, relevant)
     return {name: value / n for name, value in totals.items()}
+
+
+# Measuring and reporting, shared by the benchmarks -----------------------------------------------
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (q in 1…99), interpolated between samples (statistics' "inclusive")."""
+    import statistics
+
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def table(rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table; the first row is its header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in rows]
+    lines.insert(1, "-|-".join("-" * width for width in widths))
+    return "\n".join(f"| {line} |" for line in lines)
+
+
+def wait_for(check, timeout: float, what: str):
+    """Poll `check` until it returns something true, and return that; fail naming `what`."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")

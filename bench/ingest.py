@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import start_services, stop_services, write_section  # noqa: E402
+from bench.harness import start_services, stop_services, table, write_section  # noqa: E402
 from tests.shared_data import shared_data  # noqa: E402
 
 DATA = shared_data(ROOT)
@@ -194,6 +194,7 @@ def vlm_concurrency(user, page_seconds: float, concurrency: int) -> dict[str, fl
 
     from collections_app import files
     from collections_app.models import Collection
+    from currechat import ragconfig
 
     parent, child = multiprocessing.Pipe()
     server = multiprocessing.Process(target=_vlm_server, args=(child, page_seconds, str(NOTES_EN)), daemon=True)
@@ -201,6 +202,7 @@ def vlm_concurrency(user, page_seconds: float, concurrency: int) -> dict[str, fl
     try:
         settings.OLLAMA_HOST = parent.recv()
         settings.INGEST_VLM_CONCURRENCY = concurrency
+        ragconfig.configure_rag()  # the library reads its copy (rag.config), not the settings
         # Embeddings from the test server too: this measures the page pipeline, not the embedder.
         collection = Collection.objects.create(name="vlm", owner=user, embedding_model=FAKE_EMBEDDER)
         source = upload(collection, NOTES_EN, user, "vlm")
@@ -666,13 +668,6 @@ def worker_tree(tmp: Path) -> list[tuple[str, str, str]]:
     own = parent_mem["rss"] + sum(m["uss"] for m in scheduler_mem)
     rows.append(("the tree's memory: main process RSS + scheduler's own (USS)", f"{own:.0f} MiB", ""))
     return rows
-
-
-def table(rows: list[tuple[str, str, str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in rows]
-    lines.insert(1, "-|-".join("-" * w for w in widths))
-    return "\n".join(f"| {line} |" for line in lines)
 
 
 def main() -> int:

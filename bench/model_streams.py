@@ -9,6 +9,9 @@ each), read in this process, which is measured (user + system CPU over the token
   a TextDelta handed to that thread (the same decoder, `wire.decoded`);
 - `reader`: the process's model-stream reader (rag/providers/wire.py) with `on_text`, the threads
   waiting for the end only;
+- `aiohttp`: the same work as `reader` (threads waiting, the same decoder, the text to a callback
+  on the loop) with aiohttp's client on one uvloop loop in a thread, for issue 45's choice between
+  it and our own client (rag/providers/http1.py);
 - `floor`: the least any Python reader could do here: one asyncio (uvloop) loop, httptools, each
   line split off and parsed by orjson, nothing handed on.
 And, with --frames, the same floor for the other half of a streamed token, the websocket frame to
@@ -65,25 +68,31 @@ def _in_threads(one, n: int) -> None:
         worker.join()
 
 
+def _asked(protocol: str):
+    """The URL, body and decoder of one streamed request, as the protocol's provider makes them."""
+    from rag.providers.decoders import OllamaLines, OpenAIEvents
+    from rag.providers.registry import get_chat_model
+
+    model = get_chat_model(MODELS[protocol])
+    host = model.host  # type: ignore[attr-defined]  # both providers' models have one
+    body = {"model": model.name, "messages": [{"role": "user", "content": "count"}], "stream": True}
+    if protocol == "ollama":
+        return host.rstrip("/") + "/api/chat", body, OllamaLines(host)
+    return host.rstrip("/") + "/chat/completions", body, OpenAIEvents(host)
+
+
 def _threads(protocol: str, n: int, spacing: float) -> int:
     """Before: a thread per answer, httpx in it, every token woken for."""
     import httpx
 
-    from rag.providers.decoders import OllamaLines, OpenAIEvents
     from rag.providers.http1 import tls_context
-    from rag.providers.registry import get_chat_model
     from rag.providers.wire import decoded
 
     counts: list[int] = []
 
     def one(i: int) -> None:
-        model = get_chat_model(MODELS[protocol])
         time.sleep(i * spacing)
-        body = {"model": model.name, "messages": [{"role": "user", "content": "count"}], "stream": True}
-        if protocol == "ollama":
-            url, decoder = model.host.rstrip("/") + "/api/chat", OllamaLines(model.host)
-        else:
-            url, decoder = model.host.rstrip("/") + "/chat/completions", OpenAIEvents(model.host)
+        url, body, decoder = _asked(protocol)
         # As the providers made it: the process's one TLS context (a context of its own per
         # client would cost milliseconds each and load the comparison).
         with (
@@ -112,6 +121,56 @@ def _reader(protocol: str, n: int, spacing: float) -> int:
 
     _in_threads(one, n)
     return sum(counts)
+
+
+def _aiohttp(protocol: str, n: int, spacing: float) -> int:
+    """aiohttp in place of our client: one uvloop loop in a thread reads every answer, each line
+    decoded there by the protocol's decoder and its text handed to a callback; the asking threads
+    wait for the end only, as `reader` does."""
+    import aiohttp
+
+    from rag.providers.base import TextDelta
+    from rag.providers.wire import _new_loop
+
+    loop = _new_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    session = asyncio.run_coroutine_threadsafe(_session(aiohttp), loop).result()
+    counts: list[int] = []
+
+    async def read(url: str, body: dict, decoder, on_text) -> None:
+        async with session.post(url, json=body) as response:
+            async for raw in response.content:  # a line at a time, its end included
+                for event in decoder.line(raw.rstrip(b"\r\n").decode()):
+                    if type(event) is TextDelta:
+                        on_text(event.text)
+                if decoder.finished:
+                    break
+            for _event in decoder.end():
+                pass
+
+    def one(i: int) -> None:
+        got: list[str] = []
+        time.sleep(i * spacing)
+        url, body, decoder = _asked(protocol)
+        asyncio.run_coroutine_threadsafe(read(url, body, decoder, got.append), loop).result()
+        counts.append(len(got))
+
+    try:
+        _in_threads(one, n)
+    finally:
+        asyncio.run_coroutine_threadsafe(session.close(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+    return sum(counts)
+
+
+async def _session(aiohttp):
+    """As our client: keep-alive, the process's TLS context, no limit on connections per host."""
+    from rag.providers.http1 import tls_context
+
+    connector = aiohttp.TCPConnector(ssl=tls_context(), limit=0)
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None, sock_read=60))
 
 
 def _floor(protocol: str, n: int, spacing: float) -> int:
@@ -170,7 +229,7 @@ def _floor(protocol: str, n: int, spacing: float) -> int:
     return count[0]
 
 
-METHODS = {"threads": _threads, "reader": _reader, "floor": _floor}
+METHODS = {"threads": _threads, "reader": _reader, "aiohttp": _aiohttp, "floor": _floor}
 
 FRAMES_APP = """
 import asyncio, json
@@ -243,6 +302,17 @@ def frames(args) -> list[str]:
     return rows
 
 
+def _ratios(per_token: dict[tuple[str, str], list[float]], methods: list[str]) -> list[str]:
+    """Each method's CPU per token over all rounds, as a multiple of the process's reader's."""
+    if "reader" not in methods:
+        return []
+    rows = ["\n| protocol | method | CPU per token, all rounds | × reader |", "|---|---|---|---|"]
+    for (protocol, name), values in sorted(per_token.items()):
+        mine, theirs = sum(values) / len(values), sum(per_token[(protocol, "reader")]) / len(values)
+        rows.append(f"| {protocol} | {name} | {mine * 1e6:.1f} µs | {mine / theirs:.2f} |")
+    return rows
+
+
 def _cpu_of(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -263,6 +333,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="tokens per second per stream")
     parser.add_argument("--spread", type=float, default=5.0, help="seconds over which the streams start")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--methods", default=",".join(METHODS), help="which, comma-separated (default: all)")
     parser.add_argument("--frames", action="store_true", help="also the websocket frame floor under uvicorn")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
@@ -291,18 +362,22 @@ def main() -> int:
         "| round | protocol, method | tokens read | CPU per token |",
         "|---|---|---|---|",
     ]
+    methods = args.methods.split(",")
+    per_token: dict[tuple[str, str], list[float]] = {}
     try:
         for protocol in MODELS:  # not counted: imports, first connections
-            for method in METHODS.values():
-                method(protocol, 5, 0.0)
+            for name in methods:
+                METHODS[name](protocol, 5, 0.0)
         for r in range(args.rounds):
             for protocol in MODELS:
-                for name in METHODS if r % 2 == 0 else list(METHODS)[::-1]:
+                for name in methods if r % 2 == 0 else methods[::-1]:
                     before = cpu()
                     got = METHODS[name](protocol, args.streams, args.spread / args.streams)
                     used = cpu() - before
+                    per_token.setdefault((protocol, name), []).append(used / max(1, got))
                     rows.append(f"| {r + 1} | {protocol}, {name} | {got} | {used / max(1, got) * 1e6:.1f} µs |")
                     print(rows[-1], flush=True)
+        rows += _ratios(per_token, methods)
         if args.frames:
             rows += frames(args)
         rows.append(f"\nmachine load average {os.getloadavg()[0]:.1f} at the end")

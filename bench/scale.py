@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness import start_services, stop_services  # noqa: E402
+from bench.harness import pct, start_services, stop_services  # noqa: E402
 
 WORDS_PER_PASSAGE, VOCABULARY, FILE_SIZE = 130, 20_000, 1000
 
@@ -101,10 +100,6 @@ def latencies(client, collection_ids: list[int], dims: int, queries: int) -> lis
         if number >= 10:
             out.append((time.perf_counter() - start) * 1000)
     return out
-
-
-def pct(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 def one_per_shard(cluster) -> list[int]:

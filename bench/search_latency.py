@@ -21,7 +21,6 @@ import argparse
 import json
 import random
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness import start_services, stop_services  # noqa: E402
+from bench.harness import pct, start_services, stop_services  # noqa: E402
 
 SQUAD = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "beir" / "squad-v1.1-dev"
 DIMS = 384
@@ -107,10 +106,6 @@ def bm25_rebuilt(texts: list[str], query: str) -> float:
     scores = bm25.get_scores(query.split())
     sorted(range(len(texts)), key=lambda i: -scores[i])[:15]
     return (time.perf_counter() - start) * 1000
-
-
-def pct(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
 
 
 def raw_encode(model, query: str, threads: int) -> float:

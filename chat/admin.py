@@ -130,7 +130,7 @@ class EnrollmentAdmin(admin.ModelAdmin):
     list_filter = ("status",)
     search_fields = ("student__username", "prompt__name")
     raw_id_fields = ("student", "prompt")
-    # Only the student confirms the privacy notice (chat.privacy.levels); staff read what they confirmed.
+    # Only the student confirms the privacy notice (chat.course.privacy_levels); staff read what they confirmed.
     _PRIVACY = ("privacy_confirmed_level", "privacy_confirmed_at", "privacy_accepted_level")
 
     def get_readonly_fields(self, request, obj=None):
@@ -248,8 +248,7 @@ class BudgetOverrideAdmin(ReadOnlyAdmin):
 @admin.register(PromptInvitation)
 class PromptInvitationAdmin(InvitationAdmin):
     list_display = ("prompt", *InvitationAdmin.list_display)
-    withdraw_write = staticmethod(writes.withdraw_invitation)
-    target_field = "prompt"
+    coteaching = writes.PROMPT_INVITATIONS
 
 
 # --- Answer checks: written by their pages and API (chat/checks/expect.py) and the worker, read-only here ---

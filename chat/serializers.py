@@ -7,7 +7,6 @@ from typing import Any
 from chat.course import roster
 from chat.course.model_choice import current_model, model_choices
 from chat.models import AnswerMode, ChatSession, Enrollment, Message, MessageRole
-from chat.turn.events import with_html
 from kernel.rendering import render_markdown
 
 
@@ -19,6 +18,14 @@ def answer_html(message: Message) -> str:
     """The assistant's answer as sanitised HTML, [n] linked to this message's cited passages."""
     cited = {c["n"] for c in message.citations}
     return render_markdown(message.content, cite=lambda n: cite_anchor(message.id, n) if n in cited else None)
+
+
+def with_html(view: dict[str, Any]) -> dict[str, Any]:
+    """A stored passage view (chat.turn.events.PassageView) with its `html`, rendered now if it was
+    stored without one."""
+    if isinstance(view, dict) and "html" not in view and isinstance(view.get("text"), str):
+        return view | {"html": render_markdown(view["text"])}
+    return view
 
 
 def _result_with_html(record: Any) -> Any:
@@ -61,7 +68,7 @@ def student_label(session: ChatSession, viewer) -> str:
     """Who wrote the chat, as `viewer` may know it: themselves by name; a teacher by the level the
     student was told of when the chat started ("Student 7" unless it was "named")."""
     if viewer is not None and viewer.pk == session.user_id:
-        return session.user.username
+        return session.user.display_name
     number = (
         Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id)
         .values_list("number", flat=True)

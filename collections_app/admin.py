@@ -174,5 +174,4 @@ class CheckResultAdmin(ReadOnlyAdmin):
 @admin.register(CollectionInvitation)
 class CollectionInvitationAdmin(InvitationAdmin):
     list_display = ("collection", *InvitationAdmin.list_display)
-    withdraw_write = staticmethod(writes.withdraw_invitation)
-    target_field = "collection"
+    coteaching = writes.COLLECTION_INVITATIONS

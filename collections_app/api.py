@@ -12,7 +12,7 @@ from ninja.files import UploadedFile
 
 from access.rules import get_collection_for_edit, get_file_for_edit, require_teacher
 from collections_app import files, reread, review, writes
-from collections_app.fair_queue import mark_waiting
+from collections_app.fair_queue import mark_waiting, waiting_of
 from collections_app.listing import FileFilter
 from collections_app.models import Collection, SourceFile
 
@@ -138,16 +138,19 @@ class FileOut(Schema):
 
     @staticmethod
     def resolve_queue_place(source: SourceFile) -> int | None:
-        return source.waiting.place if source.waiting else None
+        waiting = waiting_of(source)
+        return waiting.place if waiting else None
 
     @staticmethod
     def resolve_queue_wait_seconds(source: SourceFile) -> int | None:
-        wait = source.waiting.wait if source.waiting else None
+        waiting = waiting_of(source)
+        wait = waiting.wait if waiting else None
         return round(wait.total_seconds()) if wait is not None else None
 
     @staticmethod
     def resolve_waiting(source: SourceFile) -> str:
-        return source.waiting.sentence if source.waiting else ""
+        waiting = waiting_of(source)
+        return waiting.sentence if waiting else ""
 
 
 class ChunkOut(Schema):

@@ -28,6 +28,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from collections_app import metering
 from collections_app.models import (
     CheckResult,
     CheckRun,
@@ -38,6 +39,7 @@ from collections_app.models import (
     SearchCheck,
     SourceFile,
 )
+from collections_app.verdict_changes import NEWLY_FAILING, change, latest_per_check
 from kernel.errors import InvalidInput
 from rag.ingest.normalize import search_form
 from rag.results import Passage
@@ -47,8 +49,8 @@ log = logging.getLogger(__name__)
 
 STALE_RUN_SECONDS = 600  # a claimed run not done by then lost its worker; another worker may take it
 TOP = 15  # a check passes when the expected passage is among the first TOP results
-NEWLY_FAILING, NEWLY_PASSING = "newly_failing", "newly_passing"
 FIELDS = ("question", "file_id", "page", "section", "phrase")
+NO_FILE = "none"  # the form's and the API's "no file yet"
 
 
 # The one write path (page form and API alike) -----------------------------------------------------
@@ -66,21 +68,9 @@ def clean_check(collection: Collection, spec: dict[str, Any], *, partial: bool =
             raise InvalidInput(_("Keep the question to 500 characters."), field="question")
         cleaned["question"] = question
     if "file_id" in spec or not partial:
-        source = SourceFile.objects.filter(collection=collection, pk=spec.get("file_id") or 0).first()
-        if source is None:
-            raise InvalidInput(_("Choose the file of this collection that holds the answer."), field="file_id")
-        cleaned["expect_file"] = source
+        cleaned["expect_file"] = _expected_file(collection, spec)
     if "page" in spec:
-        page = spec.get("page")
-        if page in ("", None):
-            cleaned["expect_page"] = None
-        else:
-            try:
-                cleaned["expect_page"] = int(page)
-            except (TypeError, ValueError):
-                cleaned["expect_page"] = 0
-            if cleaned["expect_page"] < 1:
-                raise InvalidInput(_("A page is a number from 1 up; leave it empty for any page."), field="page")
+        cleaned["expect_page"] = page_number(spec.get("page"), field="page")
     for name in ("section", "phrase"):
         if name in spec:
             value = " ".join((spec.get(name) or "").split())
@@ -88,6 +78,32 @@ def clean_check(collection: Collection, spec: dict[str, Any], *, partial: bool =
                 raise InvalidInput(_("Keep it to 300 characters."), field=name)
             cleaned[f"expect_{name}"] = value
     return cleaned
+
+
+def page_number(value: Any, *, field: str) -> int | None:
+    """An expected page as a check's form or API gives it: None for any page (empty), else a number
+    from 1 up (InvalidInput naming `field` otherwise). Answer checks (chat/checks/expect.py) read theirs alike."""
+    if value in ("", None):
+        return None
+    try:
+        page = int(value)
+    except (TypeError, ValueError):
+        page = 0
+    if page < 1:
+        raise InvalidInput(_("A page is a number from 1 up; leave it empty for any page."), field=field)
+    return page
+
+
+def _expected_file(collection: Collection, spec: dict[str, Any]) -> SourceFile | None:
+    """The file that holds the answer; None for "no file yet" (`file_id` null or "none"): a gap in
+    the material, kept as a question to test once a file answers it."""
+    wanted = spec.get("file_id", "")
+    if wanted is None or wanted == NO_FILE:
+        return None
+    source = SourceFile.objects.filter(collection=collection, pk=wanted or 0).first() if str(wanted).isdigit() else None
+    if source is None:
+        raise InvalidInput(_("Choose the file of this collection that holds the answer."), field="file_id")
+    return source
 
 
 def create_check(actor, collection: Collection, spec: dict[str, Any]) -> SearchCheck:
@@ -107,7 +123,7 @@ def update_check(check: SearchCheck, spec: dict[str, Any]) -> SearchCheck:
 def meets(passage: Passage, check: SearchCheck) -> bool:
     """Whether `passage` is what the check expects: its file, and its page, section and phrase
     where given (section and phrase compared as search compares text: case and accents folded)."""
-    if passage.file_id != check.expect_file_id:
+    if check.expect_file_id is None or passage.file_id != check.expect_file_id:
         return False
     if check.expect_page is not None:
         first = passage.page
@@ -128,15 +144,12 @@ def rank_of(results: list[Passage], check: SearchCheck) -> int | None:
 
 def _curation_meter(user):
     """(meter, None) with an estimate set aside from the user's weekly budget across prompts for one
-    question's curation (chat/course/usage.py, as for any curated search), or (None, the refusal)
-    when the budget has no room. The meter counts each curation call as it ends; the caller settles
-    it when the question is done. Imported here, at the one place the checks spend tokens, so that
-    the collection layer needs the chat app only when curating."""
-    from chat.course.usage import BudgetExhausted, reserve
-
+    question's curation (the meter plugged into `metering`, as for any curated search), or (None,
+    the refusal) when the budget has no room. The meter counts each curation call as it ends; the
+    caller settles it when the question is done."""
     try:
-        return reserve(user.pk, None), None
-    except BudgetExhausted as refusal:
+        return metering.reserve(user.pk, None), None
+    except metering.BudgetExhausted as refusal:
         return None, refusal
 
 
@@ -180,7 +193,8 @@ def _rank_each(collection: Collection, *, payer) -> Progress:
     """Each check's rank now, and whether it changed since the last run (not yet stored). With a
     `payer`, each question's curation is reserved from their budget before it is searched."""
     previous = _last_results(collection)
-    questions = list(collection.checks.all())
+    # A question no file answers yet cannot find its passage: it waits for its file, not counted.
+    questions = list(collection.checks.filter(expect_file__isnull=False))
     cap = settings.CHECKS_MAX_CURATED_PER_RUN if payer is not None else len(questions)
     rows: list[CheckResult] = []
     for check in questions:
@@ -214,19 +228,13 @@ def stopped_sentence(run: CheckRun) -> str:
 
 def _result(check: SearchCheck, rank: int | None, before: bool | None) -> CheckResult:
     passed = rank is not None
-    changed = ""
-    if before is not None and before != passed:
-        changed = NEWLY_PASSING if passed else NEWLY_FAILING
-    return CheckResult(check_item=check, rank=rank, passed=passed, changed=changed)
+    return CheckResult(check_item=check, rank=rank, passed=passed, changed=change(before, passed))
 
 
 def _last_results(collection: Collection) -> dict[int, bool]:
     """Each check's result in the latest run it took part in."""
-    latest: dict[int, bool] = {}
-    rows = CheckResult.objects.filter(run__collection=collection, run__pending=False).order_by("-run__ran_at", "-id")
-    for check_id, passed in rows.values_list("check_item_id", "passed"):
-        latest.setdefault(check_id, passed)
-    return latest
+    rows = CheckResult.objects.filter(run__collection=collection, run__pending=False)
+    return latest_per_check(rows.order_by("-run__ran_at", "-id"))
 
 
 def schedule_after_reindex(collection: Collection, trigger: str) -> None:
@@ -248,12 +256,18 @@ def _claimable(collection_id: int):
     )
 
 
+def still_indexing(collection_id: int) -> bool:
+    """Whether a file of the collection is queued or being ingested. Checks left waiting by a
+    re-index wait until it is not: these, and the prompts' answer checks (chat/checks/auto.py)."""
+    busy = (FileStatus.QUEUED, FileStatus.PROCESSING)
+    return SourceFile.objects.filter(collection_id=collection_id, status__in=busy).exists()
+
+
 def run_when_indexed(collection_id: int) -> CheckRun | None:
     """Run the collection's pending checks if no file is waiting or being ingested any more.
     Called by the worker after each file; exactly one worker claims the run. The run stays
     `pending` until its results are stored, so the page keeps waiting for them."""
-    busy = (FileStatus.QUEUED, FileStatus.PROCESSING)
-    if SourceFile.objects.filter(collection_id=collection_id, status__in=busy).exists():
+    if still_indexing(collection_id):
         return None
     run = _claimable(collection_id).order_by("id").first()
     if run is None:

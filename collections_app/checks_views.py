@@ -26,7 +26,7 @@ router = Router(tags=["test questions"])
 
 
 class ExpectIn(Schema):
-    file_id: int
+    file_id: int | None = Field(description="The file that holds the answer; null: no file holds it yet")
     page: int | None = None
     section: str | None = None
     phrase: str | None = None
@@ -56,7 +56,7 @@ class LastOut(Schema):
 
 
 class ExpectOut(Schema):
-    file_id: int
+    file_id: int | None = Field(description="The file that holds the answer; null: no file yet (runs skip it)")
     page: int | None
     section: str | None
     phrase: str | None
@@ -152,7 +152,9 @@ def run_checks(request, collection_id: int, data: RunIn | None = None):
 @require_http_methods(["GET", "POST"])
 def checks_page(request, pk: int):
     collection = get_collection_for_edit(request.user, pk)
-    form = {"question": request.GET.get("question", "")[:500]}
+    # From a material gap (insight page): its question, and "no file yet" chosen, since a gap has none.
+    question = request.GET.get("question", "")[:500]
+    form = {"question": question, "file_id": request.GET.get("file", ""), "prefilled": bool(question)}
     if request.method == "POST":
         action = request.POST.get("action")
         try:

@@ -21,10 +21,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from collections_app import ingest_rates
 from collections_app.models import FileStatus, SourceFile
 from kernel.formats import number
-
-RECENT_FILES = 20  # the typical time per file is the mean over this many files finished last
 
 
 def fair_queue() -> QuerySet[SourceFile]:
@@ -61,14 +60,6 @@ def _turns() -> list[int]:
     return [per_collection[c][n] for n in range(rounds) for c in order if n < len(per_collection[c])]
 
 
-def typical_seconds() -> float | None:
-    """How long a worker took per file lately (claim to ready), None before any file was done."""
-    recent = SourceFile.objects.filter(status=FileStatus.READY, started__isnull=False).order_by("-updated")
-    times = recent.values_list("started", "updated")[:RECENT_FILES]
-    spans = [s for s in ((done - started).total_seconds() for started, done in times if started) if s >= 0]
-    return sum(spans) / len(spans) if spans else None
-
-
 @dataclass(frozen=True)
 class Waiting:
     """A queued file's place (1: the next one a free worker takes) and the expected wait."""
@@ -101,19 +92,26 @@ class Waiting:
 def waiting_for(files: Iterable[SourceFile]) -> dict[int, Waiting]:
     """The place and estimate of each queued file among `files` (one reading of the queue for all).
 
-    The estimate: the files ahead, shared between the workers now busy (at least one), times the
-    typical time per file; a teacher reads "about", not a promise."""
+    The estimate: what is left of the files being read now, plus the expected time of each queued
+    file ahead (its size at this deployment's measured rate for its kind, `ingest_rates`), shared
+    between the workers now busy (at least one); a teacher reads "about", not a promise."""
     wanted = {f.pk for f in files if f.status == FileStatus.QUEUED}
     if not wanted:
         return {}
     turns = _turns()
-    per_file = typical_seconds()
-    workers = max(1, SourceFile.objects.filter(status=FileStatus.PROCESSING).count())
+    fields = ("pk", "size", "file_type", "pdf_mode", "started")
+    queued = SourceFile.objects.filter(pk__in=turns).only(*fields).in_bulk()
+    busy = list(SourceFile.objects.filter(status=FileStatus.PROCESSING).only(*fields))
+    rates = ingest_rates.Rates.measure(ingest_rates.kind(f) for f in [*queued.values(), *busy])
+    now = timezone.now()
+    ahead = sum(max(0.0, rates.seconds(f) - (now - (f.started or now)).total_seconds()) for f in busy)
+    workers = max(1, len(busy))
     places: dict[int, Waiting] = {}
     for place, pk in enumerate(turns, start=1):
         if pk in wanted:
-            wait = None if per_file is None else timedelta(seconds=per_file * math.ceil(place / workers))
-            places[pk] = Waiting(place, wait)
+            places[pk] = Waiting(place, timedelta(seconds=ahead / workers))
+        if pk in queued:
+            ahead += rates.seconds(queued[pk])
     return places
 
 
@@ -121,5 +119,12 @@ def mark_waiting(files: list[SourceFile]) -> list[SourceFile]:
     """Give each file of a list its `waiting` from one reading of the queue (a page of the files table)."""
     places = waiting_for(files)
     for f in files:
-        f.waiting = places.get(f.pk)  # fills SourceFile.waiting's cache
+        f.waiting = places.get(f.pk)
     return files
+
+
+def waiting_of(source: SourceFile) -> Waiting | None:
+    """One file's place and estimate: as its list filled it in (`mark_waiting`), else read now, once."""
+    if "waiting" not in vars(source):  # the instance's own, not the model's default
+        mark_waiting([source])
+    return source.waiting

@@ -5,16 +5,16 @@ a queued file whose job was lost is queued again."""
 from __future__ import annotations
 
 import logging
-import threading
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, connection
 from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy
 
+from collections_app import tasks
+from collections_app.heartbeat import Heartbeat as Heartbeat  # the job's beat, kept reachable here
 from collections_app.models import FileStatus, SourceFile
 from collections_app.progress import announce, in_teachers_language
 
@@ -70,46 +70,9 @@ def queue_lost_files() -> int:
     worker to call when no ingestion job waits in the queue: such a file's job is gone (Redis lost
     its data, or a job was taken by a process that died), and the file would say "queued" for ever.
     A job too many costs nothing: each takes the file due next in the fair order, or none."""
-    from collections_app.tasks import ingest_file  # the task module imports the lifecycle, which imports this one
-
     lost = SourceFile.objects.filter(status=FileStatus.QUEUED, updated__lt=_stale_before()).order_by("pk")
     found = list(lost.values_list("pk", "attempt", "re_extract", "queued_language"))
     for pk, attempt, re_extract, language in found:
         log.warning("file %s attempt %s was queued with no job waiting for it: queued again", pk, attempt)
-        ingest_file.enqueue(pk, attempt, re_extract, language)
+        tasks.ingest_file.enqueue(pk, attempt, re_extract, language)
     return len(found)
-
-
-class Heartbeat:
-    """While a job runs, touch its file every INGEST_HEARTBEAT_SECONDS from a thread, so a step
-    that reports no progress for minutes (one slow VLM page) is not taken for a dead worker, and a
-    dead one is noticed within INGEST_STALE_SECONDS. Writes nothing once the attempt is not live."""
-
-    def __init__(self, file_id: int, attempt: int):
-        self.file_id, self.attempt = file_id, attempt
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{file_id}", daemon=True)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _beat(self) -> None:
-        try:
-            while not self._stop.wait(settings.INGEST_HEARTBEAT_SECONDS):
-                try:
-                    live = SourceFile.objects.filter(
-                        pk=self.file_id, attempt=self.attempt, status=FileStatus.PROCESSING
-                    ).update(updated=timezone.now())
-                except Exception:  # noqa: BLE001 — a missed beat is harmless; the next one retries
-                    log.warning("file %s: heartbeat failed", self.file_id, exc_info=True)
-                    close_old_connections()
-                    continue
-                if not live:
-                    return
-        finally:
-            connection.close()  # this thread's own connection

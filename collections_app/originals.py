@@ -5,6 +5,8 @@ Who may see which is decided by `access.rules.get_file_for_source`."""
 from __future__ import annotations
 
 import hashlib
+import html
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,12 +15,13 @@ from django.utils.translation import gettext as _
 
 from collections_app.models import FileType, SourceFile
 from kernel.errors import NotFound
+from kernel.rendering import render_markdown
 from rag.index import ChunkStore, IndexedChunk
 from rag.ingest import chunking
 from rag.ingest.image import image_png
 from rag.ingest.pdf import open_pdf, render_png
 from rag.ingest.slides import rendered_pdf
-from rag.locate import Located, locate_on_page, tokens
+from rag.locate import Located, locate_on_page, plain_tokens
 
 PAGE_DPI = 110
 
@@ -71,6 +74,21 @@ class CitedSection:
     cut_after: bool
 
 
+_MATH_HTML = re.compile(r"<math\b.*?</math>", re.DOTALL)
+_ANY_TAG = re.compile(r"<[^>]*>")
+
+
+def shown_words(markdown: str) -> list[str]:
+    """The words a reader sees of a passage, rendered as its page renders it: original.js marks the
+    page from the passage's first words to its last. Words of the Markdown source that a page does
+    not show as text (an ordered list's numbers in a block quote, a code fence's language) broke the
+    runs it looks for, so the mark stopped short of a quoted, listed or code part."""
+    if sum(1 for line in markdown.splitlines() if chunking.FENCE.match(line)) % 2:
+        markdown += "\n```"  # a passage that ends inside a code block: its page shows code, not "```python"
+    text = _ANY_TAG.sub(" ", _MATH_HTML.sub(" ", render_markdown(markdown)))
+    return plain_tokens(html.unescape(text))
+
+
 def cited_chunk(source: SourceFile, position: int) -> IndexedChunk:
     chunk = ChunkStore(source.collection_id).file_chunk(source.pk, position)
     if chunk is None:
@@ -85,7 +103,7 @@ def cited_section(source: SourceFile, position: int) -> CitedSection:
     text = chunking.document_text(chunking.decompose(source.markdown))
     sections = [s for s in chunking.split_sections(text) if s.heading_path == cited.heading_path]
     section = next((s for s in sections if cited.text in s.text), None)
-    words = tokens(cited.text)
+    words = shown_words(cited.text)
     if section is None:  # the stored text changed since the passage was indexed: show the passage
         return CitedSection(cited.heading_path, cited.text, words, False, False)
     body = section.text

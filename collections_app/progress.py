@@ -29,6 +29,7 @@ class FileProgressEvent(TypedDict):
     pages: int | None
     chunk_count: int
     quality_warning: str
+    flagged_pages: list[dict]  # pages to check, as in the files API: [{"page": 3, "why": "…"}]
     detail: str
     waiting: str  # a queued file's place and estimate, as a sentence ("" otherwise)
 
@@ -51,6 +52,7 @@ def file_event(source_file, detail: str = "") -> FileProgressEvent:
         pages=source_file.pages,
         chunk_count=source_file.chunk_count,
         quality_warning=source_file.quality_warning,
+        flagged_pages=list(source_file.flagged_pages or []),
         detail=detail,
         waiting=_waiting(source_file),
     )

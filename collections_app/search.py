@@ -8,9 +8,7 @@ calls are charged to the person searching, as the chat's are.
 
 from __future__ import annotations
 
-import dataclasses
 import typing
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -18,11 +16,14 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from ninja import Field, Router, Schema
-from pydantic import create_model
 
 from access.rules import get_collection_for_search, search_prompt
+from collections_app import metering
+from collections_app.writes import language_name, model_for_language
 from kernel.ratelimit import search_window
 from kernel.rendering import render_markdown
+from kernel.schemas import schema_from_dataclass
+from rag.providers.languages import knows_language
 from rag.results import Passage, SearchOutcome
 from rag.retrievers import LABELS
 from rag.search import MAX_QUERY_CHARS, search_collections
@@ -30,20 +31,10 @@ from rag.search import MAX_QUERY_CHARS, search_collections
 router = Router(tags=["search"])
 
 
-def _schema_from_dataclass(name: str, record: type) -> type[Schema]:
-    """A ninja schema with the dataclass's fields, types, defaults and `description` metadata."""
-    hints = typing.get_type_hints(record)
-    fields: dict[str, Any] = {}
-    for f in dataclasses.fields(record):
-        default = ... if f.default is dataclasses.MISSING else f.default
-        fields[f.name] = (hints[f.name], Field(default, description=f.metadata.get("description")))
-    return create_model(name, __base__=Schema, **fields)
-
-
 if typing.TYPE_CHECKING:
     PassageOut = Schema
 else:
-    PassageOut = _schema_from_dataclass("PassageOut", Passage)
+    PassageOut = schema_from_dataclass("PassageOut", Passage)
 
 
 class SearchIn(Schema):
@@ -81,17 +72,15 @@ def metered_search(
     A student searches through a prompt they joined (`search_prompt`): its curation switch holds,
     and its budget and their own pay for the curation calls; a teacher's search in their own
     collection counts against their own budget across prompts. A curated search first sets an
-    estimate aside (`chat.course.usage.reserve`), so a spent budget is refused with a 429 naming the reset
-    time before any model is asked, then counts the real calls. Without curation no model answers,
-    so nothing is charged or refused. Every search counts against a search rate limit: a program's
-    (`by_program`, an API token) apart from the pages', an uncurated search's apart from (and larger
-    than) a curated one's (`kernel.ratelimit.search_window`)."""
-    from chat.course import usage  # budgets are the chat app's, which sits above this one
-
+    estimate aside (`metering.reserve`: the chat app's budgets), so a spent budget is refused with
+    a 429 naming the reset time before any model is asked, then counts the real calls. Without
+    curation no model answers, so nothing is charged or refused. Every search counts against a
+    search rate limit: a program's (`by_program`, an API token) apart from the pages', an uncurated
+    search's apart from (and larger than) a curated one's (`kernel.ratelimit.search_window`)."""
     prompt = search_prompt(user, collection)
     switched_off = curate and prompt is not None and not prompt.curation_enabled
     curate = curate and not switched_off
-    meter = usage.reserve(user.pk, prompt) if curate else None  # before the rate limit: a refusal costs no slot
+    meter = metering.reserve(user.pk, prompt) if curate else None  # before the rate limit: a refusal costs no slot
     try:
         search_window(curated=curate, by_program=by_program).hit(user.pk)
         outcome = search_collections([collection], query, limit=limit, curate=curate, usage=meter)
@@ -119,9 +108,6 @@ def language_warning(collection) -> dict | None:
     """What to tell a teacher whose collection is in a language its embedding model was not trained
     for (the search page and the collection pages show it): a sentence in plain words, and which
     model it is and which to choose for the page's "Details"; None when the model knows the language."""
-    from collections_app.writes import language_name, model_for_language
-    from rag.providers.languages import knows_language
-
     if knows_language(collection.embedding_model, collection.language):
         return None
     warning = _(

@@ -1,10 +1,13 @@
-"""Background tasks of collections (django-tasks on the RQ backend, queue "ingest")."""
+"""Background tasks of collections (django-tasks on the RQ backend, queue "ingest"). The rooms that
+queue them (collections_app/lifecycle.py, liveness.py) import this module; it imports only the
+worker's side (collections_app/ingesting.py) and the test questions, never them."""
 
 from __future__ import annotations
 
 from django_tasks import task
 
-from collections_app.lifecycle import run_ingest
+from collections_app.checks import run_when_indexed
+from collections_app.ingesting import run_ingest
 
 
 @task(queue_name="ingest")
@@ -19,7 +22,5 @@ def ingest_file(file_id: int, attempt: int, re_extract: bool = True, language: s
 @task(queue_name="ingest")
 def run_pending_checks(collection_id: int) -> str:
     """Run a collection's test questions left pending by a re-index, once nothing is ingested."""
-    from collections_app.checks import run_when_indexed
-
     run = run_when_indexed(collection_id)
     return f"{run.passed}/{run.total}" if run else "nothing to run"

@@ -22,9 +22,10 @@ from access.rules import (
     pages_shown_to,
     require_teacher,
 )
-from accounts.picker import invitations_section, unfound_address
+from accounts.invitation_views import InvitationViews
+from accounts.picker import invited_addresses, unfound_address
 from collections_app import files, originals, reread, review, writes
-from collections_app.fair_queue import mark_waiting
+from collections_app.fair_queue import mark_waiting, waiting_of
 from collections_app.forms import CollectionForm
 from collections_app.listing import PAGE_SIZE, SORT_LABELS, STATUS_CHOICES, FileFilter
 from collections_app.models import FileStatus, FileType, PdfMode
@@ -33,7 +34,6 @@ from kernel.errors import CurreChatError, InvalidInput, NotFound
 from kernel.formats import number
 from kernel.rendering import render_markdown
 from rag.ingest.transcript import is_time_heading
-from rag.locate import tokens
 
 # The upload form's PDF methods in a teacher's words (the stored choices' labels are the admin's).
 PDF_MODE_LABELS = [
@@ -52,6 +52,7 @@ def collection_create(request):
         collection = writes.create_collection(request.user, form.changes())
         sentence = _("Collection “%(name)s” created. Upload files to it next.")
         messages.success(request, sentence % {"name": collection.name})
+        _invitations.invite_after_save(request, collection, invited_addresses(request.POST, "co_owners"))
         return redirect("collection_detail", pk=collection.pk)
     return render(request, "collections/form.html", {"form": form})
 
@@ -124,11 +125,13 @@ def collection_settings(request, pk: int):
                 )
                 % {"count": number(len(requeued))},
             )
+        _invitations.invite_after_save(request, collection, invited_addresses(request.POST, "co_owners"))
         return redirect("collection_detail", pk=collection.pk)
-    return _settings_page(request, collection, form, invite_email=unfound_address(form, "co_owners"))
+    section = _invitations.section(request, collection, email=unfound_address(form, "co_owners"))
+    return _settings_page(request, collection, form, invitations=section)
 
 
-def _settings_page(request, collection, form, *, status: int = 200, new=None, invite_error="", invite_email=""):
+def _settings_page(request, collection, form, *, status: int = 200, invitations: dict | None = None):
     context = {
         "collection": collection,
         "form": form,
@@ -137,44 +140,26 @@ def _settings_page(request, collection, form, *, status: int = 200, new=None, in
         "tab": "settings",
         "page_models": [("embeddings", collection.embedding_model)],
     }
-    if writes.may_change_co_owners(request.user, collection):  # the owner's: who else is invited
-        context["invitations"] = invitations_section(
-            request,
-            collection.invitations.all(),
-            invite_url=reverse("collection_invite", args=[collection.pk]),
-            withdraw_url=lambda i: reverse("collection_withdraw_invitation", args=[collection.pk, i.pk]),
-            new=new,
-            error=invite_error,
-            email=invite_email,
-        )
+    if invitations is not None:  # the owner's: who else is invited
+        context["invitations"] = invitations
     return render(request, "collections/settings.html", context, status=status)
 
 
-@login_required
-@require_POST
-def collection_invite(request, pk: int):
-    """The owner makes an invitation link for an address nobody has; the link is shown on this
-    response only."""
-    collection = get_collection_for_edit(request.user, pk)
-    form = CollectionForm(instance=collection, actor=request.user)
-    email = request.POST.get("email", "")
-    try:
-        new = writes.invite_co_owner(request.user, collection, email)
-    except InvalidInput as exc:
-        return _settings_page(request, collection, form, status=400, invite_error=str(exc), invite_email=email)
-    return _settings_page(request, collection, form, new=new)
+class _CollectionInvitations(InvitationViews):
+    coteaching = writes.COLLECTION_INVITATIONS
+    names = ("collection_invite", "collection_withdraw_invitation", "collection_settings")
+
+    def get_target(self, request, pk: int):
+        return get_collection_for_edit(request.user, pk)
+
+    def render_page(self, request, target, *, status: int = 200, invitations: dict | None = None):
+        form = CollectionForm(instance=target, actor=request.user)
+        return _settings_page(request, target, form, status=status, invitations=invitations)
 
 
-@login_required
-@require_POST
-def collection_withdraw_invitation(request, pk: int, invitation_id: int):
-    collection = get_collection_for_edit(request.user, pk)
-    invitation = writes.withdraw_invitation(request.user, collection, invitation_id)
-    messages.success(
-        request,
-        _("The invitation for %(address)s is withdrawn; its link no longer works.") % {"address": invitation.email},
-    )
-    return redirect(f"{reverse('collection_settings', args=[pk])}#invitations")
+_invitations = _CollectionInvitations()
+collection_invite = login_required(require_POST(_invitations.invite))
+collection_withdraw_invitation = login_required(require_POST(_invitations.withdraw))
 
 
 @login_required
@@ -205,7 +190,8 @@ def collection_upload(request, pk: int):
             messages.error(request, str(exc))
         else:
             uploaded = _("“%(name)s” uploaded.") % {"name": upload.name}
-            messages.success(request, f"{uploaded} {source.waiting.sentence}" if source.waiting else uploaded)
+            waiting = waiting_of(source)
+            messages.success(request, f"{uploaded} {waiting.sentence}" if waiting else uploaded)
     return redirect("collection_detail", pk=collection.pk)
 
 
@@ -321,7 +307,7 @@ def source_page(request, pk: int, page: int):
         # Only a passage of this page is marked: its words are what the reader may see here anyway.
         if chunk is not None and (chunk.page_start or 0) <= page <= (chunk.page_end or chunk.page_start or 0):
             located = originals.passage_on_page(source, page, position)
-            words = tokens(chunk.text)
+            words = originals.shown_words(chunk.text)
     shown = pages_shown_to(request.user, source)
     images = originals.has_page_images(source)
     context = {

@@ -13,7 +13,7 @@ Rules:
   takes the pair a program sends, as it always has (the collection's pages then say the model does
   not know the language: `search.language_warning`);
 - co-owners are active teachers (named by username or address), and only the owner (or a
-  superuser) changes who they are, or invites someone without an account (`invite_co_owner`);
+  superuser) changes who they are, or invites someone without an account (`COLLECTION_INVITATIONS`);
 - a new language or embedding model re-indexes the collection's files (`files.reindex_for_changes`).
 """
 
@@ -29,8 +29,9 @@ from django.utils.translation import gettext_lazy
 
 from accounts import invitations
 from accounts.models import User, teachers_named
+from collections_app import files
 from collections_app.models import LANGUAGE_CHOICES_SHOWN, Collection, CollectionInvitation
-from kernel.errors import Forbidden, InvalidInput, NotFound
+from kernel.errors import Forbidden, InvalidInput
 from kernel.formats import number
 from rag.languages import LANGUAGES
 from rag.providers.languages import knows_language, suggest_model
@@ -82,10 +83,9 @@ def check_collection(
             raise Forbidden(_("Only an administrator can give a collection to another teacher."))
         owner = cleaned["owner"] = teachers_named([changes["owner"]], field="owner", may=str(CO_OWN))[0]
     if "co_owners" in changes and changes["co_owners"] is not None:
-        co_owners = [
-            u for u in teachers_named(changes["co_owners"], field="co_owners", may=str(CO_OWN)) if u.pk != owner.pk
-        ]
         current = set(collection.co_owners.values_list("pk", flat=True)) if collection is not None else set()
+        named = teachers_named(changes["co_owners"], field="co_owners", may=str(CO_OWN), current=frozenset(current))
+        co_owners = [u for u in named if u.pk != owner.pk]
         if {u.pk for u in co_owners} != current and not may_change_co_owners(actor, collection):
             raise Forbidden(_("Only the collection's owner can change its co-owners."))
         cleaned["co_owners"] = co_owners
@@ -105,8 +105,6 @@ def create_collection(actor: User, changes: dict[str, Any]) -> Collection:
 
 def update_collection(actor: User, collection: Collection, changes: dict[str, Any]) -> CollectionWrite:
     """Apply `changes` after `check_collection`; re-index the files when the index settings changed."""
-    from collections_app import files
-
     cleaned = check_collection(actor, collection, changes)
     co_owners = cleaned.pop("co_owners", None)
     # Compared with the stored row: a ModelForm (page, admin) has already copied its values onto
@@ -134,36 +132,14 @@ def may_change_co_owners(actor: User, collection: Collection | None) -> bool:
     return collection is None or actor.is_superuser or collection.owner_id == actor.pk
 
 
-def invite_co_owner(actor: User, collection: Collection, email: str) -> tuple[CollectionInvitation, str]:
-    """An invitation link to co-own `collection` for an address nobody has, and its raw token."""
-    if not may_change_co_owners(actor, collection):
-        raise Forbidden(_("Only the collection's owner can change its co-owners."))
-    invitation, raw = invitations.issue(CollectionInvitation, actor=actor, email=email, collection=collection)
-    return invitation, raw  # type: ignore[return-value]
-
-
-def withdraw_invitation(actor: User, collection: Collection, invitation_id: int) -> CollectionInvitation:
-    if not may_change_co_owners(actor, collection):
-        raise Forbidden(_("Only the collection's owner can change its co-owners."))
-    invitation = collection.invitations.filter(pk=invitation_id).first()
-    if invitation is None:
-        raise NotFound(_("There is no such invitation."))
-    invitations.withdraw(invitation)
-    return invitation
-
-
-def accept_invitation(invitation: CollectionInvitation, user: User) -> Collection:
-    """`user` becomes a co-owner through the invitation (accounts.invitations.accept says when not)."""
-    collection = invitation.collection
-    if collection.owner_id == user.pk:
-        raise Forbidden(_("You own this collection already, so there is nothing to accept."))
-    invitations.accept(
-        invitation,
-        user,
-        still_allowed=lambda inviter: may_change_co_owners(inviter, Collection.objects.get(pk=collection.pk)),
-        add=lambda: collection.co_owners.add(user),
-    )
-    return collection
+COLLECTION_INVITATIONS = invitations.CoTeaching(
+    model=CollectionInvitation,
+    field="collection",
+    relation="co_owners",
+    may_change=may_change_co_owners,
+    not_allowed=gettext_lazy("Only the collection's owner can change its co-owners."),
+    already_owner=gettext_lazy("You own this collection already, so there is nothing to accept."),
+)
 
 
 def _clean_name(value: str) -> str:

@@ -12,8 +12,6 @@ forms and write rules ask.
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
@@ -23,6 +21,7 @@ from django.utils.translation import gettext_noop
 
 from kernel.addresses import redact_url
 from kernel.redis_client import get_index_redis, get_redis, is_cluster
+from kernel.ttlcache import TTLCache
 from rag.providers import Listing, available_models, is_available
 
 
@@ -194,17 +193,16 @@ def configured_models() -> dict[str, str]:
     }
 
 
-_lock = threading.Lock()
-_cached: tuple[float, str, Health] | None = None
+# The last answer, for the services it was asked of (one: another set of services replaces it).
+_cached: TTLCache[str, Health] = TTLCache(lambda: settings.HEALTH_CACHE_SECONDS, maxsize=1)
 
 
 def get_health(*, fresh: bool = False) -> Health:
-    global _cached
     key = f"{settings.REDIS_URL}|{settings.OLLAMA_HOST}|{settings.OPENAI_BASE_URL}"
-    now = time.monotonic()
-    with _lock:
-        if not fresh and _cached and _cached[1] == key and now - _cached[0] < settings.HEALTH_CACHE_SECONDS:
-            return _cached[2]
+    return _cached.get_or_make(key, lambda: _check(fresh=fresh), fresh=fresh)
+
+
+def _check(*, fresh: bool) -> Health:
     listing = available_models(fresh=fresh)
     health = Health(
         redis=check_redis(),
@@ -214,6 +212,4 @@ def get_health(*, fresh: bool = False) -> Health:
         workers=check_workers(),
         openai_server=check_openai_server(listing),
     )
-    with _lock:
-        _cached = (time.monotonic(), key, health)
     return health

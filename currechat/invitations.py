@@ -2,7 +2,8 @@
 
 GET only shows what the invitation is for and how to accept it: a link followed from a mail client
 or another site changes nothing. Accepting is a POST — as the teacher already signed in, by making
-a teacher account when an administrator allows it (TEACHER_INVITATIONS), or by campus sign-in first
+an account (a co-teacher of this one thing; a teacher when an administrator allows that,
+TEACHER_INVITATIONS), or by campus sign-in first
 (the intent kept in this browser's session, as the join link does, and completed by the GET that the
 sign-in comes back to). A used, withdrawn or expired link says so; an unknown one says nothing more.
 """
@@ -36,14 +37,14 @@ from sso.config import invitation_sign_up_allowed, sign_in_options
 SSO_INVITATION_KEY = "sso_invitation"
 
 # Per kind: how accepting is written, where the new co-teacher lands, and what they are told.
-_KINDS: dict[type[Invitation], tuple[Callable[[Any, User], Any], str, Promise]] = {
+_KINDS: dict[type[Invitation], tuple[Callable[..., Any], str, Promise]] = {
     CollectionInvitation: (
-        collection_writes.accept_invitation,
+        collection_writes.COLLECTION_INVITATIONS.accept,
         "collection_detail",
         gettext_lazy("You are now a co-owner of the collection “%(name)s”."),
     ),
     PromptInvitation: (
-        prompt_writes.accept_invitation,
+        prompt_writes.PROMPT_INVITATIONS.accept,
         "prompt_detail",
         gettext_lazy("You are now a co-teacher of “%(name)s”."),
     ),
@@ -73,7 +74,12 @@ def invitation_page(request, token: str):
             "for a new one."
         )
         return render(request, "error.html", {"title": _("Not found"), "message": message}, status=404)
-    context = {"invitation": invitation, "target": invitation.target, "kind": _kind_name(invitation)}
+    context = {
+        "invitation": invitation,
+        "target": invitation.target,
+        "kind": _kind_name(invitation),
+        "guest_only": not settings.TEACHER_INVITATIONS,  # accepting gives this one thing, nothing more
+    }
     refusal = invitation.refusal()
     if refusal:
         return render(request, "registration/invitation.html", {**context, "refusal": refusal}, status=410)
@@ -83,7 +89,7 @@ def invitation_page(request, token: str):
         if request.method == "POST" or after_sign_in:
             request.session.pop(SSO_INVITATION_KEY, None)
             return _accept(request, invitation, user, context)
-        if not user.is_teacher:
+        if not (user.may_co_teach or _proves_address(request, user, invitation)):
             context["refusal"] = _not_a_teacher(request)
         return render(request, "registration/invitation.html", context)
     sso_options = sign_in_options(request.path)
@@ -114,7 +120,8 @@ def _sign_up_and_accept(request, invitation: Invitation, form: TeacherSignupForm
     try:
         with transaction.atomic():
             user = form.save(commit=False)
-            user.role = Role.TEACHER
+            # A co-teacher of this one thing, unless an administrator lets invitations make teachers.
+            user.role = Role.TEACHER if settings.TEACHER_INVITATIONS else Role.GUEST
             user.email = invitation.email
             user.save()
             target = accept(invitation, user)
@@ -125,14 +132,24 @@ def _sign_up_and_accept(request, invitation: Invitation, form: TeacherSignupForm
     return redirect(url_name, pk=target.pk)
 
 
+def _proves_address(request, user: User, invitation: Invitation) -> bool:
+    """Whether a signed-in account shows it is the person invited: its address is the invited one,
+    as the university gave it at this campus sign-in or as its owner confirmed it by mail. Only then
+    does an account that is a student's become a co-teacher by invitation: a forwarded link makes no
+    student a teacher of their course."""
+    proven = user.email if request.session.get("sso_protocol") else user.email_confirmed
+    return bool(proven) and proven.casefold() == invitation.email.casefold()
+
+
 def _accept(request, invitation: Invitation, user: User, context: dict):
     accept, url_name, sentence = _KINDS[type(invitation)]
-    if not user.is_teacher:
+    as_guest = _proves_address(request, user, invitation)
+    if not (user.may_co_teach or as_guest):
         return render(
             request, "registration/invitation.html", {**context, "refusal": _not_a_teacher(request)}, status=403
         )
     try:
-        target = accept(invitation, user)
+        target = accept(invitation, user, as_guest=as_guest)
     except CurreChatError as exc:
         status = exc.status_code
         return render(request, "registration/invitation.html", {**context, "refusal": str(exc)}, status=status)

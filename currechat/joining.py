@@ -21,9 +21,9 @@ from django.views.decorators.http import require_http_methods
 from access.rules import state_sentence
 from accounts.models import Role, User
 from accounts.resets import mail_configured
+from chat.course import privacy_levels as levels
 from chat.course.enrollment import NOT_CONFIRMED, join_prompt
 from chat.models import STUDENT_SENTENCES, Prompt, PromptState
-from chat.privacy import levels
 from chat.privacy.notice import notice
 from currechat.views import JoinForm, too_many
 from kernel.errors import CurreChatError, NotFound

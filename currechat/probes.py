@@ -35,6 +35,7 @@ from typing import Any
 from django.conf import settings
 
 from kernel import draining
+from kernel.ttlcache import TTLCache
 from rag.providers import wire
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,9 @@ def _check_queue() -> bool:
 CHECKS = {"database": _check_database, "redis": _check_redis, "queue": _check_queue}
 
 
-# The last readiness answer (monotonic time, answer) and the check under way, shared by every probe
-# of this process: a flood of probes waits for one check instead of starting one each.
-_recent: tuple[float, tuple[int, dict[str, Any]]] | None = None
+# The last readiness answer and the check under way, shared by every probe of this process: a
+# flood of probes waits for one check instead of starting one each.
+_recent: TTLCache[str, tuple[int, dict[str, Any]]] = TTLCache(lambda: settings.READY_CACHE_SECONDS, maxsize=1)
 _checking: asyncio.Task | None = None
 
 
@@ -108,8 +109,8 @@ async def readiness() -> tuple[int, dict[str, Any]]:
     global _checking
     if draining.draining():
         return 503, {"status": "draining"}
-    if _recent is not None and time.monotonic() - _recent[0] < settings.READY_CACHE_SECONDS:
-        return _recent[1]
+    if (recent := _recent.get("ready")) is not None:
+        return recent
     loop = asyncio.get_running_loop()
     if _checking is None or _checking.done() or _checking.get_loop() is not loop:
         _checking = loop.create_task(_check_all())
@@ -118,11 +119,9 @@ async def readiness() -> tuple[int, dict[str, Any]]:
 
 
 async def _check_all() -> tuple[int, dict[str, Any]]:
-    global _recent
     started = time.monotonic()
     answer = await _run_checks()
-    _recent = (started, answer)
-    return answer
+    return _recent.put("ready", answer, at=started)  # as old as the check's start
 
 
 async def _run_checks() -> tuple[int, dict[str, Any]]:
@@ -142,8 +141,9 @@ async def _run_checks() -> tuple[int, dict[str, Any]]:
 
 def forget_for_tests() -> None:
     """The next probe checks again (each test sees the services as they are then)."""
-    global _recent, _checking
-    _recent, _checking = None, None
+    global _checking
+    _recent.clear()
+    _checking = None
 
 
 async def _respond(send, status: int, body: dict[str, Any]) -> None:

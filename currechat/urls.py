@@ -6,6 +6,7 @@ from django.views.i18n import JavaScriptCatalog
 
 from accounts.views import set_language
 from chat.course.views import start_reset
+from chat.privacy import views as privacy_views
 from collections_app import search
 from currechat import invitations, joining, views
 from currechat.api import api
@@ -46,6 +47,9 @@ urlpatterns = [
     path("i18n/setlang/", set_language, name="set_language"),
     # The JavaScript strings of our own apps (static/js/*.js call gettext() from it).
     path("jsi18n/", JavaScriptCatalog.as_view(packages=["currechat"]), name="javascript-catalog"),
+    # The deployment's privacy sheet for the data protection officer and IT (staff only).
+    path("privacy-sheet/", privacy_views.privacy_sheet, name="privacy_sheet"),
+    path("privacy-sheet.md", privacy_views.privacy_sheet_markdown, name="privacy_sheet_markdown"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("metrics", metrics_view, name="metrics"),

@@ -22,7 +22,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from access.rules import state_sentence
-from accounts.resets import ResetRequestForm, mail_configured
+from accounts.reset_requests import ResetRequestForm
+from accounts.resets import mail_configured
 from chat.models import ChatSession, EnrollmentStatus, Prompt, PromptState
 from collections_app.models import Collection, FileStatus
 from kernel.ratelimit import (
@@ -143,7 +144,17 @@ def home(request):
             n_students=Count("enrollments", filter=enrolled, distinct=True),
             n_collections=Count("collections", distinct=True),
         )
-        return render(request, "teacher_home.html", {"collections": collections, "prompts": prompts})
+        limits = {
+            "max_upload_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
+            "max_pages": settings.UPLOAD_MAX_PDF_PAGES,
+        }
+        return render(request, "teacher_home.html", {"collections": collections, "prompts": prompts, **limits})
+    if request.user.may_co_teach:  # a co-teacher by invitation: what they were invited to, nothing more
+        context = {
+            "prompts": Prompt.objects.editable_by(request.user).select_related("owner"),
+            "collections": Collection.objects.editable_by(request.user).select_related("owner"),
+        }
+        return render(request, "guest_home.html", context)
     # Each with why it cannot be used now, if so ("Opens on …", "Closed on …").
     joined = [
         (prompt, state_sentence(prompt) if prompt.state() != PromptState.OPEN else "")

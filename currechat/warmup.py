@@ -20,6 +20,8 @@ import threading
 
 from django.conf import settings
 
+from kernel.threads import spawn
+
 log = logging.getLogger("currechat.warmup")
 
 
@@ -50,6 +52,4 @@ def at_start() -> None:
 def start_warm_up() -> threading.Thread | None:
     if not settings.EMBEDDING_WARMUP:
         return None
-    thread = threading.Thread(target=_warm_up, name="embedding-warm-up", daemon=True)
-    thread.start()
-    return thread
+    return spawn("embedding-warm-up", _warm_up)

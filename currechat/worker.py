@@ -30,7 +30,6 @@ import gc
 import logging
 import os
 import signal
-import threading
 import time
 
 import redis
@@ -44,6 +43,7 @@ from rq.worker import WorkerStatus
 from collections_app import liveness
 from currechat.forks import die_with_parent, tie_forks_to_this_process
 from currechat.worker_outages import RidesOutages
+from kernel.threads import Periodic
 
 INGEST_TASK = "collections_app.tasks.ingest_file"
 INGEST_QUEUE = "ingest"
@@ -72,8 +72,7 @@ def schedule_daily_jobs() -> None:
     (kernel/schedule.py), so the schedule lives in the queue and survives worker restarts."""
     from datetime import timedelta
 
-    from chat.insight.digest_mail import schedule_mail
-    from chat.insight.retention import schedule_purge
+    from chat.tasks import schedule_mail, schedule_purge
     from lti.tasks import schedule_daily_sync
 
     daily = (
@@ -114,32 +113,24 @@ class Liveness:
 
     def __init__(self, worker: Worker):
         self.worker = worker
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._beat = worker.connection.register_script(_BEAT)
+        self._thread = Periodic("worker-liveness", lambda: settings.WORKER_HEARTBEAT_SECONDS, self._beat_once)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._thread.alive
 
     def start(self) -> None:
-        if self.running:
-            return
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(self._stop,), name="worker-liveness", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        self._thread.stop(timeout=5)
 
-    def _run(self, stop: threading.Event) -> None:
-        while not stop.wait(settings.WORKER_HEARTBEAT_SECONDS):
-            try:
-                self._beat(keys=[self.worker.key], args=[utcformat(now()), self.worker.worker_ttl + 60])
-            except redis.RedisError:  # Redis is away: the main thread waits for it, health says so
-                log.debug("Worker %s: no heartbeat, Redis is unreachable", self.worker.name)
+    def _beat_once(self) -> None:
+        try:
+            self._beat(keys=[self.worker.key], args=[utcformat(now()), self.worker.worker_ttl + 60])
+        except redis.RedisError:  # Redis is away: the main thread waits for it, health says so
+            log.debug("Worker %s: no heartbeat, Redis is unreachable", self.worker.name)
 
 
 class PreloadingWorker(RidesOutages):

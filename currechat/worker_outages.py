@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import time
 from collections.abc import Callable
 
 import redis
@@ -24,6 +23,7 @@ from rq.exceptions import StopRequested
 from rq.scheduler import RQScheduler
 
 from currechat import lifeline
+from kernel.outages import GaveUp, wait_for_redis
 
 log = logging.getLogger("currechat.worker")
 
@@ -32,22 +32,18 @@ log = logging.getLogger("currechat.worker")
 LONGEST_WAIT = 2.0
 
 
-def redis_is_back(connection: redis.Redis, *, max_wait: float = 30.0, stop: Callable[[], bool] = lambda: False) -> bool:
-    """Block until Redis answers, with backoff (1 s doubling to `max_wait`); False when `stop()`
-    said to give up first (checked at least every second)."""
-    delay = 1.0
-    while not stop():
-        try:
-            connection.ping()
-            return True
-        except (redis.ConnectionError, redis.TimeoutError):
-            log.warning("Redis is unreachable; trying again in %.0f s", delay)
-            waited = 0.0
-            while waited < delay and not stop():
-                time.sleep(min(1.0, delay - waited))
-                waited += 1.0
-            delay = min(delay * 2, max_wait)
-    return False
+def redis_is_back(connection: redis.Redis, *, stop: Callable[[], bool] = lambda: False) -> bool:
+    """Block until Redis answers, pinging after 1 s, then every LONGEST_WAIT (kernel.outages, on
+    redis-py's Retry); False when `stop()` said to give up first (checked at least every second)."""
+    try:
+        wait_for_redis(connection, first=1.0, longest=LONGEST_WAIT, give_up=stop, on_failure=_unreachable)
+    except GaveUp:
+        return False
+    return True
+
+
+def _unreachable(_error: Exception, pause: float) -> None:
+    log.warning("Redis is unreachable; trying again in %.0f s", pause)
 
 
 class SteadyScheduler(RQScheduler):
@@ -65,7 +61,7 @@ class SteadyScheduler(RQScheduler):
             except (redis.ConnectionError, redis.TimeoutError):
                 self.log.warning("The scheduler lost Redis; it goes on when Redis is back")
             self._scheduled_job_registries = []
-            redis_is_back(self.connection, max_wait=LONGEST_WAIT, stop=lambda: self._stop_requested)
+            redis_is_back(self.connection, stop=lambda: self._stop_requested)
         # Asked to stop while Redis was away: its locks and registration expire by themselves.
         self.log.info("Scheduler stopped while Redis was unreachable")
 
@@ -91,7 +87,7 @@ class RidesOutages(Worker):
             log.warning("Worker %s lost Redis; waiting for it to come back", self.name)
             self._reap_horse()
             try:
-                if not redis_is_back(self.connection, max_wait=LONGEST_WAIT, stop=lambda: self._signalled):
+                if not redis_is_back(self.connection, stop=lambda: self._signalled):
                     return worked
             except StopRequested:  # the signal arrived while we waited (rq raises it from its handler)
                 return worked

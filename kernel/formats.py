@@ -10,7 +10,8 @@ so each language has one date format, one date-time format and one way of writin
     sv  2025-03-05    2025-03-05 14:30       1 234,5   45 %   5 mars
 
 (the last column is `chart_day`, the statistics chart's axis). Moments are written in the site's
-time zone (settings.TIME_ZONE); the pages' script writes a student's reset time in their own.
+time zone (kernel/zones.py: the browser's, else settings.TIME_ZONE); the pages' script writes a
+student's reset time in their own.
 
 What is not formatted here: identifiers that happen to be numbers (page numbers, ids, "Student 12",
 years) are written as they are, as both languages write them; and what programs read (the REST API,
@@ -23,7 +24,6 @@ import datetime as dt
 from decimal import ROUND_HALF_UP, Decimal
 
 from django import template
-from django.conf import settings
 from django.utils import formats, timezone
 from django.utils.translation import gettext, ngettext, pgettext, pgettext_lazy
 
@@ -60,10 +60,21 @@ def day(value: dt.date | dt.datetime) -> str:
 
 
 def moment(value: dt.datetime, *, zone: bool = False) -> str:
-    """A date and time in the site's time zone ("5.3.2025 klo 14.30"); `zone` adds its name, for a
-    sentence read by someone who may be elsewhere ("... 14.30 (Europe/Helsinki)")."""
+    """A date and time in the reader's time zone (kernel/zones.py; the site's without one): "5.3.2025
+    klo 14.30"; `zone` adds its name where it matters, as schedules and resets ("... 14.30
+    (Europe/Helsinki)")."""
     text = formats.date_format(_local(value), "DATETIME_FORMAT", use_l10n=True)
-    return f"{text} ({settings.TIME_ZONE})" if zone else text
+    return f"{text} ({timezone.get_current_timezone_name()})" if zone else text
+
+
+def schedule_hint() -> str:
+    """How to type a date and time in a form's field, in the page's language and the reader's zone:
+    "For example 05.03.2026 klo 14.30, in your time zone (Europe/Helsinki)." The example is a date
+    written as the field writes its own value (the language's first DATETIME_INPUT_FORMATS)."""
+    example = dt.datetime(2026, 3, 5, 14, 30)
+    written = formats.localize_input(example, formats.get_format("DATETIME_INPUT_FORMATS")[0])
+    sentence = gettext("For example %(example)s, in your time zone (%(zone)s).")
+    return sentence % {"example": written, "zone": timezone.get_current_timezone_name()}
 
 
 def number(value: Number, decimals: int | None = None) -> str:
@@ -120,6 +131,12 @@ def day_filter(value):
 @register.filter("moment")
 def moment_filter(value):
     return "" if value in (None, "") else moment(value)
+
+
+@register.filter("moment_zone")
+def moment_zone_filter(value):
+    """`moment` with the zone named, for a schedule someone elsewhere reads."""
+    return "" if value in (None, "") else moment(value, zone=True)
 
 
 @register.filter("number")

@@ -18,27 +18,33 @@ _quick_clients: dict[str, redis.Redis] = {}
 _index_clients: dict[str, redis.Redis] = {}
 
 
+# Short timeouts: a page must say "Redis is down" quickly instead of hanging.
+_TIMEOUTS = {"socket_connect_timeout": 2, "socket_timeout": 10, "health_check_interval": 30}
+
+
+def _pool_size() -> int:
+    # Every chat-turn thread may hold a connection at once (its Stop check, its token counts):
+    # redis-py's default cap of 100 failed turns with "Too many connections" under 200 chats.
+    # Per node for a cluster.
+    return settings.CHAT_WORKER_THREADS + 64
+
+
+def _client(url: str) -> redis.Redis:
+    """A client of the shared kind (its own pool) for one Redis at `url`."""
+    return redis.Redis.from_url(url, retry_on_timeout=True, max_connections=_pool_size(), **_TIMEOUTS)
+
+
 def get_redis() -> redis.Redis:
     url = settings.REDIS_URL
     if url not in _clients:
-        # Short timeouts: a page must say "Redis is down" quickly instead of hanging.
-        # Every chat-turn thread may hold a connection at once (its Stop check, its token counts):
-        # redis-py's default cap of 100 failed turns with "Too many connections" under 200 chats.
-        _clients[url] = redis.Redis.from_url(
-            url,
-            socket_connect_timeout=2,
-            socket_timeout=10,
-            health_check_interval=30,
-            retry_on_timeout=True,
-            max_connections=settings.CHAT_WORKER_THREADS + 64,
-        )
+        _clients[url] = _client(url)
     return _clients[url]
 
 
 def quick_redis() -> redis.Redis:
     """A client for the calls made while an answer streams (Stop checks, token counts, the turn
     lock's release): it fails at once when Redis is away instead of retrying for seconds as the
-    shared client does, so a Redis outage never stalls the tokens (chat/turn/limits.defer_until_redis
+    shared client does, so a Redis outage never stalls the tokens (kernel/outages.defer_until_redis
     settles what could not be written)."""
     url = settings.REDIS_URL
     if url not in _quick_clients:
@@ -63,18 +69,13 @@ def get_index_redis() -> redis.Redis:
     if url == settings.REDIS_URL and not settings.REDIS_INDEX_CLUSTER:
         return get_redis()  # one Redis for everything: one pool, as before there were two settings
     if url not in _index_clients:
-        options = dict(socket_connect_timeout=2, socket_timeout=10, health_check_interval=30)
         if settings.REDIS_INDEX_CLUSTER:
             plain = url.replace("+cluster://", "://", 1)
-            # RESP2 as the one-node client speaks, so replies parse the same; max_connections is per node.
-            client = RedisCluster.from_url(
-                plain, protocol=2, max_connections=settings.CHAT_WORKER_THREADS + 64, **options
-            )
+            # RESP2 as the one-node client speaks, so replies parse the same.
+            client = RedisCluster.from_url(plain, protocol=2, max_connections=_pool_size(), **_TIMEOUTS)
             _index_clients[url] = cast(redis.Redis, client)
         else:
-            _index_clients[url] = redis.Redis.from_url(
-                url, retry_on_timeout=True, max_connections=settings.CHAT_WORKER_THREADS + 64, **options
-            )
+            _index_clients[url] = _client(url)
     return _index_clients[url]
 
 

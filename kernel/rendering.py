@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import logging
 import re
+import threading
 from collections.abc import Callable
 
 import markdown
@@ -103,10 +104,22 @@ def _restore(text: str, saved: dict[str, str]) -> str:
     return text
 
 
+# One Markdown converter per thread, reset for each text: building one (its extensions, patterns
+# and processors) cost more CPU than converting a short answer, once per answer (issue 44).
+_converters = threading.local()
+
+
+def _converter() -> markdown.Markdown:
+    converter = getattr(_converters, "markdown", None)
+    if converter is None:
+        converter = _converters.markdown = markdown.Markdown(extensions=["tables", "fenced_code", "sane_lists"])
+    return converter.reset()
+
+
 def render_markdown(text: str, cite: Callable[[int], str | None] | None = None) -> str:
     """Sanitised HTML for an answer. `cite(n)` gives the link for a passage number, or None."""
     protected, saved = _protect(text)
-    body = markdown.markdown(_restore(protected, saved), extensions=["tables", "fenced_code", "sane_lists"])
+    body = _converter().convert(_restore(protected, saved))
     for key, value in saved.items():
         if not value.startswith("`"):
             body = body.replace(f"<p>{key}</p>", value).replace(key, value)

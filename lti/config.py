@@ -10,7 +10,7 @@ from pylti1p3.registration import Registration
 from pylti1p3.tool_config.abstract import ToolConfAbstract
 
 from lti.keys import current_key, jwks
-from lti.models import Platform, PlatformStatus
+from lti.models import Platform
 
 
 class UnknownPlatform(Exception):
@@ -29,7 +29,7 @@ def find_platform(issuer: str, client_id: str | None) -> Platform:
     found = list(platforms[:2])
     if len(found) != 1:  # none, or an issuer with several clients that did not say which
         raise UnknownPlatform(issuer)
-    if found[0].status != PlatformStatus.APPROVED:  # registered itself, not yet let in by an administrator
+    if not found[0].may_launch:  # active, so: registered itself, not yet let in by an administrator
         raise PlatformNotApproved(issuer)
     return found[0]
 

@@ -6,6 +6,8 @@ against that registration (issuer, client id, deployment, signature by the platf
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -14,8 +16,6 @@ from django.utils.translation import gettext_lazy as _
 
 def _validate_key_set(value: str) -> None:
     """An inline key set must be a JWKS document: {"keys": [ {...}, ... ]}."""
-    import json
-
     if not value.strip():
         return
     try:
@@ -33,6 +33,12 @@ class PlatformStatus(models.TextChoices):
     APPROVED = "approved", _("approved")
     PENDING = "pending", _("waiting for approval")
     REFUSED = "refused", _("refused")
+
+
+class PlatformQuerySet(models.QuerySet):
+    def launching(self) -> PlatformQuerySet:
+        """The platforms that may launch and have their rosters read (`Platform.may_launch`)."""
+        return self.filter(active=True, status=PlatformStatus.APPROVED)
 
 
 class Platform(models.Model):
@@ -82,6 +88,8 @@ class Platform(models.Model):
     registered_from = models.URLField(_("registered from"), max_length=1000, blank=True, editable=False)
     created = models.DateTimeField(_("created"), auto_now_add=True)
 
+    objects = PlatformQuerySet.as_manager()
+
     class Meta:
         verbose_name = _("learning platform")
         verbose_name_plural = _("learning platforms")
@@ -89,6 +97,12 @@ class Platform(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.issuer})"
+
+    @property
+    def may_launch(self) -> bool:
+        """Switched on and approved by an administrator: only such a platform launches and has its
+        rosters read (the one rule; `PlatformQuerySet.launching` asks the database the same)."""
+        return self.active and self.status == PlatformStatus.APPROVED
 
     def clean(self) -> None:
         if not self.key_set_url and not self.key_set.strip():

@@ -16,6 +16,7 @@ from accounts.models import Role, User
 from chat.course import enrollment
 from chat.models import Prompt, PromptState
 from kernel.errors import Forbidden
+from lti import nrps
 from lti.config import find_platform
 from lti.launch import LaunchRefused, Reason
 from lti.models import LtiIdentity, Platform, ResourceLink
@@ -44,6 +45,10 @@ class LaunchClaims:
     link_title: str
     custom: dict[str, Any]
     person_id: str = ""  # lis.person_sourcedid
+    # The course as its roster service knows it (lti/roster.record_course), when the launch names one.
+    context_id: str = ""
+    deployment_id: str = ""
+    memberships_url: str = ""  # the names-and-roles service's context_memberships_url
 
     @property
     def teaches(self) -> bool:
@@ -71,11 +76,19 @@ class LaunchClaims:
             link_title=str(link.get("title") or ""),
             custom=dict(body.get(f"{LTI}custom") or {}),
             person_id=str((body.get(f"{LTI}lis") or {}).get("person_sourcedid") or "").strip(),
+            context_id=str(context.get("id") or ""),
+            deployment_id=str(body.get(f"{LTI}deployment_id") or ""),
+            memberships_url=_memberships_url(body),
         )
 
     @property
     def display_name(self) -> str:
         return self.name or " ".join(p for p in (self.given_name, self.family_name) if p)
+
+
+def _memberships_url(body: dict[str, Any]) -> str:
+    service = body.get(nrps.CLAIM) or {}
+    return str(service.get("context_memberships_url") or "") if isinstance(service, dict) else ""
 
 
 def username_for(platform: Platform, subject: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -23,7 +22,7 @@ from django.utils.translation import ngettext
 
 from chat.course import enrollment
 from chat.models import Enrollment, EnrollmentStatus, Prompt
-from kernel.errors import CurreChatError
+from kernel.errors import CurreChatError, InvalidInput
 from lti import nrps
 from lti.launch import LaunchRefused
 from lti.models import (
@@ -32,7 +31,6 @@ from lti.models import (
     Leavers,
     LtiIdentity,
     MemberRole,
-    PlatformStatus,
     ResourceLink,
     SyncLog,
 )
@@ -42,16 +40,13 @@ log = logging.getLogger(__name__)
 KEEP_LOGS = 20  # the roster page shows the latest; older ones go
 
 
-def record_course(claims: LaunchClaims, body: dict[str, Any], link: ResourceLink | None) -> CourseContext | None:
+def record_course(claims: LaunchClaims, link: ResourceLink | None) -> CourseContext | None:
     """The course a launch names, when it carries the names-and-roles claim (its memberships URL
     kept up to date); None without the claim. The link is tied to the course."""
-    service = body.get(nrps.CLAIM) or {}
-    url = str(service.get("context_memberships_url") or "") if isinstance(service, dict) else ""
-    context = body.get("https://purl.imsglobal.org/spec/lti/claim/context") or {}
-    context_id = str(context.get("id") or "") if isinstance(context, dict) else ""
+    url, context_id = claims.memberships_url, claims.context_id
     if not url.startswith(("https://", "http://")) or not context_id:
         return None
-    deployment = str(body.get("https://purl.imsglobal.org/spec/lti/claim/deployment_id") or "")
+    deployment = claims.deployment_id
     course, _created = CourseContext.objects.update_or_create(
         platform=claims.platform,
         context_id=context_id[:255],
@@ -69,7 +64,7 @@ def sync_course(course_id: int, trigger: str) -> SyncLog | None:
         return None
     entry = SyncLog(course=course, trigger=trigger)
     platform = course.platform
-    if not platform.active or platform.status != PlatformStatus.APPROVED:
+    if not platform.may_launch:
         entry.errors = [
             _("%(platform)s is switched off in CurreChat, so its roster was not read.") % {"platform": platform.name}
         ]
@@ -203,13 +198,6 @@ def _leave(course: CourseContext, prompts: list[Prompt], row: CourseMember) -> N
     row.delete()
 
 
-def request_sync(course: CourseContext, trigger: str) -> None:
-    """Queue a sync in the worker once the current transaction commits (never in a web request)."""
-    from lti.tasks import sync_roster
-
-    transaction.on_commit(lambda: sync_roster.enqueue(course.pk, trigger))
-
-
 def latest_logs(prompt: Prompt) -> list[tuple[CourseContext, SyncLog | None]]:
     """Each synced course linking to `prompt`, with its latest sync log (for the roster page)."""
     courses = CourseContext.objects.filter(links__prompt=prompt).distinct().order_by("title", "pk")
@@ -218,8 +206,6 @@ def latest_logs(prompt: Prompt) -> list[tuple[CourseContext, SyncLog | None]]:
 
 def change_course(course: CourseContext, *, instructors_co_teach: bool, leavers: str) -> CourseContext:
     """The one write of a course's sync settings (the roster page)."""
-    from kernel.errors import InvalidInput
-
     if leavers not in Leavers.values:
         raise InvalidInput(_("Choose whether members who leave are removed or blocked."), field="leavers")
     course.instructors_co_teach, course.leavers = instructors_co_teach, leavers

@@ -14,7 +14,8 @@ from django.views.decorators.http import require_POST
 from access.rules import get_prompt_for_edit
 from kernel.errors import NotFound
 from lti.models import CourseContext, Leavers
-from lti.roster import change_course, request_sync
+from lti.roster import change_course
+from lti.tasks import request_sync
 
 
 def _back(pk: int):

@@ -23,7 +23,7 @@ from access.rules import get_prompt_for_edit
 from chat.models import Prompt
 from kernel.errors import CurreChatError
 from kernel.framing import embeddable
-from lti import keys, roster
+from lti import keys, roster, tasks
 from lti.config import UnknownPlatform
 from lti.launch import Launch, LaunchRefused, Reason, start_login
 from lti.models import LtiIdentity, ResourceLink
@@ -74,7 +74,7 @@ def launch(request: HttpRequest) -> HttpResponse:
         user = user_for_launch(claims)
         prompt = prompt_for_link(claims)
         target = landing_url(claims, user, prompt)
-        _follow_roster(claims, dict(message.get_launch_data()))
+        _follow_roster(claims)
     except UnknownPlatform as exc:  # deactivated between validation and use
         return refused(request, LaunchRefused(Reason.UNKNOWN_PLATFORM, str(exc)))
     except LaunchRefused as refusal:
@@ -83,13 +83,13 @@ def launch(request: HttpRequest) -> HttpResponse:
     return redirect(target)
 
 
-def _follow_roster(claims: LaunchClaims, body: dict[str, Any]) -> None:
+def _follow_roster(claims: LaunchClaims) -> None:
     """A launch naming the course's roster service: keep its address, and sync once the first time
     (in the worker: the launch does not wait for the platform)."""
     link = ResourceLink.objects.filter(platform=claims.platform, resource_link_id=claims.link_id).first()
-    course = roster.record_course(claims, body, link)
+    course = roster.record_course(claims, link)
     if course is not None and course.synced is None and not course.sync_logs.exists():
-        roster.request_sync(course, "launch")
+        tasks.request_sync(course, "launch")
 
 
 def _launch_explained(request: HttpRequest) -> HttpResponse:
@@ -105,7 +105,7 @@ def _sign_in(request: HttpRequest, user, claims: LaunchClaims, prompt_id: int | 
     request.session[SESSION_KEY] = {
         "prompt_id": prompt_id,
         "course": claims.course,
-        "name": claims.display_name or user.get_full_name() or user.username,
+        "name": claims.display_name or user.display_name,
     }
 
 

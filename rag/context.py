@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import redis
-from django.conf import settings
 
+from rag import config
 from rag.index import ChunkStore, IndexedChunk, read_chunks
 from rag.results import Passage
 
@@ -104,13 +104,13 @@ def assemble(
         room_chars=room_chars,
         count=count,
         overhead_chars=overhead_chars,
-        share=settings.CHAT_DUPLICATE_SHARE if duplicate_share is None else duplicate_share,
-        overlap=settings.INGEST_CHUNK_OVERLAP if overlap is None else overlap,
+        share=config.search().duplicate_share if duplicate_share is None else duplicate_share,
+        overlap=config.ingestion().chunk_overlap if overlap is None else overlap,
     )
-    weight = settings.CHAT_NEIGHBOUR_WEIGHT if neighbour_weight is None else neighbour_weight
+    weight = config.search().neighbour_weight if neighbour_weight is None else neighbour_weight
     # Enough neighbours to fill `max_chars` with chunks of the configured size (a section's last
     # chunk may be shorter: one more on each side).
-    step = max(settings.INGEST_CHUNK_SIZE - state.overlap, 100)
+    step = max(config.ingestion().chunk_size - state.overlap, 100)
     reach = min(MAX_REACH, math.ceil(max_chars / step) + 1)
     stored = _neighbours(client, passages, reach)
     first = len(passages) if first is None else first

@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 
 import redis
-from django.conf import settings
 
 from kernel.redis_client import get_redis
+from rag import config
 from rag.providers import ChatMessage, Done, TextDelta, get_chat_model
 from rag.providers.base import UsageSink
 from rag.results import Passage
@@ -99,7 +99,7 @@ def messages_for(query: str, passage: Passage) -> list[ChatMessage]:
 def cache_key(model: str, query: str, text: str) -> str:
     chunk_hash = hashlib.sha256(text.encode()).hexdigest()
     digest = hashlib.sha256("\0".join((model, query, chunk_hash)).encode()).hexdigest()
-    return f"{settings.REDIS_INDEX_PREFIX}:curation:{digest}"
+    return f"{config.index().prefix}:curation:{digest}"
 
 
 def _ask(model_name: str, timeout: float, query: str, passage: Passage, usage: UsageSink | None = None) -> Verdict:
@@ -158,8 +158,8 @@ def _ask_all(
     model_name: str,
     usage: UsageSink | None = None,
 ) -> None:
-    timeout = settings.SEARCH_CURATION_TIMEOUT
-    pool = ThreadPoolExecutor(max_workers=min(settings.SEARCH_CURATION_CONCURRENCY, len(todo)))
+    timeout = config.search().curation_timeout
+    pool = ThreadPoolExecutor(max_workers=min(config.search().curation_concurrency, len(todo)))
     # The HTTP timeout is a little longer than the search's deadline, so a slow call is reported
     # as timed out by the deadline below (one rule), while its thread still ends on its own.
     http_timeout = timeout + 5.0
@@ -180,7 +180,7 @@ def _ask_all(
 
 
 def _store(client: redis.Redis, keys: list[str], run: CurationRun, todo: list[int]) -> None:
-    ttl = settings.SEARCH_CURATION_CACHE_SECONDS
+    ttl = config.search().curation_cache_seconds
     try:
         pipe = client.pipeline(transaction=False)
         for i in todo:

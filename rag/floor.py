@@ -29,10 +29,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import redis
-from django.conf import settings
 
 from kernel.errors import CurreChatError
+from rag import config
 from rag.index import ChunkStore
+from rag.providers import get_embedding_model
 from rag.retrievers import VECTOR, knn, parse_reply
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,6 @@ _probe_vectors: dict[str, list[list[float]]] = {}  # embedding model name -> the
 def probe_vectors(model_name: str) -> list[list[float]]:
     """The probes embedded as queries (with the model's query prefix), once per model and process.
     Raises the provider's CurreChatError when the model cannot be reached."""
-    from rag.providers import get_embedding_model
-
     with _lock:
         cached = _probe_vectors.get(model_name)
     if cached is None:
@@ -74,10 +73,10 @@ def probe_vectors(model_name: str) -> list[list[float]]:
 
 def floor_from(best: Sequence[float]) -> float:
     """The floor from the probes' best similarities in one collection (none: the fixed minimum)."""
-    minimum = settings.SEARCH_MIN_SIMILARITY
+    minimum = config.search().min_similarity
     if len(best) < 2:
         return minimum
-    return max(minimum, statistics.fmean(best) + settings.SEARCH_FLOOR_Z * statistics.pstdev(best))
+    return max(minimum, statistics.fmean(best) + config.search().floor_z * statistics.pstdev(best))
 
 
 def probe_best(client: redis.Redis, index_name: str, vectors: Sequence[Sequence[float]]) -> list[float]:
@@ -122,7 +121,7 @@ def floors(client: redis.Redis, wanted: dict[int, tuple[str, str]]) -> dict[int,
             best = probe_best(client, index_name, probe_vectors(model))
         except CurreChatError as exc:
             log.warning("Could not embed the floor's probes with %s: %s", model, exc)
-            result[cid] = settings.SEARCH_MIN_SIMILARITY
+            result[cid] = config.search().min_similarity
             continue
         entry = {"v": _CACHE_VERSION, "generation": generation, "model": model, "best": [round(b, 6) for b in best]}
         client.set(stores[cid].floor_key(), json.dumps(entry))

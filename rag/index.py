@@ -25,13 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import redis
-from django.conf import settings
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redisvl.schema import IndexSchema
 
 from kernel.redis_client import get_index_redis, is_cluster
-from rag.ingest.normalize import search_form
+from rag import config
 from rag.languages import stopwords
+from rag.providers import get_embedding_model
+from rag.text import search_form
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def read_chunks(client: redis.Redis, keys: Sequence[str | bytes]) -> list[Indexe
 
 
 def _prefix() -> str:
-    return settings.REDIS_INDEX_PREFIX
+    return config.index().prefix
 
 
 def collection_keys(collection_id: int) -> str:
@@ -305,8 +306,6 @@ class CollectionIndex(ChunkStore):
 
     @classmethod
     def for_collection(cls, collection, client: redis.Redis | None = None) -> CollectionIndex:
-        from rag.providers import get_embedding_model
-
         dims = get_embedding_model(collection.embedding_model).dimensions
         return cls(collection.id, collection.language, dims, client=client)
 

@@ -36,9 +36,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import redis
-from django.conf import settings
 
 from kernel.redis_client import is_cluster
+from rag import config
 from rag.index import ChunkStore, CollectionIndex, _indexed_dims, collection_keys
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def legacy_collections(client: redis.Redis) -> list[int]:
     untagged keys never worked there (they spread over shards), so no deployment has them."""
     if is_cluster(client):
         return []
-    prefix = settings.REDIS_INDEX_PREFIX
+    prefix = config.index().prefix
     found = set()
     for key in client.scan_iter(match=f"{prefix}:c[0-9]*:*", count=1000):
         match = _LEGACY_KEY.match(key.decode() if isinstance(key, bytes) else key)
@@ -103,7 +103,7 @@ def migrate_legacy(client: redis.Redis, collection_ids: Sequence[int] | None = N
 
 
 def _migrate_one(client: redis.Redis, cid: int) -> LegacyMove:
-    prefix, move = settings.REDIS_INDEX_PREFIX, LegacyMove(cid)
+    prefix, move = config.index().prefix, LegacyMove(cid)
     old_base, new_base, old_index = f"{prefix}:c{cid}", collection_keys(cid), f"{prefix}:idx:c{cid}"
     try:
         info = client.ft(old_index).info()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from rag.text import search_form
+
 # RediSearch 2.10's Snowball stemmer languages (FT.CREATE ... LANGUAGE). Chinese is left out on
 # purpose: RediSearch segments it instead of stemming, and our query parsing splits on spaces.
 REDISEARCH_STEMMING = frozenset(
@@ -37,7 +39,5 @@ def stopwords(language: str) -> frozenset[str]:
     """The stop words of a supported language, in `search_form` (as query terms and the index's
     text are: `daß` -> `dass`), so the index and the query parser drop the same words."""
     from redisvl.utils.stopwords import get_stopwords
-
-    from rag.ingest.normalize import search_form
 
     return frozenset(search_form(word, language).strip() for word in get_stopwords(language))

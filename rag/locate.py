@@ -24,7 +24,11 @@ MIN_RUN = 3  # shared runs shorter than this are chance ("of the", a number)
 
 def tokens(text: str) -> list[str]:
     """The words of `text` as compared: Unicode NFKC, case folded, no Markdown, LaTeX or link targets."""
-    text = _LINK.sub("]", _TAG.sub(" ", _MATH.sub(" ", text)))
+    return plain_tokens(_LINK.sub("]", _TAG.sub(" ", _MATH.sub(" ", text))))
+
+
+def plain_tokens(text: str) -> list[str]:
+    """The words of plain text (a page's text as a browser shows it), compared as `tokens` does."""
     return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
 
 

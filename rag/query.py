@@ -17,8 +17,8 @@ import re
 import threading
 from dataclasses import dataclass
 
-from rag.ingest.normalize import fold_characters, search_form
 from rag.languages import stopwords
+from rag.text import fold_characters, search_form
 
 # The characters RediSearch 2.10 splits documents on (its documented list, plus `/|?` and the
 # backtick, which its tokenizer also treats as separators: checked against a real index).

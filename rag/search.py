@@ -27,17 +27,17 @@ from dataclasses import replace
 from typing import Literal
 
 import redis
-from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import CurreChatError
 from kernel.redis_client import get_index_redis
-from rag import curation, floor, index_layout, retrievers
+from rag import config, curation, floor, index_layout, retrievers
 from rag.curation import CurationRun
 from rag.fusion import Fused, budgets, weighted_rrf
 from rag.index import ChunkStore, IndexedChunk, read_chunks
-from rag.providers import is_available_on_second_look
+from rag.providers import get_embedding_model, is_available_on_second_look
 from rag.providers.base import UsageSink
+from rag.providers.languages import knows_language
 from rag.query import parse
 from rag.results import Passage, SearchOutcome
 
@@ -103,18 +103,18 @@ def search_collections(
     with clock.stage("embed"):
         targets = build_targets(collections, query, notes, foreign_vector_weight)
     with clock.stage("retrieve"):
-        retrievers.run(client, targets, depth or settings.SEARCH_RETRIEVER_DEPTH)
-        follow_moved(client, targets, depth or settings.SEARCH_RETRIEVER_DEPTH)
+        retrievers.run(client, targets, depth or config.search().retriever_depth)
+        follow_moved(client, targets, depth or config.search().retriever_depth)
     with clock.stage("fuse"):
-        k = settings.SEARCH_RRF_K if rrf_k is None else rrf_k
-        chosen = select(targets, limit, weights or settings.SEARCH_WEIGHTS, k, further)
+        k = config.search().rrf_k if rrf_k is None else rrf_k
+        chosen = select(targets, limit, weights or config.search().weights, k, further)
     with clock.stage("fetch"):
         passages = fetch(client, chosen)
     notes += retriever_notes(targets, query) + stale_notes(client, targets)
     if not passages:
         notes.append(_("No passage matched."))
         return SearchOutcome(query, "nothing_relevant", [], timings_ms=clock.finish(), notes=notes)
-    model = curation_model or settings.CURATION_MODEL
+    model = curation_model or config.search().curation_model
     if curate and not is_available_on_second_look(model):  # a kept failure to reach it: looked at again
         # Asking a missing model would fail once per passage, after the client's timeouts.
         # Said in words (pages show the notes); the model's name is under the status badge's "Details".
@@ -188,11 +188,9 @@ def build_targets(
     collection's language, its list counts `foreign_vector_weight` (SEARCH_FOREIGN_VECTOR_WEIGHT)
     times its usual weight in the fusion.
     """
-    from rag.providers import get_embedding_model
-    from rag.providers.languages import knows_language
 
     if foreign_vector_weight is None:
-        foreign_vector_weight = settings.SEARCH_FOREIGN_VECTOR_WEIGHT
+        foreign_vector_weight = config.search().foreign_vector_weight
 
     vectors: dict[str, list[float] | None] = {}
     targets = []
@@ -285,7 +283,7 @@ def curate_passages(query: str, passages: Sequence[Passage], model: str, usage: 
 def apply_verdicts(passages: Sequence[Passage], run: CurationRun) -> tuple[list[Passage], list[Passage]]:
     """Drop excluded passages; order the rest by curation score. A passage without a verdict keeps
     its fused position: the curated ones are re-ordered among the positions they held."""
-    minimum = settings.SEARCH_CURATION_MIN_SCORE
+    minimum = config.search().curation_min_score
     kept_slots: list[int] = []
     curated: list[Passage] = []
     dropped: list[Passage] = []

@@ -8,8 +8,6 @@ OIDC_DISCOVERY_CACHE_SECONDS.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from dataclasses import dataclass
 
 import requests
@@ -17,6 +15,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import CurreChatError
+from kernel.ttlcache import TTLCache
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +52,8 @@ class OidcProvider:
     end_session_endpoint: str  # empty: the provider offers no RP-initiated logout
 
 
-_cache: dict[str, tuple[float, OidcProvider]] = {}
-_lock = threading.Lock()
+# Issuer -> its endpoints, looked up again after OIDC_DISCOVERY_CACHE_SECONDS.
+_cache: TTLCache[str, OidcProvider] = TTLCache(lambda: settings.OIDC_DISCOVERY_CACHE_SECONDS)
 
 
 def unavailable() -> SignInUnavailable:
@@ -66,18 +65,16 @@ def unavailable() -> SignInUnavailable:
 
 def cached_oidc_provider() -> OidcProvider | None:
     """The endpoints if discovery has already run in this process (never fetches)."""
-    with _lock:
-        cached = _cache.get(settings.OIDC_ISSUER)
-    return cached[1] if cached else None
+    return _cache.peek(settings.OIDC_ISSUER)
 
 
 def oidc_provider() -> OidcProvider:
     """The configured issuer's endpoints (discovery), checked to belong to that issuer."""
     issuer = settings.OIDC_ISSUER
-    with _lock:
-        cached = _cache.get(issuer)
-        if cached and time.monotonic() - cached[0] < settings.OIDC_DISCOVERY_CACHE_SECONDS:
-            return cached[1]
+    return _cache.get_or_make(issuer, lambda: _discover(issuer))
+
+
+def _discover(issuer: str) -> OidcProvider:
     url = f"{issuer}/.well-known/openid-configuration"
     try:
         response = requests.get(url, timeout=settings.OIDC_HTTP_TIMEOUT)
@@ -102,15 +99,12 @@ def oidc_provider() -> OidcProvider:
     except KeyError as exc:
         log.error("The discovery document at %s lacks %s", url, exc)
         raise unavailable() from exc
-    with _lock:
-        _cache[issuer] = (time.monotonic(), provider)
     return provider
 
 
 def forget_discovery() -> None:
     """Drop the cached documents (tests start providers on new ports)."""
-    with _lock:
-        _cache.clear()
+    _cache.clear()
 
 
 def local_password_allowed(user) -> bool:
@@ -123,9 +117,13 @@ def local_password_allowed(user) -> bool:
 
 
 def invitation_sign_up_allowed() -> bool:
-    """Whether opening an invitation to co-teach may make a teacher account with a CurreChat
-    password: an administrator allowed it (TEACHER_INVITATIONS) and LOCAL_LOGIN lets teachers have one."""
-    return bool(settings.TEACHER_INVITATIONS) and settings.LOCAL_LOGIN in ("all", "staff")
+    """Whether opening an invitation to co-teach may make an account with a CurreChat password:
+    whenever LOCAL_LOGIN lets that account use one. It is a co-teacher by invitation (everyone may
+    have a password with `all`), or a teacher when an administrator allowed that (TEACHER_INVITATIONS;
+    teachers may have one with `staff` too)."""
+    if settings.TEACHER_INVITATIONS:
+        return settings.LOCAL_LOGIN in ("all", "staff")
+    return settings.LOCAL_LOGIN == "all"
 
 
 def invitations_make_accounts() -> bool:

@@ -235,7 +235,9 @@ def _update(user: User, person: Person, role: Role) -> None:
     if language in dict(settings.LANGUAGES) and not user.language:  # the user's own choice wins
         wanted["language"] = language
     if not user.is_superuser:  # superusers are made and unmade by hand only
-        wanted["role"] = role
+        # A co-teacher by invitation stays one while the university calls them a student: the
+        # invitation, not the university, made them that (a teacher's role is the university's).
+        wanted["role"] = Role.GUEST if (user.role == Role.GUEST and role == Role.STUDENT) else role
         if settings.SSO_STAFF_GROUPS:
             staff = {g.casefold() for g in settings.SSO_STAFF_GROUPS}
             wanted["is_staff"] = any(g.casefold() in staff for g in person.groups)

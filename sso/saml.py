@@ -13,7 +13,6 @@ expires), so a captured POST cannot be replayed from another browser either.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import Any
 
@@ -34,6 +33,7 @@ from saml2.saml import NAMEID_FORMAT_PERSISTENT
 
 from kernel.errors import CurreChatError
 from kernel.redis_client import get_redis
+from kernel.ttlcache import TTLCache
 from sso.config import SignInUnavailable, saml_enabled
 from sso.models import Protocol
 from sso.oidc import not_verified, refused
@@ -43,9 +43,8 @@ from sso.saml_trust import SignedAnswer, Unusable, allowed_issuers, signed_answe
 log = logging.getLogger(__name__)
 
 SESSION_REQUESTS = "saml_outstanding"  # {request ID: where to go afterwards}
-_configs: dict[str, tuple[float, SPConfig]] = {}
-_lock = threading.Lock()
 CONFIG_CACHE_SECONDS = 3600  # remote IdP metadata is fetched again after this
+_configs: TTLCache[str, SPConfig] = TTLCache(CONFIG_CACHE_SECONDS)  # by assertion consumer URL
 
 
 def sp_entity_id(request: HttpRequest) -> str:
@@ -64,10 +63,9 @@ def sp_config(request: HttpRequest) -> SPConfig:
     """pysaml2's configuration of this SP (per host: the entity ID and ACS URL are absolute)."""
     entity_id = sp_entity_id(request)
     acs = request.build_absolute_uri(reverse("sso:saml_acs"))
-    with _lock:
-        cached = _configs.get(acs)
-        if cached and time.monotonic() - cached[0] < CONFIG_CACHE_SECONDS:
-            return cached[1]
+    cached = _configs.get(acs)
+    if cached is not None:
+        return cached
     keypair = {"key_file": settings.SAML_SP_KEY_FILE, "cert_file": settings.SAML_SP_CERT_FILE}
     conf = SPConfig()
     try:
@@ -115,14 +113,11 @@ def sp_config(request: HttpRequest) -> SPConfig:
             _("The sign-in service of %(name)s cannot be reached right now. Try again in a few minutes.")
             % {"name": settings.SSO_NAME}
         ) from exc
-    with _lock:
-        _configs[acs] = (time.monotonic(), conf)
-    return conf
+    return _configs.put(acs, conf)
 
 
 def forget_config() -> None:
-    with _lock:
-        _configs.clear()
+    _configs.clear()
 
 
 def _safe_next(request: HttpRequest) -> str:

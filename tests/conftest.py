@@ -38,6 +38,17 @@ def openai_server():
     fake.stop()
 
 
+@pytest.fixture(scope="module")
+def provider():
+    """The OpenID Connect test provider (node's oidc-provider, tests/oidc_op.py), one per module:
+    each module's `oidc` fixture gives it the accounts and settings its tests use."""
+    from tests.oidc_op import OpenIdProvider
+
+    op = OpenIdProvider().start()
+    yield op
+    op.stop()
+
+
 @pytest.fixture(autouse=True)
 def _clean_redis():
     yield

@@ -26,6 +26,7 @@ import pytest
 import redis
 
 from scripts.redis_stack import RedisStackError, RedisStackServer, free_port
+from tests import lifetimes
 from tests.fake_ollama import FakeOllama
 
 _state: dict = {}
@@ -39,6 +40,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     tmp = Path(tempfile.mkdtemp(prefix=f"currechat-test-{worker or 'main'}-"))
     _state["tmp"] = tmp
+    lifetimes.guard(tmp)  # whatever this process starts from here on ends with it (tests/lifetimes.py)
     if _is_xdist_controller(early_config):
         _point_settings_at(tmp, _NOWHERE_REDIS, _NOWHERE_OLLAMA, prefix="cctest-controller")
         return
@@ -154,12 +156,51 @@ class PostgresServer:
             check=True,
             capture_output=True,
         )
+        # pg_ctl detached the server from us: written down, it ends with this test process all the same.
+        lifetimes.register(self.postmaster_pid())
         return f"postgres://{self.USER}@127.0.0.1:{self.port}/{self.USER}"
+
+    def postmaster_pid(self) -> int:
+        return int((self.data / "postmaster.pid").read_text().split()[0])
 
     def stop(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+# What a test requests to reach the database in its own process (pytest-django refuses it otherwise).
+_DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-tests-only",
+        action="store_true",
+        help="Run only the tests that reach the database (make test-postgres: the rest ran on SQLite already).",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """`--database-tests-only`: the second pass of `make test`, on PostgreSQL, runs the tests that
+    use the database, in their process (a database fixture or mark) or in a process they start
+    (marked `database`). Every other test ran in the SQLite pass, where nothing of it differs."""
+    if not config.getoption("database_tests_only"):
+        return
+    keep, other = [], []
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ())) & _DATABASE_FIXTURES
+        marked = item.get_closest_marker("django_db") or item.get_closest_marker("database")
+        (keep if uses or marked else other).append(item)
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = keep
 
 
 def pytest_unconfigure(config):

@@ -145,3 +145,13 @@ def test_seed_demo_is_repeatable_and_prints_working_logins(client, tmp_path, set
     home = client.get("/").content.decode()
     assert "Demo course assistant" in home
     assert User.objects.filter(username__startswith="demo-").count() == 2
+
+
+def test_seed_demo_again_keeps_the_demo_users_signed_in(client, tmp_path, settings, db):
+    settings.VAR_DIR = tmp_path
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    password = next(line.split("/ ")[1] for line in out.getvalue().splitlines() if "demo-student" in line)
+    assert client.login(username="demo-student", password=password)
+    call_command("seed_demo", stdout=StringIO())  # the next `make run`
+    assert client.get("/").wsgi_request.user.username == "demo-student", "still signed in"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chat.course import writes
-from chat.course.usage import _held_key, current_week
+from chat.metering.usage import _held_key, current_week
 from chat.models import AnswerCheckRun, Prompt, TokenUsage
 from collections_app import lifecycle
 from kernel.redis_client import get_redis

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from chat.course import allowances, usage
+from chat.course import allowances
 from chat.course.allowances import allowance
-from chat.course.usage import BudgetExhausted, UsageMeter, current_week
+from chat.metering import usage
+from chat.metering.usage import BudgetExhausted, UsageMeter, current_week
 from chat.models import ChatSession, Enrollment, Message, Prompt, TokenUsage
 from chat.turn.agent import run_turn, start_turn
 from chat.turn.events import ListSink

@@ -248,3 +248,41 @@ def test_a_running_turn_is_not_mistaken_for_an_orphan(client_for, student, sessi
     assert detail["messages"][-1]["status"] == "pending"
     ollama.script(Reply(content="done"))
     assert run_turn(turn, ListSink()).status == MessageStatus.COMPLETE
+
+
+def _view(n: int, file_id: int, name: str, page: int | None, position: int, text: str) -> dict:
+    chunk = f"c:1:{file_id}:{position}"
+    return {
+        "n": n,
+        "chunk_id": chunk,
+        "file_id": file_id,
+        "file_name": name,
+        "page": page,
+        "page_end": None,
+        "section": "",
+        "text": text,
+    }
+
+
+def test_passages_of_two_documents_reach_the_model_grouped_under_each_documents_name():
+    from chat.turn.grounding import GROUNDING_RULES, format_passages
+
+    text = format_passages(
+        "roots and leaves",
+        [
+            _view(1, 7, "leaves.pdf", 4, 9, "Leaves make sugar."),
+            _view(2, 8, "roots.md", None, 3, "Roots take up water."),
+            _view(3, 7, "leaves.pdf", 2, 2, "Stomata open by day."),
+        ],
+    )
+    leaves, roots = text.index("## Document: leaves.pdf"), text.index("## Document: roots.md")
+    # The first-ranked document first; within it the pages in order, each passage keeping its number.
+    assert leaves < text.index("[3] leaves.pdf, p. 2") < text.index("[1] leaves.pdf, p. 4") < roots
+    assert roots < text.index("[2] roots.md") and "which document says what" in GROUNDING_RULES
+
+
+def test_passages_of_one_document_carry_no_document_heading():
+    from chat.turn.grounding import format_passages
+
+    text = format_passages("q", [_view(1, 7, "a.md", None, 1, "x"), _view(2, 7, "a.md", None, 0, "y")])
+    assert "## Document" not in text and text.index("[2] a.md") < text.index("[1] a.md")

@@ -287,3 +287,27 @@ def test_a_curated_run_checks_at_most_the_configured_number_of_questions(four_qu
     plain = run(api, four_questions)
     assert (plain["stopped"], plain["ran"], plain["total"]) == (None, 4, 4)
     assert len(ollama.chat_requests()) == requests
+
+
+def test_a_gap_becomes_a_test_question_with_no_file_yet_which_runs_skip(course, client_for, owner):
+    """A material gap has no file that answers it: the form offers "no file yet", chosen when the
+    gap's link opens the form; the question is kept, shown as waiting for its file, and skipped by
+    runs (and by the API's runs), which count only the questions a file can answer."""
+    collection, source = course
+    page = client_for(owner)
+    url = f"/collections/{collection.pk}/checks/"
+    form = page.get(url + "?question=Is+there+a+resit%3F&file=none").content.decode()
+    assert '<option value="none" selected>' in form and "data-focus-on-load" in form
+    assert "data-focus-on-load" not in page.get(url).content.decode()  # a plain visit chooses a file
+    assert page.post(url, {"action": "add", "question": "Is there a resit?", "file_id": "none"}).status_code == 302
+    api = client_for(owner)
+    add(api, collection, "When is the exam?", file_id=source.pk, section="Exam")
+    assert add(api, collection, "Can I bring notes?", file_id=None).status_code == 201
+
+    listed = {c["question"]: c for c in api.get(f"/api/v1/collections/{collection.pk}/checks").json()}
+    assert listed["Is there a resit?"]["expect"]["file_id"] is None
+    assert listed["Can I bring notes?"]["expect"]["file_id"] is None
+    done = run(api, collection)
+    assert (done["passed"], done["total"], done["ran"]) == (1, 1, 1)
+    text = page.get(url).content.decode()
+    assert text.count('data-testid="check-no-file"') == 2

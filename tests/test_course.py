@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -18,6 +17,7 @@ from chat.models import ChatSession, Enrollment, EnrollmentStatus, Message, Mess
 from collections_app.models import Collection
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn, search_call
+from tests.waiting import wait_for
 from tests.websockets import EVENT_SECONDS
 
 
@@ -261,7 +261,7 @@ async def test_stop_ends_an_answer_whose_model_has_not_said_a_word_yet(student, 
     ws, _, _ = await connect_ws(student, session.id)
     try:
         await ws.send_json_to({"type": "user_message", "content": "Think hard"})
-        await asyncio.to_thread(_until, lambda: ollama.chat_requests(), "the model to be asked")
+        await asyncio.to_thread(wait_for, lambda: ollama.chat_requests(), 30, "the model to be asked")
         await ws.send_json_to({"type": "stop"})
         events = await receive_turn(ws)
     finally:
@@ -271,14 +271,6 @@ async def test_stop_ends_an_answer_whose_model_has_not_said_a_word_yet(student, 
     assert done["type"] == "message_done" and done["message"]["status"] == "stopped"
     assert not [e for e in events if e["type"] == "token"]
     assert await asyncio.to_thread(ollama.wait_for_abandoned, 1, EVENT_SECONDS) == 1
-
-
-def _until(check, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-    return value
 
 
 def test_stop_without_a_running_answer_is_a_conflict(client_for, student, session):

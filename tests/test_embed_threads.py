@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django_tasks import TaskResultStatus
 
+from tests.databases import migrated_sqlite
 from tests.test_worker_process import LiveWorkers
 from tests.worker_probes import embedding_threads
 
@@ -33,7 +34,7 @@ print(json.dumps({"threads": torch.get_num_threads()}))
 def local_worker(tmp_path):
     workers = LiveWorkers(tmp_path)
     workers.env.update({"EMBEDDING_MODEL": "local:all-MiniLM-L6-v2", "EMBED_THREADS": "3"})
-    workers.manage("migrate", "--noinput")
+    migrated_sqlite(workers.database, workers.env)
     yield workers
     workers.stop()
 

@@ -95,3 +95,54 @@ def test_a_queued_file_shows_its_place_and_an_estimate_in_the_api_and_the_files_
     with translation.override("fi"):
         finnish = teacher.get(f"/collections/{fast_collection.pk}/", HTTP_ACCEPT_LANGUAGE="fi").content.decode()
     assert "Jonossa odottaa: 3 tiedostoa ennen tätä." in finnish
+
+
+def _file(collection, name: str, size: int, status: str, **fields) -> SourceFile:
+    from django.core.files.base import ContentFile
+
+    source = SourceFile(
+        collection=collection,
+        original_name=name,
+        file_type=fields.pop("file_type", "markdown"),
+        size=size,
+        sha256=name,
+        status=status,
+        attempt=1,
+        **fields,
+    )
+    source.file.save(name, ContentFile(b"# x"), save=False)
+    source.save()
+    return source
+
+
+def _done(source: SourceFile, seconds: float) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    SourceFile.objects.filter(pk=source.pk).update(started=now - timedelta(seconds=seconds), updated=now)
+
+
+def test_short_notes_queued_after_a_slow_pdf_are_told_their_own_short_wait(fast_collection, ollama):
+    """The estimate adds up each file ahead at the measured rate of its kind: three notes behind
+    each other wait seconds, though the PDF done before them took twenty minutes (a mean time per
+    file told the last note about half an hour)."""
+    from collections_app.fair_queue import waiting_for
+
+    _done(_file(fast_collection, "book.pdf", 2_000_000, FileStatus.READY, file_type="pdf", pdf_mode="vlm"), 1200)
+    _done(_file(fast_collection, "done.md", 30_000, FileStatus.READY), 5)
+    notes = [_file(fast_collection, f"note{n}.md", 30_000, FileStatus.QUEUED) for n in range(4)]
+    waiting = waiting_for(notes)
+    assert [waiting[n.pk].place for n in notes] == [1, 2, 3, 4]
+    assert waiting[notes[-1].pk].wait.total_seconds() < 60
+    assert (
+        waiting[notes[-1].pk].sentence
+        == "Waiting in the queue: 3 files before this one. It should start within a minute."
+    )
+
+    # A PDF read by the vision model ahead of a note: the note waits what the PDF takes at its rate.
+    pdf = _file(fast_collection, "slides.pdf", 1_000_000, FileStatus.QUEUED, file_type="pdf", pdf_mode="vlm")
+    late = _file(fast_collection, "late.md", 30_000, FileStatus.QUEUED)
+    minutes = waiting_for([pdf, late])[late.pk].wait.total_seconds() / 60
+    assert 9 <= minutes <= 12  # about half the book's 20 minutes, plus the four notes' seconds

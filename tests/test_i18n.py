@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from accounts.models import User
-from chat.course.usage import current_week, describe_reset
+from chat.metering.usage import current_week, describe_reset
 from collections_app.models import SourceFile
 from tests.conftest import PASSWORD
 from tests.untranslated import LOCALE, catalogue_sentences, english_left

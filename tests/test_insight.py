@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Role, User
-from chat.course.usage import UsageMeter
 from chat.insight import stats as insight
+from chat.metering.usage import UsageMeter
 from chat.models import ChatSession, ChatVisibility, Enrollment, EnrollmentStatus, Message, MessageRole, MessageStatus
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call

@@ -1,6 +1,7 @@
 """Invitations to co-teach for someone without an account (issue 29, item 1): the owner makes a link
 for an address nobody has, sees it pending and may withdraw it; opening it makes a teacher account
-only when an administrator allows it (TEACHER_INVITATIONS) or through campus sign-in; a used,
+when an administrator allows it (TEACHER_INVITATIONS; else a co-teacher by invitation,
+tests/test_guest_coteachers.py) or through campus sign-in; a used,
 withdrawn or expired link says so, and an invitation reaches nobody but the person who accepts."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from accounts.invitations import hash_token
 from accounts.models import Role, User
 from chat.models import PromptInvitation
 from collections_app.models import Collection, CollectionInvitation
-from tests.test_sso_oidc import continue_url, identity_user, oidc, provider  # noqa: F401 — fixtures
+from tests.test_sso_oidc import continue_url, identity_user, oidc  # noqa: F401 — fixtures
 
 pytestmark = pytest.mark.django_db
 ADDRESS = "new.teacher@uni.example"
@@ -88,7 +89,6 @@ def test_a_second_link_for_the_same_address_replaces_the_first(client_for, owner
             "otto@uni.example",
             "otto@uni.example already has a teacher account: add them as a co-teacher by this address",
         ),
-        ("sam@uni.example", "sam@uni.example belongs to an account that is not a teacher's"),
     ],
 )
 def test_an_address_that_needs_no_invitation_is_refused_with_why(
@@ -126,7 +126,8 @@ def test_only_the_owner_invites_and_withdraws(request, client_for, collection, p
 # --- opening the link -------------------------------------------------------------------------------------
 
 
-def test_when_not_allowed_the_page_says_to_ask_the_administrator_and_makes_nothing(link):
+def test_when_passwords_are_for_staff_only_the_page_says_to_ask_the_administrator_and_makes_nothing(link, settings):
+    settings.LOCAL_LOGIN = "staff"  # a co-teacher by invitation could not use a password here
     visitor = Client()
     page = text(visitor.get(link))
     assert "invites you to co-own the material collection “Statistics 101”" in page
@@ -195,7 +196,7 @@ def test_a_signed_in_teacher_accepts_with_one_button(client_for, other_teacher, 
 def test_a_signed_in_student_is_told_why_and_nothing_changes(allowed, client_for, student, link, collection):
     client = client_for(student)
     page = text(client.get(link))
-    assert "you are signed in with a student account" in page and "Accept as" not in page
+    assert "You are signed in with a student account, which cannot co-teach." in page and "Accept as" not in page
     refused = client.post(link)
     assert refused.status_code == 403 and student not in collection.co_owners.all()
     assert User.objects.get(pk=student.pk).role == Role.STUDENT
@@ -239,7 +240,7 @@ def test_with_sso_the_person_signs_in_at_the_university_and_co_owns(oidc, client
     path = link_in(invite(client_for(owner), collection, "tiina@uni.example"))
     visitor = Client()
     page = text(visitor.get(path))
-    assert "Sign in with Example University and accept" in page and 'name="password1"' not in page
+    assert "Sign in with Example University and accept" in page
     start = continue_url(visitor.post(path, {"sso": "oidc"}))
     signed = oidc.sign_in(visitor, "tiina", start=start)
     assert signed.response.status_code == 302 and signed.response["Location"] == path
@@ -248,8 +249,14 @@ def test_with_sso_the_person_signs_in_at_the_university_and_co_owns(oidc, client
     assert identity_user("tiina") in collection.co_owners.all()
 
 
-def test_with_sso_a_student_of_the_university_is_told_why(oidc, client_for, owner, collection):  # noqa: F811
-    path = link_in(invite(client_for(owner), collection, "sami@uni.example"))
+def test_with_sso_a_student_of_the_university_with_another_address_is_told_why(
+    oidc,  # noqa: F811
+    client_for,
+    owner,
+    collection,
+):
+    """A forwarded link makes no student a teacher: Sami's university address is not the invited one."""
+    path = link_in(invite(client_for(owner), collection, "someone.else@uni.example"))
     visitor = Client()
     start = continue_url(visitor.post(path, {"sso": "oidc"}))
     oidc.sign_in(visitor, "sami", start=start)

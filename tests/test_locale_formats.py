@@ -15,7 +15,7 @@ from django.template import Context, Template
 from django.utils import formats as django_formats
 from django.utils import timezone, translation
 
-from chat.course.usage import UsageMeter
+from chat.metering.usage import UsageMeter
 from chat.models import Enrollment
 from chat.models.records import PromptDay
 from collections_app.models import FileStatus, SourceFile

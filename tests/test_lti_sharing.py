@@ -17,16 +17,9 @@ from lti.provision import CUSTOM_CODE
 from sso.config import forget_discovery
 from sso.models import SsoIdentity
 from tests.lti_platform import LTI, TestPlatform, new_private_key
-from tests.oidc_op import OpenIdProvider, account
+from tests.oidc_op import account
 
 PERSON = "S12345"
-
-
-@pytest.fixture(scope="module")
-def provider():
-    op = OpenIdProvider().start()
-    yield op
-    op.stop()
 
 
 @pytest.fixture(scope="module")

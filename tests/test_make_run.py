@@ -27,6 +27,7 @@ def _get(url: str) -> tuple[int, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.database  # `make run` migrates and serves the database of DATABASE_URL, when there is one
 def test_run_script_serves_login_page_and_stops_everything(tmp_path, ollama):
     web_port, redis_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DEBUG", "ALLOW_PLAIN_HTTP")}

@@ -12,9 +12,9 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection
 
-from chat.course import usage
 from chat.course.allowances import allowance
-from chat.course.usage import UsageMeter, current_week
+from chat.metering import usage
+from chat.metering.usage import UsageMeter, current_week
 from chat.models import ChatSession, Enrollment, EnrollmentStatus, TokenUsage
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import connect_ws, receive_turn

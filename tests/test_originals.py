@@ -201,3 +201,41 @@ def test_a_slide_and_a_picture_open_on_their_page(client_for, owner, fast_collec
     picture = ingest_upload(fast_collection, PICTURE, "board.png")
     image = client_for(owner).get(f"/collections/files/{picture.pk}/pages/1.png")
     assert image.status_code == 200 and image.content.startswith(PNG)
+
+
+QUOTED = """# Loops
+
+## Exercises
+
+Write a program that takes user inputs in a while loop until the user enters "begin".
+
+> **Sequences**
+>
+> Write a program that reads two integer values, `n1` and `n2`, and performs these tasks:
+>
+> 1. Prints all even numbers between the two numbers, in ascending order.
+> 2. Prints all odd numbers between the two numbers, in descending order.
+
+```python
+print("done")
+```
+"""
+
+
+def test_a_quoted_passage_is_marked_with_the_words_its_page_shows(client_for, owner, fast_collection, ingest_upload):
+    """The words to mark are those the rendered page shows, in its order: an ordered list's numbers in
+    a block quote and a code fence's language are not text on the page, and with them the mark
+    stopped before the quote."""
+    from collections_app.originals import shown_words
+    from rag.locate import plain_tokens
+
+    source = ingest_upload(fast_collection, QUOTED.encode(), "exercises.md")
+    chunk = next(c for c in file_chunks(source) if "Sequences" in c.text)
+    body = client_for(owner).get(f"/collections/files/{source.pk}/passages/{chunk.position}/").content.decode()
+    words = re.search(r'data-words="([^"]*)"', body).group(1).split()
+    section = body.split('data-testid="source-context">', 1)[1].split("</div>\n", 1)[0]
+    shown = plain_tokens(re.sub(r"<[^>]*>", " ", section))
+    assert words[-4:] == ["numbers", "in", "descending", "order"] or words[-2:] == ["print", "done"]
+    assert "python" not in words and "1" not in words and words == shown_words(chunk.text)
+    starts = [i for i in range(len(shown)) if shown[i : i + len(words)] == words]
+    assert starts, "the page shows the passage's words as one run, quote and list included"

@@ -15,7 +15,9 @@ co-owner of the collection and co-teacher of the prompt); `former_co_owner` (co-
 removed, who still has a prompt of their own with the collection attached); `staff` (a teacher
 with admin-site access, not a superuser); `superuser`; `sso_teacher` and `sso_student`, made by a
 campus sign-in (sso/provision.py) from a faculty and a student affiliation: the teacher teaches
-nothing here, the student has joined the prompt. "A chat" is the role's own chat when it has one
+nothing here, the student has joined the prompt; `guest`, a co-teacher by invitation
+(Role.GUEST, issue 46 item 3) of the prompt only: it teaches that prompt and nothing else, and has
+no teacher rights anywhere else. "A chat" is the role's own chat when it has one
 (the enrolled, removed and SSO-made student), otherwise the enrolled student's.
 """
 
@@ -51,12 +53,13 @@ ROLES = (
     "superuser",
     "sso_teacher",
     "sso_student",
+    "guest",
 )
 OK, LOGIN, REFUSED = "ok", "login", "refused"
 
 COLLECTION_EDIT = {"owner", "co_owner", "superuser"}
 COLLECTION_SEARCH = COLLECTION_EDIT | {"enrolled", "sso_student"}
-PROMPT_EDIT = {"owner", "co_owner", "superuser"}
+PROMPT_EDIT = {"owner", "co_owner", "superuser", "guest"}
 PROMPT_OWNER = {"owner", "superuser"}
 TEACHERS = {"other_teacher", "owner", "co_owner", "former_co_owner", "staff", "superuser", "sso_teacher"}
 SIGNED_IN = set(ROLES) - {"anonymous"}
@@ -193,8 +196,8 @@ def _lms_course(w: World) -> str:
 # Only the owner (or a superuser) changes who co-teaches, invitations included.
 CO_TEACHERS_CHANGE = {"owner", "superuser"}
 # Who accepts an invitation: any teacher but the owner (a signed-in teacher with one button); an
-# anonymous visitor is shown the page (no account is made here: TEACHER_INVITATIONS is off).
-INVITATION_ACCEPT = (TEACHERS - {"owner"}) | {"anonymous"}
+# anonymous visitor is shown the page with its sign-up form (an empty form makes no account).
+INVITATION_ACCEPT = (TEACHERS - {"owner"}) | {"anonymous", "guest"}
 
 PAGE_ROWS: dict[tuple[str, str], Row] = {
     ("POST", "collection_invite"): Row(
@@ -228,6 +231,9 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ),
     ("POST", "join_link"): Row(EVERYONE, lambda w, r: f"/join/{w.prompt.join_code}/"),
     ("GET", "account"): Row(SIGNED_IN, lambda w, r: "/account/"),
+    # The deployment's privacy sheet names its servers: the administrators only (issue 46 item 14).
+    ("GET", "privacy_sheet"): Row(ADMIN, lambda w, r: "/privacy-sheet/"),
+    ("GET", "privacy_sheet_markdown"): Row(ADMIN, lambda w, r: "/privacy-sheet.md"),
     ("POST", "set_language"): Row(EVERYONE, lambda w, r: "/i18n/setlang/", lambda w: {"language": "fi", "next": "/"}),
     ("GET", "javascript-catalog"): Row(EVERYONE, lambda w, r: "/jsi18n/"),
     # LTI: the tool's public keys are public; a launch or a deep-link answer is opened by a platform's
@@ -416,7 +422,7 @@ API_ROWS: dict[tuple[str, str], Row] = {
     ),
     # A prompt's own teachers cannot enroll in it as students.
     ("POST", "/prompts/join"): Row(
-        SIGNED_IN - {"owner", "co_owner"},
+        SIGNED_IN - {"owner", "co_owner", "guest"},
         lambda w, r: "/prompts/join",
         lambda w: {"code": w.prompt.join_code, "privacy_confirmed": True},
     ),
@@ -577,6 +583,7 @@ def world(db, ollama) -> World:
         "former_co_owner": _user("former", Role.TEACHER),
         "staff": _user("staff", Role.TEACHER, is_staff=True),
         "superuser": _user("root", Role.TEACHER, is_staff=True, is_superuser=True),
+        "guest": _user("guest", Role.GUEST),
     }
     users.update(_sso_made())
     collection = Collection.objects.create(
@@ -597,7 +604,7 @@ def world(db, ollama) -> World:
     )
     prompt = Prompt.objects.create(owner=users["owner"], name="Stats helper", curation_enabled=False)
     prompt.collections.add(collection)
-    prompt.co_teachers.add(users["co_owner"])
+    prompt.co_teachers.add(users["co_owner"], users["guest"])
     enrolled = Enrollment.objects.create(prompt=prompt, student=users["enrolled"])
     Enrollment.objects.create(prompt=prompt, student=users["sso_student"])
     Enrollment.objects.create(prompt=prompt, student=users["removed"], status=EnrollmentStatus.REMOVED)
@@ -1051,7 +1058,7 @@ def test_only_its_student_sees_the_title_of_a_none_chat_beside_their_other_chat(
 
 
 def test_a_curated_search_is_charged_to_whoever_searches(world, settings):
-    from chat.course.usage import UsageMeter
+    from chat.metering.usage import UsageMeter
 
     settings.USER_WEEKLY_TOKEN_BUDGET = 100
     world.prompt.curation_enabled = True

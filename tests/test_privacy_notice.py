@@ -74,7 +74,7 @@ def test_the_notice_is_written_from_the_prompts_real_settings(operator, client_f
     assert "does not keep the file itself" in page
     # Model servers in words: two language models on two kinds of server, the embedder on this machine.
     assert "you may choose between 2 models" in page
-    assert "the Ollama model server the administrator connected" in page
+    assert "the model server the administrator connected" in page
     assert "an OpenAI-compatible model server" in page and "may be run by another organisation" in page
     assert "processed on this service's own computer (no other server)" in page
     assert "then reads the search words with each passage found" in page, "curation is on"
@@ -220,7 +220,7 @@ def test_collections_embedded_on_a_model_server_are_named_by_their_server(client
     page = _notice(client_for(student), prompt)
     processed = page.split("the search words are processed on ", 1)[1].split(". ", 1)[0]
     assert "this service's own computer (no other server)" in processed
-    assert "the Ollama model server the administrator connected to this service" in processed
+    assert "the model server the administrator connected to this service" in processed
 
 
 def test_notice_sentences_are_catalogued_in_finnish_and_swedish(prompt):

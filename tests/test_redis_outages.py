@@ -37,19 +37,9 @@ from rag.ingest.pipeline import failure_message
 from tests import services
 from tests.fake_ollama import Reply
 from tests.fixtures_ingest import chunk_keys, upload
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def wait_for(check, timeout: float, what: str):
-    """Poll `check` until it returns something true; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 class Outage:

@@ -9,7 +9,6 @@ import signal
 import threading
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pymupdf
 import pytest
@@ -37,27 +36,9 @@ from rag.providers.wire import decoded
 from tests.fake_ollama import Reply
 from tests.fixtures_chat import search_call
 from tests.fixtures_ingest import PDFS, chunk_keys, upload
+from tests.waiting import running, wait_for
 
 NOTES = b"# Optics\n\nLight bends when it passes from air into water, which is called refraction.\n"
-
-
-def _until(check, what: str, timeout: float = 30.0):
-    """Poll `check` until it gives something true, and return that; fail naming `what` after
-    `timeout` seconds (a budget for a loaded machine, not a measurement)."""
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
-    return value
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie has died: only its parent has not read its exit code yet)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def api(client, method: str, url: str, data=None):
@@ -115,7 +96,7 @@ def test_a_running_job_beats_so_a_slow_step_is_not_taken_for_a_dead_worker(
     SourceFile.objects.filter(pk=source.pk).update(updated=long_ago)
     assert liveness.is_stalled(SourceFile.objects.get(pk=source.pk))
     with liveness.Heartbeat(source.pk, source.attempt):  # a step that reports nothing (one slow VLM page)
-        _until(lambda: not liveness.is_stalled(SourceFile.objects.get(pk=source.pk)), "the job's heartbeat")
+        wait_for(lambda: not liveness.is_stalled(SourceFile.objects.get(pk=source.pk)), 30, "the job's heartbeat")
     assert liveness.fail_stalled_files() == 0
 
 
@@ -196,10 +177,11 @@ def test_streamed_text_is_stored_while_the_answer_is_written(session, ollama):
     answer = threading.Thread(target=_answer, args=(turn,))
     answer.start()
     try:
-        stored = _until(
+        stored = wait_for(
             lambda: (
                 Message.objects.filter(pk=turn.reply.pk, status=MessageStatus.STREAMING).exclude(content="").first()
             ),
+            30,
             "the start of the answer to be stored",
         )
     finally:
@@ -236,7 +218,7 @@ def test_every_answer_streaming_at_once_is_stored_as_it_grows(session, ollama):
             }
             return len(owners) == 3
 
-        _wait_for(stored_midway, 60, "the start of every answer to be stored")
+        wait_for(stored_midway, 60, "the start of every answer to be stored")
     finally:
         for gate in gates:
             gate.set()
@@ -252,13 +234,6 @@ def _answer(turn) -> None:
         run_turn(turn, CallbackSink(lambda event: None))
     finally:
         connections.close_all()
-
-
-def _wait_for(check, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 # Item 4 and 5: inputs that held or broke a worker ---------------------------------------------------
@@ -518,9 +493,9 @@ def test_job_processes_die_with_their_worker():
     os.waitpid(middle, 0)
     job_pid = int(os.read(pid_read, 32))
     try:
-        _until(lambda: not _alive(job_pid), "the job process to die with its worker")
+        wait_for(lambda: not running(job_pid), 30, "the job process to die with its worker")
     finally:
-        if _alive(job_pid):
+        if running(job_pid):
             os.kill(job_pid, signal.SIGKILL)
         for fd in (asked_read, asked_write, pid_read, pid_write):
             os.close(fd)

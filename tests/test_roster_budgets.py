@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chat.course.allowances import allowance
-from chat.course.usage import UsageMeter
+from chat.metering.usage import UsageMeter
 from chat.models import Enrollment
 
 

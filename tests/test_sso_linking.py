@@ -18,14 +18,7 @@ from sso.config import forget_discovery
 from sso.models import SsoIdentity
 from tests.conftest import PASSWORD
 from tests.fake_smtp import SmtpServer
-from tests.oidc_op import OpenIdProvider, account
-
-
-@pytest.fixture(scope="module")
-def provider():
-    op = OpenIdProvider().start()
-    yield op
-    op.stop()
+from tests.oidc_op import account
 
 
 @pytest.fixture

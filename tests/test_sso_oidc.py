@@ -21,18 +21,11 @@ from chat.models import ChatSession, Enrollment, Message, Prompt
 from sso.config import forget_discovery
 from sso.models import SsoIdentity
 from tests.conftest import PASSWORD
-from tests.oidc_op import OpenIdProvider, account, query_of
+from tests.oidc_op import account, query_of
 from tests.websockets import EVENT_SECONDS
 
 TEACHER = ("tiina", "faculty")
 STUDENT = ("sami", "student")
-
-
-@pytest.fixture(scope="module")
-def provider():
-    op = OpenIdProvider().start()
-    yield op
-    op.stop()
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,3 +37,29 @@ def test_every_app_package_is_checked_by_the_layer_contracts():
     assert packages == set(APP_PACKAGES)
     for package in APP_PACKAGES:
         assert f"\n    {package}\n" in contracts, f"{package} is missing from the layer table"
+
+
+def test_the_core_library_reads_no_django_settings():
+    """`rag/` is a library: its configuration is handed in by the apps (rag/config.py), so a
+    script or another app can configure it. Of Django it uses only what rag/__init__.py justifies.
+    (import-linter cannot say this: it sees an external package only whole, `django`.)"""
+    strays = []
+    for path in (ROOT / "rag").rglob("*.py"):
+        where = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            django = [n for n in names if n == "django" or n.startswith("django.")]
+            if not django:
+                continue
+            module = django[0]
+            if module == "django.utils" and names[1:] == ["django.utils.translation"]:
+                continue  # `from django.utils import translation`
+            if module.startswith("django.utils.translation") or (where == "rag/apps.py" and module == "django.apps"):
+                continue
+            strays.append(f"{where}:{node.lineno} {module}")
+    assert not strays, f"take settings from rag.config (filled by currechat/ragconfig.py), or justify: {strays}"

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Role, User
-from chat.course.usage import count_key, current_week
 from chat.insight import clustering
+from chat.metering.usage import count_key, current_week
 from chat.models import ChatSession, ChatVisibility, Enrollment, Message, MessageRole, TokenUsage
 from kernel.redis_client import get_redis
 from tests.fake_ollama import Reply

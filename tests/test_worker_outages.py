@@ -22,6 +22,7 @@ from rq.job import Job, JobStatus
 
 from kernel.redis_client import get_redis
 from tests.test_redis_outages import Outage, _children, _start_worker
+from tests.waiting import wait_for
 from tests.worker_probes import nap
 
 pytestmark = pytest.mark.slow
@@ -33,19 +34,6 @@ def redis_outage():
     yield outage
     outage.over.set()
     outage.start()  # never leave the rest of the session without Redis
-
-
-def wait_for(check, timeout: float, what: str, log: Path | None = None):
-    """Poll `check` until it returns something true; fail naming `what` (and the worker's log's end)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(
-        f"timed out after {timeout:.0f} s waiting for {what}" + (f":\n{log.read_text()[-3000:]}" if log else "")
-    )
 
 
 def _job(result) -> Job:

@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 from rq import Queue, Worker
 
-from chat.insight.retention import schedule_purge
+from chat.tasks import schedule_purge
 from currechat.health import check_workers
 from currechat.worker import silent_seconds
 from kernel.redis_client import get_redis
 from scripts.run import WORKER
+from tests.databases import migrated_sqlite
 from tests.fixtures_ingest import FAST_EMBEDDER
+from tests.waiting import running, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 LISTENING = "*** Listening on"  # rq's line once a worker takes jobs
@@ -30,25 +32,6 @@ BEAT = 3  # WORKER_HEARTBEAT_SECONDS of the workers started here (and of this pr
 STALE = 15  # INGEST_STALE_SECONDS: a file without a sign of life this long lost its worker
 OLD_THRESHOLD = 60  # health used to count only workers that beat in the last 60 s
 SLACK = 15  # a loaded 2-core machine: seconds a process may lag behind what it promised
-
-
-def wait_for(check, timeout: float, what: str, log=lambda: ""):
-    """Poll `check` until it returns something true; fail naming `what` (and the log) after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{log()}")
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"  # a zombie has died; only its parent has not read its exit code yet
 
 
 def children_of(pid: int) -> list[int]:
@@ -112,7 +95,7 @@ class LiveWorkers:
 @pytest.fixture
 def live_workers(tmp_path):
     workers = LiveWorkers(tmp_path)
-    workers.manage("migrate", "--noinput")
+    migrated_sqlite(workers.database, workers.env)
     yield workers
     workers.stop()
 
@@ -195,7 +178,7 @@ def test_idle_and_busy_workers_count_and_a_killed_ones_file_fails_with_retry(
     busy.kill()
     busy.wait()
     killed_at = time.monotonic()
-    wait_for(lambda: not any(alive(pid) for pid in orphans), 10, "the job process and scheduler to die with it")
+    wait_for(lambda: not any(running(pid) for pid in orphans), 10, "the job process and scheduler to die with it")
 
     wait_for(lambda: check_workers().count == 1, silent_seconds() + SLACK, "health to stop counting the dead worker")
     noticed = time.monotonic() - killed_at

@@ -1,5 +1,6 @@
 """Runs that start by themselves: after a change of a prompt's instructions, model, collections,
-curation or source policy (`after_change`, called by the prompt's one writer, chat/course/writes.update_prompt), and
+curation or source policy (`on_answers_changed`: chat/course/answer_changes.py, told by the prompt's
+one writer, chat/course/writes.update_prompt; connected in ChatConfig.ready), and
 after a re-index of one of its collections (`collections_app.signals`, connected in ChatConfig.ready:
 the collections app sits below chat and cannot call it).
 
@@ -12,35 +13,20 @@ from __future__ import annotations
 
 import logging
 
+from chat.checks.tasks import enqueue
 from chat.models import AnswerCheckRun, Prompt, RunStatus, RunTrigger
+from collections_app.checks import still_indexing
+from collections_app.models import FileStatus
 
 log = logging.getLogger(__name__)
 
-# The source policy too: "no search" changes every answer as much as a change of collections does.
-WATCHED = ("system_prompt", "chat_model", "curation_enabled", "source_policy")
 
-
-def answer_settings(prompt_id: int | None) -> tuple:
-    """What the answers depend on, as the database has it now."""
-    if prompt_id is None:
-        return ()
-    values = Prompt.objects.filter(pk=prompt_id).values_list(*WATCHED).first()
-    collections = sorted(
-        Prompt.collections.through.objects.filter(prompt_id=prompt_id).values_list("collection_id", flat=True)
-    )
-    return (values, tuple(collections))
-
-
-def after_change(prompt: Prompt, before: tuple, actor) -> AnswerCheckRun | None:
-    """A run of the live prompt if what its answers depend on changed (and it has checks)."""
-    if answer_settings(prompt.pk) == before:
-        return None
-    return _schedule(prompt, RunTrigger.SETTINGS, actor=actor)
+def on_answers_changed(sender, prompt: Prompt, actor, **kwargs) -> None:
+    """A run of the live prompt: what its answers depend on changed (chat/course/answer_changes.py)."""
+    _schedule(prompt, RunTrigger.SETTINGS, actor=actor)
 
 
 def _schedule(prompt: Prompt, trigger: str, *, actor=None, collection=None) -> AnswerCheckRun | None:
-    from chat.checks.runs import enqueue
-
     if not prompt.answer_checks.exists():
         return None
     waiting = prompt.answer_check_runs.filter(
@@ -58,8 +44,6 @@ def _schedule(prompt: Prompt, trigger: str, *, actor=None, collection=None) -> A
 
 def on_reindex_started(sender, collection, **kwargs) -> None:
     """Each prompt with the collection gets a run that waits for the re-index to finish."""
-    from collections_app.models import FileStatus
-
     for prompt in Prompt.objects.filter(collections=collection).distinct():
         _schedule(prompt, RunTrigger.REINDEX, actor=None, collection=collection)
     if not collection.files.exclude(status=FileStatus.CANCELLED).exists():
@@ -69,17 +53,12 @@ def on_reindex_started(sender, collection, **kwargs) -> None:
 def on_ingestion_ended(sender, collection_id: int, **kwargs) -> None:
     """After a file of the collection was ingested: once none is queued or being ingested, the
     waiting runs go to the worker."""
-    from collections_app.models import FileStatus, SourceFile
-
-    busy = (FileStatus.QUEUED, FileStatus.PROCESSING)
-    if not SourceFile.objects.filter(collection_id=collection_id, status__in=busy).exists():
+    if not still_indexing(collection_id):
         release(collection_id)
 
 
 def release(collection_id: int) -> list[AnswerCheckRun]:
     """Let the runs waiting for the collection go; each is let go by exactly one caller."""
-    from chat.checks.runs import enqueue
-
     released = []
     for run in AnswerCheckRun.objects.filter(waiting_for_id=collection_id, status=RunStatus.QUEUED):
         if AnswerCheckRun.objects.filter(pk=run.pk, waiting_for_id=collection_id).update(waiting_for=None):

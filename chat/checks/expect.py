@@ -16,6 +16,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from chat.models import AnswerCheck, Prompt
+from collections_app.checks import page_number
 from collections_app.models import SourceFile
 from kernel.errors import InvalidInput
 
@@ -116,16 +117,9 @@ def _clean_cites(prompt: Prompt, value: Any) -> dict[str, Any]:
     if source is None:
         raise InvalidInput(_("Choose a file of one of the prompt's collections."), field="expect.cites.file_id")
     cites: dict[str, Any] = {"file_id": source.pk}
-    page = value.get("page")
-    if page not in (None, ""):
-        try:
-            cites["page"] = int(page)
-        except (TypeError, ValueError):
-            cites["page"] = 0
-        if cites["page"] < 1:
-            raise InvalidInput(
-                _("A page is a number from 1 up; leave it empty for any page."), field="expect.cites.page"
-            )
+    page = page_number(value.get("page"), field="expect.cites.page")
+    if page is not None:
+        cites["page"] = page
     section = " ".join(str(value.get("section") or "").split())
     if len(section) > MAX_PHRASE:
         raise InvalidInput(_("Keep the section to 300 characters."), field="expect.cites.section")

@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
-from chat.course.usage import UsageMeter
+from chat.metering.usage import UsageMeter
 from chat.models import AnswerMode, Message, MessageRole, MessageStatus, Prompt, SourcePolicy
 from chat.turn.answering import Progress, TurnFailed, answer_extractively, answer_with_model
 from chat.turn.citations import map_citations
@@ -104,7 +104,7 @@ class _CheckChat:
 
 @dataclass
 class CheckTurn:
-    """What the answering loop reads of a turn (chat/turn/agent.Turn), for a question of no chat.
+    """What the answering loop reads of a turn (chat/turn/state.Turn), for a question of no chat.
     No Stop button and no draining web process: the run's worker answers every question through."""
 
     session: _CheckChat

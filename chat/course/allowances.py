@@ -1,6 +1,6 @@
 """What a user may still use of their weekly token budgets, in numbers and in plain words, and
 what teachers change of them: reset a student's week, a budget of their own, exempt themselves.
-The counting itself is chat/course/usage.py's."""
+The counting itself is chat/metering/usage.py's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.course.usage import RESET_SCRIPT, WARNING_SHARE, Week, budget_for, count_key, current_week, describe_reset
+from chat.metering.usage import RESET_SCRIPT, WARNING_SHARE, Week, budget_for, count_key, current_week, describe_reset
 from chat.models import BudgetOverride, Prompt
 from kernel.errors import InvalidInput
 from kernel.formats import percent

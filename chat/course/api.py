@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ninja import Field, Router, Schema, Status
 
@@ -17,6 +17,7 @@ from accounts.models import User
 from chat.course import allowances, enrollment, roster, writes
 from chat.models import EnrollmentStatus, Prompt
 from kernel.ratelimit import client_address, join_by_address, limit_failures
+from kernel.schemas import schema_from_dataclass
 
 router = Router(tags=["prompts"])
 
@@ -147,17 +148,10 @@ class PromptOut(Schema):
         return prompt.enrollments.filter(status=EnrollmentStatus.ENROLLED).count()
 
 
-class StudentOut(Schema):
-    id: int = Field(description="The student's number within the prompt ('Student N'); not a user id.")
-    label: str
-    status: Literal["enrolled", "removed", "blocked"]
-    joined: datetime
-    last_active: datetime | None
-    chats: int
-    messages: int
-    tokens_this_week: int
-    budget: int | None
-    blocked: bool
+if TYPE_CHECKING:
+    StudentOut = Schema
+else:  # the roster's row as the API shows it
+    StudentOut = schema_from_dataclass("StudentOut", roster.RosterRow, status=Literal["enrolled", "removed", "blocked"])
 
 
 class JoinCodeOut(Schema):
@@ -297,7 +291,7 @@ def join(request, data: JoinIn):
     return {"id": prompt.id, "name": prompt.name, "description": prompt.description}
 
 
-# --- Token budgets (chat/course/usage.py) ---------------------------------------------------------------------
+# --- Token budgets (chat/metering/usage.py) ---------------------------------------------------------------------
 class PromptUsageOut(Schema):
     prompt_id: int
     used: int

@@ -4,7 +4,7 @@ A removed student may join again with the code (and keeps their "Student N" labe
 may not. Removal takes effect at once everywhere, because every permission check reads the
 enrollment's current status (access.rules). Joining by code (the join page, `POST /prompts/join`)
 needs the student's confirmation of the prompt's privacy notice, recorded on the enrollment with
-its level (chat.privacy.levels).
+its level (chat.course.privacy_levels).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts.models import User
+from chat.course import privacy_levels as levels
 from chat.models import Enrollment, EnrollmentStatus, Prompt, PromptState, new_join_code
-from chat.privacy import levels
 from kernel.errors import Forbidden, InvalidInput, NotFound
 
 BLOCKED = gettext_lazy(
@@ -62,7 +62,7 @@ NOT_CONFIRMED = gettext_lazy(
 def join_prompt(user, code: str, *, confirmed: bool | None, seen_level: str | None = None) -> Prompt:
     """Enroll a student in the prompt with this join code (idempotent), who `confirmed` reading its
     privacy notice at `seen_level` (None: the level now); refused when they did not (False), and
-    when the level rose while they read (chat.privacy.levels). `confirmed` None is a program that
+    when the level rose while they read (chat.course.privacy_levels). `confirmed` None is a program that
     does not ask (the API's `{code}` of old): enrolled as a learning platform enrolls, told the
     level now, with no confirmation recorded. The edge has checked that `user` is signed in and
     active (access.rules.require_login)."""

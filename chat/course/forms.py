@@ -10,6 +10,7 @@ from accounts.picker import TeacherPickerField
 from chat.course.writes import MAX_EXAMPLE_QUESTIONS, attachable_collections, check_prompt
 from chat.models import Prompt
 from collections_app.models import Collection
+from kernel.formats import schedule_hint
 from kernel.forms import WriteRulesForm
 from rag.providers import Listing, available_models, is_available
 from rag.providers.languages import looks_like_embedder
@@ -58,15 +59,19 @@ class PromptForm(WriteRulesForm):
             "them. None ticked: students get the chat model."
         ),
     )
+    # Typed as the page's language writes a date and time, in the reader's time zone (kernel/zones.py):
+    # a browser's date-time picker follows the browser's locale (mm/dd/yyyy AM/PM on a Finnish page).
     opens_at = forms.DateTimeField(
         required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        localize=True,
+        widget=forms.DateTimeInput(attrs={"autocomplete": "off", "class": "when"}),
         label=gettext_lazy("Opens at"),
         help_text=gettext_lazy("Students can chat from then on. Empty: as soon as it is switched on."),
     )
     closes_at = forms.DateTimeField(
         required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        localize=True,
+        widget=forms.DateTimeInput(attrs={"autocomplete": "off", "class": "when"}),
         label=gettext_lazy("Closes at"),
         help_text=gettext_lazy("Students can no longer send messages from then on; their chats stay readable."),
     )
@@ -107,9 +112,9 @@ class PromptForm(WriteRulesForm):
             "system_prompt": gettext_lazy("System prompt"),
             "student_instructions": gettext_lazy("Student instructions"),
             "chat_model": gettext_lazy("Chat model"),
-            "temperature": gettext_lazy("Temperature"),
+            "temperature": gettext_lazy("How varied the answers are"),
             "source_policy": gettext_lazy("How the assistant uses the material"),
-            "curation_enabled": gettext_lazy("Curation enabled"),
+            "curation_enabled": gettext_lazy("Check what a search finds before answering"),
             "chat_visibility": gettext_lazy("What teachers see of students' chats"),
             "active": gettext_lazy("Switched on"),
             "retention_days": gettext_lazy("Retention days"),
@@ -124,6 +129,15 @@ class PromptForm(WriteRulesForm):
                 "after it; a raise is shown to each student, who confirms it before their next chat."
             ),
             "retention_days": gettext_lazy("Chats older than this are deleted. Empty: the site's default."),
+            # Plain words for teachers (issue 46): no "LLM", no "temperature 0-2".
+            "temperature": gettext_lazy(
+                "From 0 (the same careful wording each time) to 2 (freer, more varied wording). Empty: the model's "
+                "usual setting."
+            ),
+            "curation_enabled": gettext_lazy(
+                "The assistant reads each passage a search finds and sets aside those that do not answer the "
+                "question: fewer off-topic sources, a little slower."
+            ),
             "weekly_token_budget": gettext_lazy("Tokens each student may use per week. Empty: no limit."),
             "tutor_mode": gettext_lazy(
                 "In guide mode every answer is checked as it streams: text that gives the protected material or "
@@ -143,6 +157,8 @@ class PromptForm(WriteRulesForm):
         cast(forms.ModelMultipleChoiceField, self.fields["collections"]).queryset = attachable_collections(
             actor, self.instance
         )
+        for name in ("opens_at", "closes_at"):
+            self.fields[name].help_text = f"{self.fields[name].help_text} {schedule_hint()}"
         if self.instance.pk:
             self.initial["example_questions"] = "\n".join(self.instance.example_questions)
             if not self.instance.is_owned_by(actor):

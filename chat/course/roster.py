@@ -8,7 +8,7 @@ every chat the student has in it was started as "named" (see `label_for`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db.models import Count, Q
@@ -23,7 +23,9 @@ NEAR_SHARE = 0.8  # the roster flags a student from this share of their weekly b
 
 @dataclass(frozen=True)
 class RosterRow:
-    id: int  # the student's number within the prompt
+    """A student as the roster shows them (the page, and the API's `StudentOut`, derived from this)."""
+
+    id: int = field(metadata={"description": "The student's number within the prompt ('Student N'); not a user id."})
     label: str
     status: str
     joined: datetime
@@ -65,7 +67,7 @@ def known_as(user, number: int | None, visibility: str) -> str:
     (`ChatSession.visibility`), not the prompt's level now: a prompt switched to "named" later
     must not put names on chats written under "Student N"."""
     if visibility == ChatVisibility.NAMED:
-        return user.get_full_name() or user.username
+        return user.display_name
     if number is None:
         return _("A teacher")
     return Enrollment.label_of(number)

@@ -21,10 +21,13 @@ from access.rules import (
     require_teacher,
     state_sentence,
 )
-from accounts.picker import invitations_section, unfound_address
-from accounts.resets import mail_configured, mail_reset_to_student
-from chat.course import allowances, enrollment, roster, usage, writes
+from accounts.invitation_views import InvitationViews
+from accounts.picker import invited_addresses, unfound_address
+from accounts.reset_requests import mail_reset_to_student
+from accounts.resets import mail_configured
+from chat.course import allowances, enrollment, roster, writes
 from chat.course.forms import PromptForm
+from chat.metering import usage
 from chat.models import ChatSession, EnrollmentStatus
 from kernel.errors import InvalidInput, NotFound
 from kernel.framing import embeddable
@@ -40,6 +43,7 @@ def prompt_create(request):
         messages.success(
             request, _("Prompt “%(name)s” created. Share its join link with your students.") % {"name": prompt.name}
         )
+        _invitations.invite_after_save(request, prompt, invited_addresses(request.POST, "co_teachers"))
         return redirect("prompt_detail", pk=prompt.pk)
     return render(request, "prompts/form.html", {"form": form})
 
@@ -53,11 +57,13 @@ def prompt_detail(request, pk: int):
     if request.method == "POST" and form.is_valid():
         writes.update_prompt(request.user, prompt, form.changes())
         messages.success(request, _("Prompt saved."))
+        _invitations.invite_after_save(request, prompt, invited_addresses(request.POST, "co_teachers"))
         return redirect("prompt_detail", pk=prompt.pk)
-    return _detail_page(request, prompt, form, invite_email=unfound_address(form, "co_teachers"))
+    section = _invitations.section(request, prompt, email=unfound_address(form, "co_teachers"))
+    return _detail_page(request, prompt, form, invitations=section)
 
 
-def _detail_page(request, prompt, form, *, status: int = 200, new=None, invite_error="", invite_email=""):
+def _detail_page(request, prompt, form, *, status: int = 200, invitations: dict | None = None):
     join_url = request.build_absolute_uri(f"/join/{prompt.join_code}/")
     # What students asked: their chats on this prompt, newest first, as the privacy level allows.
     chats = (
@@ -84,42 +90,26 @@ def _detail_page(request, prompt, form, *, status: int = 200, new=None, invite_e
         "is_owner": is_prompt_owner(request.user, prompt),
         "unavailable": list(prompt.unavailable_collections()),
     }
-    if prompt.is_owned_by(request.user):  # the owner's: who else is invited
-        context["invitations"] = invitations_section(
-            request,
-            prompt.invitations.all(),
-            invite_url=reverse("prompt_invite", args=[prompt.pk]),
-            withdraw_url=lambda i: reverse("prompt_withdraw_invitation", args=[prompt.pk, i.pk]),
-            new=new,
-            error=invite_error,
-            email=invite_email,
-        )
+    if invitations is not None:  # the owner's: who else is invited
+        context["invitations"] = invitations
     return render(request, "prompts/detail.html", context, status=status)
 
 
-@login_required
-@require_POST
-def prompt_invite(request, pk: int):
-    """The owner makes an invitation link for an address nobody has; the link is shown on this
-    response only."""
-    prompt = get_prompt_for_edit(request.user, pk)
-    form = PromptForm(instance=prompt, actor=request.user)
-    email = request.POST.get("email", "")
-    try:
-        new = writes.invite_co_teacher(request.user, prompt, email)
-    except InvalidInput as exc:
-        return _detail_page(request, prompt, form, status=400, invite_error=str(exc), invite_email=email)
-    return _detail_page(request, prompt, form, new=new)
+class _PromptInvitations(InvitationViews):
+    coteaching = writes.PROMPT_INVITATIONS
+    names = ("prompt_invite", "prompt_withdraw_invitation", "prompt_detail")
+
+    def get_target(self, request, pk: int):
+        return get_prompt_for_edit(request.user, pk)
+
+    def render_page(self, request, target, *, status: int = 200, invitations: dict | None = None):
+        form = PromptForm(instance=target, actor=request.user)
+        return _detail_page(request, target, form, status=status, invitations=invitations)
 
 
-@login_required
-@require_POST
-def prompt_withdraw_invitation(request, pk: int, invitation_id: int):
-    prompt = get_prompt_for_edit(request.user, pk)
-    invitation = writes.withdraw_invitation(request.user, prompt, invitation_id)
-    sentence = _("The invitation for %(address)s is withdrawn; its link no longer works.")
-    messages.success(request, sentence % {"address": invitation.email})
-    return redirect(f"{reverse('prompt_detail', args=[pk])}#invitations")
+_invitations = _PromptInvitations()
+prompt_invite = login_required(require_POST(_invitations.invite))
+prompt_withdraw_invitation = login_required(require_POST(_invitations.withdraw))
 
 
 def _embed_code(join_url: str, title: str) -> str:

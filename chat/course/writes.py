@@ -11,7 +11,7 @@ Rules:
 - collections the acting teacher may use themselves; collections already attached stay attachable
   (another teacher of the prompt may have attached them);
 - co-teachers are active teachers other than the owner; only the owner (or an administrator)
-  changes them or invites someone without an account (`invite_co_teacher`);
+  changes them or invites someone without an account (`PROMPT_INVITATIONS`);
 - models students may choose between (`student_models`): each passes the chat model's check (models
   already listed stay listed while the server is away), none twice, and the prompt's own model is
   always one of them (put first when the list leaves it out, also when the chat model changes);
@@ -33,12 +33,12 @@ from django.utils.translation import gettext_lazy
 
 from accounts import invitations
 from accounts.models import User, teachers_named
-from chat.checks import auto as answer_checks
+from chat.course import answer_changes as answer_checks
+from chat.course import privacy_levels as levels
 from chat.course import protected
 from chat.models import ChatVisibility, Prompt, PromptInvitation, SourcePolicy
-from chat.privacy import levels
 from collections_app.models import Collection
-from kernel.errors import Forbidden, InvalidInput, NotFound
+from kernel.errors import Forbidden, InvalidInput
 from kernel.formats import number
 from rag.providers.registry import UnknownModel, available_models, get_chat_model, is_available
 
@@ -165,45 +165,23 @@ def _clean_examples(value) -> list[str]:
 
 def _clean_co_teachers(actor: User, prompt: Prompt | None, values: list, new_owner: User | None) -> list[User]:
     """Active teachers other than the owner; only the owner (or an administrator) changes them."""
-    users = teachers_named(values, field="co_teachers", may=_("teach a prompt"))
+    current = set(prompt.co_teachers.values_list("pk", flat=True)) if prompt else set()
+    users = teachers_named(values, field="co_teachers", may=_("teach a prompt"), current=frozenset(current))
     owner_id = new_owner.pk if new_owner else (prompt.owner_id if prompt else actor.pk)
     users = [u for u in users if u.pk != owner_id]
-    current = set(prompt.co_teachers.values_list("pk", flat=True)) if prompt else set()
     if {u.pk for u in users} != current and prompt is not None and not prompt.is_owned_by(actor):
         raise Forbidden(str(NOT_OWNER))
     return users
 
 
-def invite_co_teacher(actor: User, prompt: Prompt, email: str) -> tuple[PromptInvitation, str]:
-    """An invitation link to co-teach `prompt` for an address nobody has, and its raw token."""
-    if not prompt.is_owned_by(actor):
-        raise Forbidden(str(NOT_OWNER))
-    invitation, raw = invitations.issue(PromptInvitation, actor=actor, email=email, prompt=prompt)
-    return invitation, raw  # type: ignore[return-value]
-
-
-def withdraw_invitation(actor: User, prompt: Prompt, invitation_id: int) -> PromptInvitation:
-    if not prompt.is_owned_by(actor):
-        raise Forbidden(str(NOT_OWNER))
-    invitation = prompt.invitations.filter(pk=invitation_id).first()
-    if invitation is None:
-        raise NotFound(_("There is no such invitation."))
-    invitations.withdraw(invitation)
-    return invitation
-
-
-def accept_invitation(invitation: PromptInvitation, user: User) -> Prompt:
-    """`user` becomes a co-teacher through the invitation (accounts.invitations.accept says when not)."""
-    prompt = invitation.prompt
-    if prompt.owner_id == user.pk:
-        raise Forbidden(_("You own this prompt already, so there is nothing to accept."))
-    invitations.accept(
-        invitation,
-        user,
-        still_allowed=lambda inviter: Prompt.objects.get(pk=prompt.pk).is_owned_by(inviter),
-        add=lambda: prompt.co_teachers.add(user),
-    )
-    return prompt
+PROMPT_INVITATIONS = invitations.CoTeaching(
+    model=PromptInvitation,
+    field="prompt",
+    relation="co_teachers",
+    may_change=lambda actor, prompt: prompt.is_owned_by(actor),
+    not_allowed=NOT_OWNER,
+    already_owner=gettext_lazy("You own this prompt already, so there is nothing to accept."),
+)
 
 
 def create_prompt(actor: User, changes: dict[str, Any]) -> Prompt:

@@ -24,9 +24,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from chat.models import Prompt, TeacherAnswer, TeacherAnswerFile
+from collections_app.models import FileStatus, SourceFile
 from kernel.errors import Conflict, InvalidInput, NotFound
 from kernel.formats import number
 from kernel.rendering import render_markdown
+from rag.index import ChunkStore
 from rag.ingest.normalize import compare_form
 
 MAX_QUESTION_CHARS = 500
@@ -112,9 +114,6 @@ def save_answer(
 def resolve_sources(prompt: Prompt, wanted: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The cited passages as the chat shows them, numbered [1], [2]…: a passage read from the index
     (`chunk_id`) or a whole file (its name only). Only ready files of the prompt's usable collections."""
-    from collections_app.models import FileStatus, SourceFile
-    from rag.index import ChunkStore
-
     if len(wanted) > MAX_SOURCES:
         raise InvalidInput(_("Cite at most %(most)s sources.") % {"most": MAX_SOURCES}, field="sources")
     ids = [_file_id(item) for item in wanted]

@@ -1,6 +1,6 @@
 """The weekly mail of a prompt's topics, for the teachers who opted in, in each one's language.
 
-The worker runs `mail_weekly` once a day (`schedule_mail`, as the chat purge is scheduled): each
+The worker runs `mail_weekly` once a day (`chat.tasks.schedule_mail`, as the chat purge is scheduled): each
 subscription gets last week's topics once (`last_sent_week`), so a worker that was down on Monday
 sends them on its next run. The digest is built on the subscriber's budget when no one opened the
 week's topics yet (chat/insight/topics.py). A teacher who no longer teaches the prompt, or has no
@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import logging
 import secrets
-import smtplib
 from datetime import timedelta
 
-from django.conf import settings
-from django.core.mail import EmailMessage
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from accounts import mail
 from chat.insight import topics
 from chat.models import DigestSubscription, Prompt
-from kernel.schedule import schedule_once
 
 log = logging.getLogger(__name__)
 
 RUN_EVERY = timedelta(days=1)
-_SCHEDULED_KEY = "currechat:topics-mail:scheduled"
 
 
 def subscribe(user, prompt: Prompt, site: str) -> DigestSubscription:
@@ -74,7 +70,7 @@ def mail_weekly(now=None) -> int:
 def mail_one(row: DigestSubscription, week: topics.Week) -> bool:
     """One subscriber's mail of `week`; False (logged) when the mail server failed."""
     prompt, user = row.prompt, row.user
-    language = user.language or settings.LANGUAGE_CODE
+    language = mail.language_of(user)
     with translation.override(language):
         before = topics.digest(prompt, week.before(), user)  # first: this week's topics follow it
         found = topics.digest(prompt, week, user)
@@ -90,28 +86,9 @@ def mail_one(row: DigestSubscription, week: topics.Week) -> bool:
         }
         subject = _("The week's topics in “%(prompt)s”") % {"prompt": prompt.name}
         body = render_to_string("prompts/topics_mail.txt", context)
-    message = EmailMessage(
-        subject,
-        body,
-        settings.DEFAULT_FROM_EMAIL,
-        [user.email],
-        headers={
-            "Content-Language": language,
-            "List-Unsubscribe": f"<{context['unsubscribe_url']}>",
-            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
-        },
-    )
-    try:
-        message.send()
-    except (smtplib.SMTPException, OSError):
-        log.exception("Could not mail the week's topics of prompt %s to user %s", prompt.pk, user.pk)
-        return False
-    return True
-
-
-def schedule_mail(*, after: timedelta, replace: bool = False) -> bool:
-    """Queue the mail task to run `after` from now, unless one is queued already
-    (kernel.schedule.schedule_once). True when a run was queued."""
-    from chat.tasks import mail_weekly_topics  # the task module imports this one
-
-    return schedule_once(mail_weekly_topics, _SCHEDULED_KEY, after=after, replace=replace)
+    headers = {
+        "Content-Language": language,
+        "List-Unsubscribe": f"<{context['unsubscribe_url']}>",
+        "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+    }
+    return mail.send(user, subject, body, about=f"the week's topics of prompt {prompt.pk}", headers=headers)

@@ -118,7 +118,7 @@ def feedback_rows(prompt: Prompt, *, limit: int = 200) -> list[FeedbackRow]:
         asked = [q for q in questions.get(session.pk, []) if q.pk < answer.pk]
         student: str | None
         if session.visibility == ChatVisibility.NAMED:
-            student = session.user.get_full_name() or session.user.username
+            student = session.user.display_name
         else:
             student = enrollment.label if readable else None
         rows.append(

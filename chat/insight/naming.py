@@ -1,5 +1,5 @@
 """Names for a week's topics from the prompt's chat model: one call for all of them, charged to the
-teacher who asked for the topics (chat/course/usage.py), as every teacher's model call is.
+teacher who asked for the topics (chat/metering/usage.py), as every teacher's model call is.
 
 Students' questions are untrusted text: they go to the model as data to be named, and what comes
 back is used only as short plain names (never rendered as HTML, cut to NAME_CHARS).
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 
-from chat.course.usage import BudgetExhausted, reserve
+from chat.metering.usage import BudgetExhausted, reserve
 from chat.models import Prompt
 from kernel.errors import ProviderError
 from rag.providers import ChatMessage, Done, get_chat_model, is_available

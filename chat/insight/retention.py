@@ -3,7 +3,7 @@
 A chat is deleted (with its messages, their feedback, and any gap's example taken from it) when
 its last activity is older than its prompt's retention. Statistics and gaps keep their counts:
 they were added up as each answer ended (`chat/insight/stats.py`), so deleting chats changes no figure.
-The worker runs `purge_expired` once a day (`schedule_purge`); `manage.py purge_chats` runs it now.
+The worker runs `purge_expired` once a day (`chat.tasks.schedule_purge`); `manage.py purge_chats` runs it now.
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ from django.db.models import Count
 from django.utils import timezone
 
 from chat.models import ChatSession, Message, Prompt
-from kernel.schedule import schedule_once
 
 log = logging.getLogger(__name__)
 
 PURGE_EVERY = timedelta(days=1)
-_SCHEDULED_KEY = "currechat:purge-chats:scheduled"
 
 
 def retention_days(prompt: Prompt) -> int | None:
@@ -63,11 +61,3 @@ def purge_expired(now: datetime | None = None, *, dry_run: bool = False) -> Purg
             ChatSession.objects.filter(pk__in=ids[start : start + 500]).delete()
         log.info("Retention: deleted %d chats with %d messages", len(ids), messages)
     return PurgeReport(chats=len(ids), messages=messages)
-
-
-def schedule_purge(*, after: timedelta, replace: bool = False) -> bool:
-    """Queue the purge task to run `after` from now, unless one is queued already
-    (kernel.schedule.schedule_once). True when a run was queued."""
-    from chat.tasks import purge_expired_chats  # the task module imports this one
-
-    return schedule_once(purge_expired_chats, _SCHEDULED_KEY, after=after, replace=replace)

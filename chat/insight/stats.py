@@ -72,7 +72,7 @@ def record_answer(reply: Message, *, with_tokens: bool = False) -> None:
     """Count one ended answer (complete, stopped or failed) of a student's chat. Never raises:
     the student's answer matters more than a statistic, so a failure is logged and skipped.
 
-    Its tokens are counted as its model calls end (`chat.course.usage.UsageMeter.flush`), with those of
+    Its tokens are counted as its model calls end (`chat.metering.usage.UsageMeter.flush`), with those of
     its searches' curation, as the budget counts them; `with_tokens` counts the chat rounds stored
     on the reply instead, for answers from before that (`backfill`)."""
     try:
@@ -86,13 +86,16 @@ def _record(reply: Message, *, with_tokens: bool) -> None:
     prompt = session.prompt
     if not Enrollment.objects.filter(prompt=prompt, student_id=session.user_id).exists():
         return  # a teacher's own chat
-    earlier = session.messages.filter(id__lt=reply.id)
-    question = earlier.filter(role=MessageRole.USER).order_by("-id").first()
-    answered_before = question is not None and earlier.filter(role=MessageRole.ASSISTANT, id__gt=question.id).exists()
+    # One read for the chat's messages before this answer: its question, and any earlier answer.
+    last = session.messages.filter(id__lt=reply.id).aggregate(
+        question=Max("id", filter=Q(role=MessageRole.USER)), answer=Max("id", filter=Q(role=MessageRole.ASSISTANT))
+    )
+    question, answer = last["question"], last["answer"]
+    answered_before = question is not None and answer is not None and answer > question
     searches = [r for r in reply.tool_results if r.get("query")]
     usage = reply.token_usage or {}
     counts = {
-        "chats": 0 if earlier.filter(role=MessageRole.ASSISTANT).exists() else 1,
+        "chats": 0 if answer is not None else 1,
         "questions": 0 if question is None or answered_before else 1,
         "answers": 1,
         "tokens": int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0) if with_tokens else 0,
@@ -118,10 +121,7 @@ def _record(reply: Message, *, with_tokens: bool) -> None:
 
 def add_to_day(prompt_id: int, day: date, **counts: int) -> None:
     """Add `counts` (field -> amount, negative to take back) to the prompt's row for `day`."""
-    PromptDay.objects.get_or_create(prompt_id=prompt_id, day=day)
-    changes = {name: F(name) + amount for name, amount in counts.items() if amount}
-    if changes:
-        PromptDay.objects.filter(prompt_id=prompt_id, day=day).update(**changes)
+    PromptDay.add(prompt_id, day, **counts)
 
 
 def _count_sources(prompt_id: int, day: date, citations: list[dict]) -> None:
@@ -135,13 +135,13 @@ def _count_sources(prompt_id: int, day: date, citations: list[dict]) -> None:
         SourceDay.objects.filter(pk=row.pk).update(citations=F("citations") + n, file_name=file_name[:255])
 
 
-def _count_gap(prompt_id: int, key: str, query: str, when: datetime, example: Message | None) -> None:
+def _count_gap(prompt_id: int, key: str, query: str, when: datetime, example: int | None) -> None:
     gap, _ = MaterialGap.objects.get_or_create(
         prompt_id=prompt_id, key=key, defaults={"query": query[:500], "first_asked": when, "last_asked": when}
     )
     changes: dict = {"count": F("count") + 1, "query": query[:500], "last_asked": when}
     if example is not None:
-        changes["example"] = example
+        changes["example_id"] = example
     MaterialGap.objects.filter(pk=gap.pk).update(**changes)
 
 

@@ -3,10 +3,10 @@
 A week's questions (each student message that started a turn; teachers' own previews left out)
 are embedded with the prompt's collection embedder, grouped by meaning (chat/insight/clustering.py:
 no model call per question), and each group is named — by the chat model in one call for the
-whole week, on the budget of the teacher who asked (chat/course/usage.py), when it is available
+whole week, on the budget of the teacher who asked (chat/metering/usage.py), when it is available
 and the budget has room; otherwise by the group's characteristic words.
 
-Privacy, as students were told (chat/privacy/levels.py): a topic is shown only when at least
+Privacy, as students were told (chat/course/privacy_levels.py): a topic is shown only when at least
 TOPICS_MIN_STUDENTS distinct students asked in it. Only questions from chats started under a level
 that lets teachers read chats ("pseudonymous" or "named") give a topic its name and its examples,
 and never with a student's name; under "none" a topic shows counts only. A prompt whose level was

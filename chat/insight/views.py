@@ -36,6 +36,7 @@ from chat.models import (
     TopicDigest,
     TutorMode,
 )
+from collections_app.models import Collection, FileStatus, SourceFile
 from kernel.errors import CurreChatError
 
 # --- Teacher insight -------------------------------------------------------------------------------
@@ -87,8 +88,6 @@ def guard_context(prompt: Prompt, stats: insight.Statistics) -> dict[str, bool]:
 
 def _checks_page(user, prompt) -> str | None:
     """The test-questions page of the first of the prompt's collections `user` may edit, if any."""
-    from collections_app.models import Collection
-
     collection = prompt.collections.filter(pk__in=Collection.objects.editable_by(user).values("pk")).first()
     return reverse("collection_checks", args=[collection.pk]) if collection else None
 
@@ -140,8 +139,6 @@ def week_context(request, prompt: Prompt) -> dict[str, Any]:
 
 
 def citable_files(prompt: Prompt):
-    from collections_app.models import FileStatus, SourceFile
-
     usable = prompt.usable_collections()
     return SourceFile.objects.filter(collection__in=usable, status=FileStatus.READY).order_by("original_name")[:200]
 

@@ -11,7 +11,9 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from accounts.models import active_teachers
 from chat.models.tutor import Guarded, TutorMode
+from collections_app.models import Collection
 
 # No look-alike characters (0/O, 1/I/L) so codes survive being read aloud or copied by hand.
 _JOIN_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -75,8 +77,10 @@ def open_now_q(prefix: str = "", now=None) -> Q:
 def teaches_q(user, prefix: str = "") -> Q:
     """Prompts `user` teaches (owner or co-teacher) — only while they are an active teacher: a
     teacher demoted to student or deactivated loses every teacher right at once."""
-    if not (user.is_authenticated and user.is_active and user.is_teacher):
+    if not (user.is_authenticated and user.may_co_teach):
         return Q(pk__in=[])
+    if not user.is_teacher:  # a co-teacher by invitation teaches what they were invited to, and owns nothing
+        return Q(**{f"{prefix}co_teachers": user})
     return Q(**{f"{prefix}owner": user}) | Q(**{f"{prefix}co_teachers": user})
 
 
@@ -210,15 +214,11 @@ class Prompt(models.Model):
 
     def teachers(self) -> models.QuerySet:
         """The owner and co-teachers who still teach (active teachers)."""
-        from accounts.models import active_teachers
-
         return active_teachers().filter(Q(pk=self.owner_id) | Q(co_taught_prompts=self)).distinct()
 
     def usable_collections(self) -> models.QuerySet:
         """The attached collections one of the prompt's teachers may still use: a collection whose
         access was taken from every teacher of the prompt (co-ownership ended) is searched no more."""
-        from collections_app.models import Collection
-
         teachers = self.teachers()
         usable = Collection.objects.filter(Q(owner__in=teachers) | Q(co_owners__in=teachers)).values("pk")
         return self.collections.filter(pk__in=usable)
@@ -248,7 +248,7 @@ class Enrollment(models.Model):
     privacy_confirmed_at = models.DateTimeField(_("privacy notice confirmed at"), null=True, blank=True)
     # The highest level the student's next chat may start under without asking them again: what they
     # confirmed (or, never asked, the level when they joined), lowered with the prompt's level since,
-    # because every chat page then told them the lower one. chat.privacy.levels reads and writes it.
+    # because every chat page then told them the lower one. chat.course.privacy_levels reads and writes it.
     privacy_accepted_level = models.CharField(
         _("privacy level accepted"), max_length=16, choices=ChatVisibility.choices, blank=True
     )

@@ -3,8 +3,11 @@ feedback, token usage and budget overrides."""
 
 from __future__ import annotations
 
+from datetime import date
+
 from django.conf import settings
 from django.db import models
+from django.db.models import F
 from django.utils.translation import gettext_lazy as _
 
 from chat.models.prompts import Message, Prompt
@@ -39,6 +42,19 @@ class PromptDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prompt} on {self.day}"
+
+    @classmethod
+    def add(cls, prompt_id: int, day: date, **counts: int) -> None:
+        """Add `counts` (field -> amount, negative to take back) to the prompt's row for `day`.
+        Here, below both, because the statistics and the token meter each add to the row."""
+        changes = {name: F(name) + amount for name, amount in counts.items() if amount}
+        rows = cls.objects.filter(prompt_id=prompt_id, day=day)
+        # The row exists for all but a prompt's first count of a day: one UPDATE, no read first.
+        if changes and rows.update(**changes):
+            return
+        cls.objects.get_or_create(prompt_id=prompt_id, day=day)
+        if changes:
+            rows.update(**changes)
 
 
 class SourceDay(models.Model):
@@ -118,7 +134,7 @@ class Feedback(models.Model):
 
 class TokenUsage(models.Model):
     """The tokens a model server reported for one user's calls in one prompt and week: the database
-    mirror of the Redis counters (chat/course/usage.py), for statistics. A teacher's reset clears the
+    mirror of the Redis counters (chat/metering/usage.py), for statistics. A teacher's reset clears the
     counter the budget is checked against, never these figures."""
 
     user = models.ForeignKey(

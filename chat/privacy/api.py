@@ -10,8 +10,8 @@ from typing import Literal
 from ninja import Field, Router, Schema
 
 from access.rules import enrollment_of, get_enrollment_for_acknowledge, get_prompt_for_privacy
+from chat.course import privacy_levels as levels
 from chat.models import Prompt
-from chat.privacy import levels
 from chat.privacy.notice import notice
 
 router = Router(tags=["privacy"])

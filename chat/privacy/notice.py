@@ -18,9 +18,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from chat.course.model_choice import model_choices
+from chat.course.privacy_levels import LEVELS
 from chat.insight.retention import retention_days
 from chat.models import STUDENT_SENTENCES, Prompt, SourcePolicy
-from chat.privacy.levels import LEVELS
 from rag.providers.registry import split_name
 
 # What each level means, shown with all three so a student sees where this prompt stands.
@@ -100,7 +100,7 @@ def _operator(prompt: Prompt) -> tuple[str, ...]:
     operator, contact, location = (
         _setting(n) for n in ("PRIVACY_OPERATOR", "PRIVACY_CONTACT", "PRIVACY_DATA_LOCATION")
     )
-    teacher = prompt.owner.get_full_name() or prompt.owner.username
+    teacher = prompt.owner.display_name
     return (
         _("This CurreChat service is run by %(operator)s.") % {"operator": operator}
         if operator
@@ -128,8 +128,8 @@ def _stored() -> tuple[str, ...]:
             "and what they found, and the ratings and comments you give answers."
         ),
         _(
-            "How much you use it: the number of tokens (the pieces of text language models count) each week, "
-            "for the weekly allowance."
+            "How much you use it: how much text your questions and the answers come to each week, for the "
+            "weekly allowance."
         ),
         _(
             "Counts without your name: how many questions were asked each day, which parts of the material "
@@ -198,7 +198,7 @@ def _server(model_name: str) -> str:
         return _(
             "an OpenAI-compatible model server the administrator connected, which may be run by another organisation"
         )
-    return _("the Ollama model server the administrator connected to this service")
+    return _("the model server the administrator connected to this service")
 
 
 def _servers(model_names) -> str:

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from access.rules import enrollment_of, get_enrollment_for_acknowledge, get_prompt_for_privacy
+from access.rules import enrollment_of, get_enrollment_for_acknowledge, get_prompt_for_privacy, require_staff
+from chat.course import privacy_levels as levels
 from chat.models import STUDENT_SENTENCES
-from chat.privacy import levels
+from chat.privacy import sheet
 from chat.privacy.notice import LEVEL_TITLES, notice
 from kernel.errors import CurreChatError
 from kernel.framing import embeddable
@@ -58,3 +60,18 @@ def privacy_acknowledge(request, pk: int):
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
         back = reverse("chat_home", args=[pk])
     return redirect(back)
+
+
+def privacy_sheet(request):
+    """The deployment's privacy sheet, for the data protection officer and IT: staff only, as it
+    names the servers (chat/privacy/sheet.py)."""
+    require_staff(request.user)
+    return render(request, "privacy_sheet.html", {"sheet": sheet.sheet()})
+
+
+def privacy_sheet_markdown(request):
+    """The same sheet as a Markdown file to download."""
+    require_staff(request.user)
+    response = HttpResponse(sheet.markdown(sheet.sheet()), content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="currechat-privacy-sheet.md"'
+    return response

@@ -14,7 +14,6 @@ thread. Every edge hands the loop an `EventSink`, so all of them see the same ev
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 import redis
 from django.conf import settings
@@ -23,10 +22,11 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from access.rules import check_may_start_chat, current, get_prompt_for_chat, get_session_for_read
 from chat.course.model_choice import choose_model, offers_choice, stored_choice
-from chat.course.usage import UsageMeter, reserve
 from chat.insight import answers as teacher_answers
 from chat.insight import stats as insight
+from chat.metering.usage import UsageMeter, reserve
 from chat.models import (
     AnswerMode,
     ChatSession,
@@ -35,7 +35,6 @@ from chat.models import (
     MessageRole,
     MessageStatus,
     SourcePolicy,
-    TeacherAnswer,
 )
 from chat.serializers import message_dict
 from chat.turn import moderation, streamsave
@@ -45,9 +44,10 @@ from chat.turn.budget import MessageTooLong
 from chat.turn.citations import map_citations
 from chat.turn.events import ChatEventOut, ErrorEvent, EventSink
 from chat.turn.limits import StopSignal, TurnLock, check_rate, holder_alive, token_age
+from chat.turn.state import Turn, TurnAbandoned, TurnStopped
 from chat.turn.tools import SearchTool
 from kernel import draining, metrics
-from kernel.errors import Conflict, CurreChatError, ModelMissing, ProviderError, ServiceUnavailable
+from kernel.errors import Conflict, CurreChatError, Forbidden, ModelMissing, ProviderError, ServiceUnavailable
 from kernel.formats import number
 from rag.providers import is_available, is_available_on_second_look
 
@@ -58,46 +58,8 @@ log = logging.getLogger(__name__)
 LOCK_GRACE_SECONDS = 15.0
 
 
-class TurnStopped(Exception):  # noqa: N818 — a control-flow signal, not an error
-    """The student pressed Stop: the turn ends here, keeping what it has written."""
-
-
-class TurnAbandoned(Exception):  # noqa: N818 — a control-flow signal, not an error
-    """The web process is shutting down and waited long enough (kernel/draining.py): the turn
-    ends here as a crash would have ended it, keeping what it has written."""
-
-
-@dataclass
-class Turn:
-    session: ChatSession
-    question: Message
-    reply: Message
-    lock: TurnLock
-    model: str  # the chat model that answers: the student's choice (chat/course/model_choice.py)
-    # Every model call made for the student, curation too, against the estimate set aside at the start.
-    meter: UsageMeter
-    stop: StopSignal = field(init=False)
-    # The student's language when they asked: the turn runs in a pool thread, which has none of
-    # its own, and what it stores and sends (errors, an answer without a model) is read in it.
-    language: str = field(default_factory=lambda: translation.get_language() or settings.LANGUAGE_CODE)
-    # The teacher's own answer to this question, served instead of any model (chat/insight/answers.py).
-    teacher_answer: TeacherAnswer | None = None
-
-    def __post_init__(self) -> None:
-        self.stop = StopSignal(self.session.id)
-        self.stop.watch_here()
-
-    def check_stop(self) -> None:
-        if draining.abandoned():
-            raise TurnAbandoned
-        if self.stop.requested():
-            raise TurnStopped
-
-
 def new_session(user, prompt_id: int) -> ChatSession:
     """A new chat with a prompt the user may chat with."""
-    from access.rules import check_may_start_chat, get_prompt_for_chat
-
     prompt = get_prompt_for_chat(user, prompt_id)
     check_may_start_chat(user, prompt)
     return ChatSession.objects.create(prompt=prompt, user=user, visibility=prompt.chat_visibility)
@@ -106,9 +68,6 @@ def new_session(user, prompt_id: int) -> ChatSession:
 def stop_turn(user, session_id: int) -> None:
     """The chat's student stops the answer being written; its text so far is kept, marked stopped.
     Raises Conflict when no answer is being written."""
-    from access.rules import current, get_session_for_read
-    from kernel.errors import Forbidden
-
     user = current(user)
     session = get_session_for_read(user, session_id)
     if session.user_id != user.pk:
@@ -326,6 +285,14 @@ def _mirror_usage(turn: Turn) -> None:
         log.exception("Could not store the token usage of chat turn %s", turn.reply.id)
 
 
+# What a turn writes on its reply (here and as it answers: answering.py, moderation.py): not its
+# chat, role, time or attachment, set when it was created. Fewer columns to write on every answer.
+_ANSWER_FIELDS = [
+    "content", "tool_calls", "tool_results", "citations", "token_usage", "status", "error",
+    "model", "mode", "guard", "teacher_answer",
+]  # fmt: skip
+
+
 def _finish(reply: Message, progress: Progress, status: str) -> None:
     streamsave.forget(reply)  # no streamed write after this final one
     reply.content = progress.text
@@ -336,7 +303,7 @@ def _finish(reply: Message, progress: Progress, status: str) -> None:
         reply.citations = list(progress.passages.values())
     reply.token_usage = progress.usage
     reply.status = status
-    reply.save()
+    reply.save(update_fields=_ANSWER_FIELDS)
     insight.record_answer(reply)  # teachers' statistics and material gaps; never raises
 
 

@@ -27,8 +27,8 @@ from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model
 from rag.providers.base import ToolCallEvent
 
 if TYPE_CHECKING:
-    from chat.turn.agent import Turn
     from chat.turn.leakguard import StreamGuard
+    from chat.turn.state import Turn
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,10 @@ def history(turn: Turn) -> list[ChatMessage]:
     Old answers lose their [n] markers: those numbers point at an earlier turn's passages, and
     the model must not cite them as if they were this turn's search results.
     """
-    messages = list(turn.session.messages.filter(id__lt=turn.question.id).order_by("id"))
+    # Only what the model reads: not the answers' tool results, citations and usage, whose JSON
+    # decoding cost more CPU than the rest of the read in a long chat (issue 44).
+    earlier = turn.session.messages.filter(id__lt=turn.question.id).order_by("id")
+    messages = list(earlier.only("session", "role", "status", "content", "attachment_name", "attachment_text"))
     history: list[ChatMessage] = []
     pending: Message | None = None
     for message in messages:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.turn.budget import MessageTooLong, estimate_tokens
+from chat.metering.tokens import estimate_tokens
+from chat.turn.budget import MessageTooLong
 from kernel.formats import file_size, number
 from rag.ingest import sniff
 from rag.ingest.html import html_to_markdown

@@ -1,26 +1,24 @@
 """How much of the model's context window each part of a turn may use.
 
 The window comes from the model server (`/api/show`), capped by `CHAT_CONTEXT_TOKENS`. Token counts
-are estimated from characters: we cannot load every model's tokenizer, so the estimate is set on
-the generous side (3 characters a token; English averages about 4) to err towards leaving room.
+are estimated from characters (chat/metering/tokens.py).
 """
 
 from __future__ import annotations
 
 import math
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.utils.translation import gettext as _
 
+from chat.metering.tokens import CHARS_PER_TOKEN, estimate_tokens
 from kernel.errors import CurreChatError
+from kernel.ttlcache import TTLCache
 from rag.providers import ChatMessage, ChatModel, ToolSpec
 from rag.query import tokenize
 
-CHARS_PER_TOKEN = 3
 # When the history does not fit, the latest exchanges are kept as they are (the conversation's
 # thread: "and the second one?") and the room left goes to the older exchanges most relevant to
 # the new message.
@@ -30,17 +28,12 @@ PASSAGE_OVERHEAD = 24  # a passage's number, file, page and section lines in a t
 FALLBACK_CONTEXT = 8192  # when the server does not say (older servers, other protocols)
 _INFO_TTL = 300.0
 
-_lock = threading.Lock()
-_windows: dict[str, tuple[float, int]] = {}
+_windows: TTLCache[str, int] = TTLCache(_INFO_TTL)  # "<server>|<model>" -> its window
 
 
 class MessageTooLong(CurreChatError):
     status_code = 413
     code = "too_long"
-
-
-def estimate_tokens(text: str) -> int:
-    return len(text) // CHARS_PER_TOKEN + 1
 
 
 def message_tokens(message: ChatMessage) -> int:
@@ -58,22 +51,14 @@ def context_window(model: ChatModel) -> int:
     A model server that cannot be asked raises ProviderError: the turn fails like any model error.
     """
     key = f"{settings.OLLAMA_HOST}|{model.name}"
-    now = time.monotonic()
-    with _lock:
-        cached = _windows.get(key)
-        if cached and now - cached[0] < _INFO_TTL:
-            return cached[1]
-    reported = model.info().context_length or FALLBACK_CONTEXT
-    window = min(reported, settings.CHAT_CONTEXT_TOKENS)
-    with _lock:
-        _windows[key] = (now, window)
-    return window
+    return _windows.get_or_make(
+        key, lambda: min(model.info().context_length or FALLBACK_CONTEXT, settings.CHAT_CONTEXT_TOKENS)
+    )
 
 
 def forget_windows() -> None:
     """Tests change the fake server's window between cases."""
-    with _lock:
-        _windows.clear()
+    _windows.clear()
 
 
 @dataclass(frozen=True)

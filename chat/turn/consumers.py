@@ -25,7 +25,7 @@ from django.utils.translation.trans_real import parse_accept_lang_header
 from access.rules import get_session_for_read
 from accounts.middleware import saved_language
 from chat.turn.agent import stop_turn
-from chat.turn.runner import error_event, start_turn_async, stream_turn
+from chat.turn.runner import SignedOut, error_event, start_turn_async, stream_turn
 from kernel.errors import CurreChatError, NotAuthenticated
 from kernel.sessions import signed_in
 
@@ -92,16 +92,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if model is not None and not isinstance(model, str):
             await self.send_json(error_event(CurreChatError(_("'model' must be a model's name."))))
             return
-        if not await database_sync_to_async(self._signed_in)():
-            refusal = error_event(NotAuthenticated(_("You were signed out. Log in again to continue.")))
-            refusal["signed_out"] = True  # nothing was stored: the page may send it again (static/js/chat.js)
-            await self.send_json(refusal)
-            await self.close(code=CLOSE_NOT_ALLOWED)
-            return
         if kind == "stop":
-            await self._stop()
+            if await database_sync_to_async(self._signed_in)():
+                await self._stop()
+            else:
+                await self._signed_out(NotAuthenticated(_("You were signed out. Log in again to continue.")))
             return
         try:
+            # Signed in still: checked in the same thread hop as the permission (runner.SignedOut).
             turn = await start_turn_async(
                 self.scope["user"],
                 self.session_id,
@@ -109,7 +107,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 retry=kind == "retry",
                 regenerate=kind == "regenerate",
                 model=model,
+                browser=self.scope.get("session"),
             )
+        except SignedOut as exc:
+            await self._signed_out(exc)
+            return
         except CurreChatError as exc:
             await self.send_json(error_event(exc))
             return
@@ -125,6 +127,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # a new socket with it (static/js/chat.js).
         session = self.scope.get("session")
         return session is None or signed_in(session.session_key, self.scope["user"].pk) is not None
+
+    async def _signed_out(self, exc: NotAuthenticated) -> None:
+        refusal = error_event(exc)
+        refusal["signed_out"] = True  # nothing was stored: the page may send it again (static/js/chat.js)
+        await self.send_json(refusal)
+        await self.close(code=CLOSE_NOT_ALLOWED)
 
     async def _stop(self) -> None:
         try:

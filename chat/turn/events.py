@@ -17,7 +17,7 @@ class PassageView(TypedDict):
     """A passage as the student (and the API) sees it; `n` is its citation number in the turn.
 
     `html` is the text rendered as answers are (sanitised Markdown and math), so every page shows a
-    passage the same way; views stored before it existed get it from `with_html` when read. Every
+    passage the same way; views stored before it existed get it from `chat.serializers.with_html` when read. Every
     other key is a field of `rag.results.Passage` with the same type (a test checks it); build one
     with `passage_view`, never by hand."""
 
@@ -43,13 +43,6 @@ def passage_view(passage: Passage, n: int) -> PassageView:
     and `Message.tool_results`."""
     view = {"n": n} | {name: getattr(passage, name) for name in _VIEW_FIELDS}
     return cast(PassageView, view | {"html": render_markdown(passage.text)})
-
-
-def with_html(view: dict[str, Any]) -> dict[str, Any]:
-    """A stored passage view with its `html`, rendered now if it was stored without one."""
-    if isinstance(view, dict) and "html" not in view and isinstance(view.get("text"), str):
-        return view | {"html": render_markdown(view["text"])}
-    return view
 
 
 class TokenEvent(TypedDict):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 from rag.ingest.normalize import canonical_number, compare_form
+from rag.languages import LANGUAGES, stopwords
 
 # Words per n-gram, measured (bench/leakguard.py, docs/BENCHMARKS.md): 3 and 4 stop tutors' hints that
 # reuse the exercise's wording ("the net force on the block"), 5 is the shortest that stops none of
@@ -94,8 +95,6 @@ def _telling(token: str) -> bool:
 def common_words() -> frozenset[str]:
     """The stop list: the stop words of every language collections may have, as `normal` writes them.
     Letters alone stay content (a formula's `t`, `s` or `m`), except the words "a" and "i"."""
-    from rag.languages import LANGUAGES, stopwords
-
     words = {normal(w) for language in LANGUAGES for w in stopwords(language) for w in w.split()}
     return frozenset(w for w in words if w and (len(w) > 1 or w in ("a", "i")))
 

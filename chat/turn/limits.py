@@ -3,32 +3,40 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-import uuid
 import weakref
-from collections.abc import Callable
 
 import redis
 from django.conf import settings
 from django.utils.translation import gettext as _
 
+from kernel.beacon import ALIVE_TTL, alive_key, beacon
 from kernel.errors import Conflict
+from kernel.outages import defer_until_redis
 from kernel.ratelimit import RateLimited, SlidingWindow
 from kernel.redis_client import get_redis, quick_redis
+from kernel.threads import DaemonThread
 from rag.providers import wire
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ChatBusy", "RateLimited", "StopSignal", "TurnLock", "check_rate", "defer_until_redis"]
+# The process beacon and the deferred Redis writes live in the kernel (kernel/beacon.py,
+# kernel/outages.py); named here too for the callers that knew them here.
+__all__ = [
+    "ALIVE_TTL",
+    "ChatBusy",
+    "RateLimited",
+    "StopSignal",
+    "TurnLock",
+    "alive_key",
+    "check_rate",
+    "defer_until_redis",
+]
 
 # A turn that crashed without releasing its lock frees the chat after this long, at the latest:
-# a lock whose process is gone is broken at once (`TurnLock.holder_alive`).
+# a lock whose process is gone is broken at once (`holder_alive`, through the process's beacon).
 TURN_LOCK_SECONDS = 600
-# Every process that runs turns says it is alive this often; silent for ALIVE_TTL, it is gone.
-ALIVE_BEAT_SECONDS = 2.0
-ALIVE_TTL = 10
 
 
 class ChatBusy(Conflict):
@@ -56,49 +64,6 @@ def check_rate(user_id: int) -> None:
     ).hit(user_id)
 
 
-class _ProcessBeacon:
-    """This process's sign of life in Redis, so another process can tell a turn lock whose
-    holder died (a crash, `kill -9`, a restart) from one whose turn is still being answered. A
-    daemon thread refreshes a short-lived key; a new id after a fork (the child is another process)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pid = 0
-        self.id = ""
-
-    def ensure(self) -> str:
-        """This process's id, its beacon running (started on first use)."""
-        with self._lock:
-            if self._pid != os.getpid():
-                self._pid, self.id = os.getpid(), f"{uuid.uuid4().hex[:12]}"
-                self._beat()
-                threading.Thread(target=self._run, args=(self.id,), name="alive-beacon", daemon=True).start()
-            else:
-                self._beat()  # a turn starts: say so now, in case Redis lost the key since the last beat
-            return self.id
-
-    def is_me(self, process_id: str) -> bool:
-        return self._pid == os.getpid() and process_id == self.id
-
-    def _beat(self) -> None:
-        get_redis().set(alive_key(self.id), "1", ex=ALIVE_TTL)
-
-    def _run(self, beacon_id: str) -> None:
-        while beacon_id == self.id and self._pid == os.getpid():
-            time.sleep(ALIVE_BEAT_SECONDS)
-            try:
-                self._beat()
-            except Exception:  # noqa: BLE001 — Redis away: the next beat retries
-                log.debug("alive beacon missed a beat", exc_info=True)
-
-
-def alive_key(process_id: str) -> str:
-    return _key("alive", process_id)
-
-
-_beacon = _ProcessBeacon()
-
-
 class TurnLock:
     """Held while a chat's answer is being written, so two tabs cannot interleave turns.
 
@@ -110,7 +75,7 @@ class TurnLock:
         self.token = ""
 
     def acquire(self) -> None:
-        self.token = f"{_beacon.ensure()}:{time.time_ns()}"
+        self.token = f"{beacon.ensure()}:{time.time_ns()}"
         if not get_redis().set(self.key, self.token, nx=True, ex=TURN_LOCK_SECONDS):
             raise ChatBusy(_("The assistant is still answering your previous message in this chat. Wait for it."))
 
@@ -148,9 +113,7 @@ _COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redi
 def holder_alive(token: str) -> bool:
     """Whether the process named in a lock token still shows signs of life."""
     process_id, _, _ = token.partition(":")
-    if _beacon.is_me(process_id):
-        return True
-    return bool(process_id) and bool(get_redis().exists(alive_key(process_id)))
+    return beacon.alive(process_id)
 
 
 def token_age(token: str) -> float:
@@ -182,16 +145,10 @@ class _StopWatcher:
     process."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
+        self._thread = DaemonThread("stop-watcher", self._run)
 
     def ensure_running(self) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
-                self._pid = os.getpid()
-                self._thread = threading.Thread(target=self._run, name="stop-watcher", daemon=True)
-                self._thread.start()
+        self._thread.start()
 
     def _run(self) -> None:
         while True:
@@ -200,9 +157,9 @@ class _StopWatcher:
                 watched = [(chat, event) for chat, event in _local_stops.items() if not event.is_set()]
             if not watched:
                 # Checked again under both locks: a turn registering after this starts a new thread.
-                with self._lock, _local_lock:
+                with self._thread.lock, _local_lock:
                     if not _local_stops:
-                        self._thread = None
+                        self._thread.end_locked()
                         return
                 continue
             try:
@@ -275,65 +232,3 @@ class StopSignal:
         """Checked between streamed tokens: no Redis call here (the process's watcher makes one
         for all turns), so it costs nothing while Redis is slow or away."""
         return self._local is not None and self._local.is_set()
-
-
-# Redis calls on a chat's streaming path (through `quick_redis`) ------------------------------------
-
-SETTLE_PAUSE_SECONDS = (0.5, 5.0)  # first and longest pause between tries while Redis is away
-
-
-class _Settler:
-    """Writes that must reach Redis but found it away (a turn's token counts, its lock's
-    release), done by one thread of the process as soon as Redis answers again, in order."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: list[Callable[[], None]] = []
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-
-    def add(self, write: Callable[[], None]) -> None:
-        with self._lock:
-            self._pending.append(write)
-            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
-                self._pid = os.getpid()
-                self._thread = threading.Thread(target=self._run, name="redis-settler", daemon=True)
-                self._thread.start()
-
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._pending)
-
-    def _run(self) -> None:
-        pause, longest = SETTLE_PAUSE_SECONDS
-        while True:
-            with self._lock:
-                if not self._pending:
-                    self._thread = None
-                    return
-                write = self._pending[0]
-            try:
-                write()
-            except redis.RedisError:
-                time.sleep(pause)
-                pause = min(pause * 2, longest)
-                continue
-            except Exception:  # noqa: BLE001 — a write that cannot succeed must not block the others
-                log.exception("A deferred Redis write failed")
-            with self._lock:
-                self._pending.pop(0)
-            pause = SETTLE_PAUSE_SECONDS[0]
-
-
-_settler = _Settler()
-
-
-def defer_until_redis(write: Callable[[], None]) -> None:
-    """Run `write` (a Redis write) in the background as soon as Redis answers again. Kept in this
-    process's memory: what it settles is also stored in the database (token counts in `TokenUsage`)."""
-    _settler.add(write)
-
-
-def deferred_writes() -> int:
-    """How many deferred writes wait for Redis (for tests and health)."""
-    return _settler.pending()

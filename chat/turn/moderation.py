@@ -19,16 +19,16 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from chat.insight import safety
+from chat.metering.tokens import estimate_tokens
 from chat.models import AnswerMode, Guarded
 from chat.turn import streamsave
 from chat.turn.answering import Progress, TurnFailed, as_model_reads, emit_text
-from chat.turn.budget import estimate_tokens
 from chat.turn.events import EventSink
 from kernel.errors import ProviderError
 from rag.providers.moderation import Verdict, get_moderation_model
 
 if TYPE_CHECKING:
-    from chat.turn.agent import Turn
+    from chat.turn.state import Turn
 
 log = logging.getLogger(__name__)
 

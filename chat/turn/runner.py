@@ -21,12 +21,15 @@ from django.db import close_old_connections
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from access.rules import current, get_session_for_write
 from chat.models import Message
-from chat.turn.agent import Turn, run_turn, start_turn
+from chat.turn.agent import run_turn, start_turn
 from chat.turn.attachments import Attachment
 from chat.turn.events import CallbackSink, ChatEventOut, ErrorEvent, TokenEvent
+from chat.turn.state import Turn
 from kernel import draining
-from kernel.errors import CurreChatError, ServiceUnavailable
+from kernel.errors import CurreChatError, NotAuthenticated, ServiceUnavailable
+from kernel.sessions import signed_in
 from rag.providers import wire
 
 _executor: ThreadPoolExecutor | None = None
@@ -217,18 +220,18 @@ def start_turn_for(
     regenerate: bool = False,
     attachment: Attachment | None = None,
     model: str | None = None,
+    fresh: bool = False,
 ) -> Turn:
     """Permission check and `start_turn`, for the async edges (one sync call, one DB thread hop).
-    `model` is the student's choice of the prompt's models (chat/course/model_choice.py)."""
-    from access.rules import current, get_session_for_write
-
+    `model` is the student's choice of the prompt's models (chat/course/model_choice.py); `fresh`:
+    `user` was read from the database for this message already (not read again)."""
     if draining.draining():
         # Shutting down: the server closes this socket meanwhile, and the page reconnects through
         # the proxy to a process that takes the message (nothing of it was stored here).
         raise ServiceUnavailable(_("This server is restarting; your message was not sent. Send it again in a moment."))
     # The user as they are now: a websocket keeps the user of its handshake, who may have been
     # deactivated or demoted since.
-    session = get_session_for_write(current(user), session_id)
+    session = get_session_for_write(user if fresh and user.is_active else current(user), session_id)
     try:
         return start_turn(session, content, retry=retry, regenerate=regenerate, attachment=attachment, model=model)
     except redis.RedisError as exc:  # the rate limit and the turn lock live in Redis
@@ -237,13 +240,33 @@ def start_turn_for(
         ) from exc
 
 
+class SignedOut(NotAuthenticated):
+    """The browser session of a websocket no longer signs its user in."""
+
+
+def _signed_in_user(user, browser):
+    """The socket's user as they are now, if its browser `session` (None: a token-less test client)
+    still signs them in: a sign-out, deactivation or password change refuses the next message, as
+    it ends the browser's next request. Read here, in the turn's own thread hop: one read of the
+    user serves both this check and the permission check after it."""
+    if browser is None:
+        return user, False
+    signed = signed_in(browser.session_key, user.pk)
+    if signed is None:
+        raise SignedOut(_("You were signed out. Log in again to continue."))
+    return signed.user, True
+
+
 def _start_in_thread(
-    user, session_id: int, content: str | None, retry: bool, regenerate: bool, model: str | None, language: str
+    user, browser, session_id: int, content: str | None, retry: bool, regenerate: bool, model: str | None, language: str
 ) -> Turn:
     close_old_connections()
     try:
         with translation.override(language):  # a pool thread inherits no language of its own
-            return start_turn_for(user, session_id, content, retry=retry, regenerate=regenerate, model=model)
+            user, fresh = _signed_in_user(user, browser)
+            return start_turn_for(
+                user, session_id, content, retry=retry, regenerate=regenerate, model=model, fresh=fresh
+            )
     finally:
         close_old_connections()
 
@@ -256,14 +279,16 @@ async def start_turn_async(
     retry: bool = False,
     regenerate: bool = False,
     model: str | None = None,
+    browser=None,
 ) -> Turn:
-    """`start_turn_for` on the turn pool. Not channels' `database_sync_to_async`: that runs every
+    """`start_turn_for` on the turn pool, for the websocket's user signed in by its `browser`
+    session (raises SignedOut when it signs them in no more). Not channels' `database_sync_to_async`: that runs every
     consumer's calls on one shared thread, so with many chats busy, new questions queued behind
     each other for seconds before reaching the model."""
     loop = asyncio.get_running_loop()
     language = translation.get_language() or settings.LANGUAGE_CODE
     return await loop.run_in_executor(
-        executor(), _start_in_thread, user, session_id, content, retry, regenerate, model, language
+        executor(), _start_in_thread, user, browser, session_id, content, retry, regenerate, model, language
     )
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from typing import NamedTuple, cast
 
@@ -24,6 +23,7 @@ from django.db import connection
 from django.db.models import Field
 
 from chat.models import Message, MessageStatus
+from kernel.threads import DaemonThread
 
 log = logging.getLogger(__name__)
 
@@ -40,35 +40,31 @@ class _Noted(NamedTuple):  # a plain tuple: one is made per streamed piece
 
 class _Saves:
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # guards _noted and _writer
         self._noted: dict[int, _Noted] = {}
-        self._writer: threading.Thread | None = None
+        self._writer = DaemonThread("stream-saves", self._run)  # its lock guards _noted too
         os.register_at_fork(after_in_child=self._forked)
 
     def _forked(self) -> None:
-        """A forked child has none of the parent's threads, nor its answers."""
-        self._lock = threading.Lock()
-        self._noted, self._writer = {}, None
+        """A forked child has none of the parent's answers (nor its thread: kernel.threads)."""
+        self._noted = {}
 
     def note(self, reply: Message, text: str) -> None:
-        with self._lock:
+        with self._writer.lock:
             self._noted[reply.pk] = _Noted(text, reply.mode, reply.model)
-            if self._writer is None:
-                self._writer = threading.Thread(target=self._run, name="stream-saves", daemon=True)
-                self._writer.start()
+            self._writer.start_locked()
 
     def forget(self, reply: Message) -> None:
-        with self._lock:
+        with self._writer.lock:
             self._noted.pop(reply.pk, None)
 
     def _run(self) -> None:
         try:
             while True:
                 time.sleep(STREAM_SAVE_SECONDS)
-                with self._lock:
+                with self._writer.lock:
                     noted, self._noted = self._noted, {}
                     if not noted:
-                        self._writer = None  # a later note starts another
+                        self._writer.end_locked()  # a later note starts another
                         return
                 _write(noted)
         finally:

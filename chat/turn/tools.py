@@ -16,8 +16,9 @@ import redis
 from django.conf import settings
 from django.utils.translation import gettext as _
 
+from chat.metering.tokens import CHARS_PER_TOKEN, estimate_tokens
 from chat.turn import grounding
-from chat.turn.budget import CHARS_PER_TOKEN, PASSAGE_OVERHEAD, estimate_tokens, passage_chars, passage_count
+from chat.turn.budget import PASSAGE_OVERHEAD, passage_chars, passage_count
 from chat.turn.events import PassageView, passage_view
 from kernel import metrics
 from kernel.errors import CurreChatError

@@ -21,11 +21,10 @@ from access.rules import (
     state_sentence,
 )
 from chat.course import allowances
+from chat.course import privacy_levels as levels
 from chat.course.model_choice import current_model, model_choices, offers_choice
 from chat.insight import feedback
 from chat.models import STUDENT_SENTENCES, ChatSession, PromptState
-from chat.privacy import levels
-from chat.privacy.levels import PrivacyUnconfirmed
 from chat.serializers import message_dict, student_label
 from chat.turn.agent import fail_orphaned_replies
 from kernel.errors import CurreChatError, NotFound
@@ -94,7 +93,7 @@ def _may_chat(user, prompt, session) -> tuple[bool, str]:
             check_may_start_chat(user, prompt)
         else:
             check_may_chat(user, prompt)
-    except PrivacyUnconfirmed:
+    except levels.PrivacyUnconfirmed:
         return False, ""
     except CurreChatError as exc:
         return False, str(exc)
@@ -130,6 +129,8 @@ def _chat_page(request, prompt, session):
         # Ratings of the student's own answers (feedback controls under each answer).
         "feedback": feedback.own_ratings(session) if session and session.user_id == request.user.id else None,
         "feedback_note": feedback.note_for_student(session.visibility if session else prompt.chat_visibility),
+        # A teacher reading a student's chat: the student's ratings, read only (a chat they can read at all).
+        "ratings_read": feedback.own_ratings(session) if session and teaching and owner.id != request.user.id else None,
         "usage": _usage(request.user, prompt) if owner.id == request.user.id else None,
         # What the leak guard or the safety check did to an answer, marked for its teachers only.
         "guard_notes": teaching,
@@ -151,7 +152,9 @@ def _chat_page(request, prompt, session):
         "model_options": _model_select(prompt, model) if writable else None,
         "max_chars": settings.CHAT_MAX_MESSAGE_CHARS,
         # What teachers see: the level the chat started under (a blank chat starts under today's).
-        "visibility_sentence": STUDENT_SENTENCES[session.visibility if session else prompt.chat_visibility],
+        "visibility_sentence": _("This is your own test chat: the assistant's other teachers can read it too.")
+        if teaching and owner.id == request.user.id
+        else STUDENT_SENTENCES[session.visibility if session else prompt.chat_visibility],
         "attachment_limit": _("%(mb).0f MB, %(pages)s pages")
         % {"mb": settings.CHAT_ATTACHMENT_MAX_BYTES / (1024 * 1024), "pages": settings.CHAT_ATTACHMENT_MAX_PAGES},
         "chat_config": config,

@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "accounts.middleware.UserLanguageMiddleware",
+    "kernel.zones.ViewerTimeZoneMiddleware",  # times in the reader's own zone (static/js/timezone.js)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -333,8 +334,10 @@ CHAT_RETENTION_DAYS = env_int("CHAT_RETENTION_DAYS", 365, minimum=0)
 PRIVACY_OPERATOR = env_str("PRIVACY_OPERATOR", "").strip()
 PRIVACY_CONTACT = env_str("PRIVACY_CONTACT", "").strip()
 PRIVACY_DATA_LOCATION = env_str("PRIVACY_DATA_LOCATION", "").strip()
+# Sub-processors (hosting, a model provider) for the privacy sheet (chat/privacy/sheet.py), separated by ";".
+PRIVACY_SUBPROCESSORS = [part.strip() for part in env_str("PRIVACY_SUBPROCESSORS", "").split(";") if part.strip()]
 
-# --- Fair use: weekly token budgets (chat/course/usage.py) -------------------------------------------------
+# --- Fair use: weekly token budgets (chat/metering/usage.py) -------------------------------------------------
 # Tokens the model server reports for a student's calls (chat rounds, tool rounds, curation), per week.
 # CHAT_WEEKLY_TOKEN_BUDGET is a new prompt's default (empty: no limit); USER_WEEKLY_TOKEN_BUDGET caps
 # one user across all prompts (empty: no cap). The week starts at USAGE_WEEK_RESET_HOUR on
@@ -342,7 +345,7 @@ PRIVACY_DATA_LOCATION = env_str("PRIVACY_DATA_LOCATION", "").strip()
 CHAT_WEEKLY_TOKEN_BUDGET = env_optional_int("CHAT_WEEKLY_TOKEN_BUDGET", None, minimum=0)
 USER_WEEKLY_TOKEN_BUDGET = env_optional_int("USER_WEEKLY_TOKEN_BUDGET", None, minimum=0)
 # Set aside from a budget when a chat turn or a curated search starts, until its real count is in:
-# however many start at once, a budget is overshot by at most one such estimate (chat/course/usage.py). The
+# however many start at once, a budget is overshot by at most one such estimate (chat/metering/usage.py). The
 # user's costliest turn this week in the prompt raises it, when that cost more.
 USAGE_RESERVE_TOKENS = env_int("USAGE_RESERVE_TOKENS", 4000, minimum=1)
 USAGE_WEEK_RESET_WEEKDAY = env_int("USAGE_WEEK_RESET_WEEKDAY", 0, minimum=0)

@@ -259,9 +259,8 @@ if LOCAL_LOGIN != "all" and not (OIDC_ISSUER or SAML_IDP_METADATA):
     raise ImproperlyConfigured(
         f"LOCAL_LOGIN={LOCAL_LOGIN} needs campus sign-in: set OIDC_ISSUER or SAML_IDP_METADATA, or LOCAL_LOGIN=all."
     )
-# Invitations to co-teach (accounts/invitations.py): whether opening one may make a CurreChat teacher
-# account with a password (off: only campus sign-in, or an administrator, makes teachers), and how
-# many days a link stays valid.
+# Invitations to co-teach (accounts/invitations.py): whether an account made on one is a full teacher's
+# (off: a co-teacher of that one prompt or collection, Role.GUEST), and how many days a link stays valid.
 TEACHER_INVITATIONS = env_bool("TEACHER_INVITATIONS", False)
 TEACHER_INVITATION_DAYS = env_int("TEACHER_INVITATION_DAYS", 14, minimum=1)
 # The OpenID Connect backend is always listed: it answers only the callback's code exchange, and

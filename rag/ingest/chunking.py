@@ -3,7 +3,7 @@
 Sections first: every Markdown heading starts a section, and the section's heading path ("Chapter
 2 > 2.1 Sampling") goes with each of its chunks. Then each section is split to about
 `INGEST_CHUNK_SIZE` characters with `INGEST_CHUNK_OVERLAP` overlap, preferring paragraph breaks,
-then line and sentence breaks (langchain-text-splitters). Page numbers come from the character
+then line and sentence breaks (`splitter`). Page numbers come from the character
 offsets where each page starts, so a chunk that runs over a page break reports both pages.
 
 The character size is a target, not a promise: an embedder reads only so many tokens (all-MiniLM-L6-v2
@@ -20,9 +20,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from django.conf import settings
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-
+from rag import config
+from rag.ingest import splitter
 from rag.ingest.job import Chunk, PageText
 
 _HEADING_PATTERN = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
@@ -30,7 +29,7 @@ _HEADING_PATTERN = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 # (a file whose line breaks were lost begins "# Title ## Part …" and goes on for megabytes, and as a
 # heading it became every passage's heading path, copied into each passage's embedding input).
 MAX_HEADING_CHARS = 300
-_FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 def _heading(line: str) -> re.Match[str] | None:
@@ -101,7 +100,7 @@ def fence_safe_breaks(text: str) -> list[int]:
     text may start or end and still render as the whole would."""
     breaks, in_fence, offset = [0], False, 0
     for line in text.splitlines(keepends=True):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             in_fence = not in_fence
         offset += len(line)
         if not in_fence and not line.strip():
@@ -121,7 +120,7 @@ def split_sections(text: str) -> list[Section]:
     current_path = ""
     has_body = False  # the text since `start` holds a line that is not a heading
     for line in text.splitlines(keepends=True):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             in_fence = not in_fence
         match = None if in_fence else _heading(line.rstrip("\n"))
         if match:
@@ -149,24 +148,13 @@ def _clean_heading(title: str) -> str:
     return re.sub(r"[*_`]+", "", title).strip()
 
 
-def _splitter(chunk_size: int, overlap: int) -> RecursiveCharacterTextSplitter:
-    return RecursiveCharacterTextSplitter(
-        chunk_size=chunk_size,
-        chunk_overlap=min(overlap, chunk_size // 2),
-        separators=SEPARATORS,
-        keep_separator="end",
-        add_start_index=True,
-    )
-
-
 def _pieces(
     text: str, size: int, overlap: int, fits: Callable[[str], bool] | None, heading_path: str
 ) -> list[tuple[int, str]]:
     """(offset in `text`, stripped piece) at about `size` characters, each fitting the embedder."""
     pieces: list[tuple[int, str]] = []
-    for doc in _splitter(size, overlap).create_documents([text]):
-        body = doc.page_content.strip()
-        start = max(doc.metadata.get("start_index", 0), 0)
+    for found, piece in splitter.split(text, size, min(overlap, size // 2), SEPARATORS):
+        body, start = piece.strip(), max(found, 0)
         if not body:
             continue
         if fits is None or size <= MIN_CHUNK_CHARS or fits(embedding_text(heading_path, body)):
@@ -175,7 +163,7 @@ def _pieces(
         # Too many tokens: split this piece again, smaller by at least a quarter, with the overlap
         # scaled alike so neighbours still share a sentence or so.
         smaller = max(MIN_CHUNK_CHARS, min(int(size * 0.75), len(body) * 3 // 4))
-        for offset, part in _pieces(doc.page_content, smaller, overlap * smaller // size, fits, heading_path):
+        for offset, part in _pieces(piece, smaller, overlap * smaller // size, fits, heading_path):
             pieces.append((start + offset, part))
     return pieces
 
@@ -190,8 +178,8 @@ def chunk_pages(
     """Chunks of a document given page by page, numbered from 0 in reading order. With `fits` (the
     embedding model's token limit), no chunk's embedding input exceeds what the model reads."""
     text, starts, numbers = _join_pages(pages)
-    size = chunk_size or settings.INGEST_CHUNK_SIZE
-    overlap = settings.INGEST_CHUNK_OVERLAP if overlap is None else overlap
+    size = chunk_size or config.ingestion().chunk_size
+    overlap = config.ingestion().chunk_overlap if overlap is None else overlap
 
     def page_at(offset: int) -> int | None:
         return numbers[max(bisect.bisect_right(starts, offset) - 1, 0)] if numbers else None

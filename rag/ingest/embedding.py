@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import redis
-from django.conf import settings
 
 from kernel.redis_client import get_redis
+from rag import config
+from rag.ingest.job import IngestCancelled
 from rag.providers import get_embedding_model
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ BATCH_SECONDS = 1.0
 
 def _key(model_name: str, text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return f"{settings.REDIS_INDEX_PREFIX}:emb:{model_name}:{digest}"
+    return f"{config.index().prefix}:emb:{model_name}:{digest}"
 
 
 class EmbeddingCache:
@@ -40,7 +41,7 @@ class EmbeddingCache:
     def __init__(self, model_name: str, client: redis.Redis | None = None):
         self.model_name = model_name
         self.client = client or get_redis()
-        self.ttl = settings.INGEST_EMBED_CACHE_DAYS * 86400
+        self.ttl = config.ingestion().embed_cache_days * 86400
 
     def get_many(self, texts: Sequence[str]) -> list[list[float] | None]:
         """The cached vectors (None where there is none). Redis away counts as all missing: the
@@ -77,8 +78,6 @@ def embed_texts(
     cancelled: Callable[[], bool] = lambda: False,
 ) -> tuple[list[list[float]], int]:
     """Vectors for `texts` (same order) and how many came from the cache."""
-    from rag.ingest.job import IngestCancelled
-
     model = get_embedding_model(model_name)
     cache = EmbeddingCache(cache_name(model_name, model.version))
     vectors: list[list[float] | None] = cache.get_many(texts) if texts else []
@@ -87,7 +86,7 @@ def embed_texts(
     missing = sorted((i for i, vector in enumerate(vectors) if vector is None), key=lambda i: -len(texts[i]))
     cached = len(texts) - len(missing)
     progress(cached)
-    done, size = 0, min(FIRST_BATCH, settings.INGEST_EMBED_BATCH)
+    done, size = 0, min(FIRST_BATCH, config.ingestion().embed_batch)
     while done < len(missing):
         if cancelled():
             raise IngestCancelled
@@ -107,5 +106,5 @@ def next_batch_size(size: int, texts: int, seconds: float) -> int:
     """The size of the next batch after `texts` took `seconds`: doubled while batches are quick,
     never more than INGEST_EMBED_BATCH, nor more than fits in BATCH_SECONDS at the speed seen."""
     per_text = seconds / max(texts, 1)
-    fits = int(BATCH_SECONDS / per_text) if per_text > 0 else settings.INGEST_EMBED_BATCH
-    return max(1, min(size * 2, settings.INGEST_EMBED_BATCH, fits))
+    fits = int(BATCH_SECONDS / per_text) if per_text > 0 else config.ingestion().embed_batch
+    return max(1, min(size * 2, config.ingestion().embed_batch, fits))

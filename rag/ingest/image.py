@@ -6,11 +6,11 @@ from __future__ import annotations
 import io
 import warnings
 
-from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from PIL import Image, UnidentifiedImageError
 
+from rag import config
 from rag.ingest.job import IngestFailed, TooLarge
 
 IMAGE_SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff")
@@ -34,7 +34,7 @@ def image_png(data: bytes, name: str) -> bytes:
             picture: Image.Image = Image.open(io.BytesIO(data))
             if picture.format not in ("PNG", "JPEG", "WEBP"):
                 raise UnidentifiedImageError(picture.format)
-            if picture.width * picture.height > settings.INGEST_MAX_IMAGE_PIXELS:
+            if picture.width * picture.height > config.ingestion().max_image_pixels:
                 raise TooLarge(
                     _("“%(name)s” is %(w)s × %(h)s pixels, more than the server accepts. Upload a smaller copy.")
                     % {"name": name, "w": picture.width, "h": picture.height}

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable
 
 import docx
 import pptx
-from django.conf import settings
 from django.utils.translation import gettext as _
 from docx.table import Table as DocxTable
 from docx.text.paragraph import Paragraph as DocxParagraph
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 
 from kernel import formats
+from rag import config
 from rag.ingest.job import IngestCancelled, IngestFailed, PageText, TooLarge, UnsupportedContent
 
 MAX_PARTS = 10_000  # a real presentation of 2,000 slides with pictures has about 8,000 parts
@@ -47,7 +47,7 @@ def office_kind(data: bytes, name: str) -> str:
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise _damaged(name) from exc
     inflated = sum(part.file_size for part in parts)
-    if len(parts) > MAX_PARTS or inflated > settings.INGEST_MAX_STREAM_BYTES:
+    if len(parts) > MAX_PARTS or inflated > config.ingestion().max_stream_bytes:
         raise TooLarge(
             _(
                 "“%(name)s” expands to more than the server accepts (%(size)s unpacked). Split it into smaller "
@@ -210,10 +210,10 @@ def pptx_pages(
         slides = list(pptx.Presentation(io.BytesIO(data)).slides)
     except Exception as exc:  # noqa: BLE001 — python-pptx raises many kinds for a damaged package
         raise _damaged(_("the presentation")) from exc
-    if len(slides) > settings.UPLOAD_MAX_PDF_PAGES:
+    if len(slides) > config.ingestion().max_pdf_pages:
         raise TooLarge(
             _("This presentation has %(pages)s slides; the limit is %(limit)s. Split it and upload the parts.")
-            % {"pages": formats.number(len(slides)), "limit": formats.number(settings.UPLOAD_MAX_PDF_PAGES)}
+            % {"pages": formats.number(len(slides)), "limit": formats.number(config.ingestion().max_pdf_pages)}
         )
     pages = []
     for number, slide in enumerate(slides, start=1):

@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import redis
-from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.errors import ProviderError
+from kernel.outages import GaveUp, wait_for_redis
+from rag import config
 from rag.ingest.job import IngestCancelled, IngestFailed, IngestJob, IngestTracker, Outcome
 from rag.ingest.steps import STEPS, Step
 
@@ -99,7 +100,7 @@ def run(job: IngestJob, tracker: IngestTracker, steps: Sequence[Step] = STEPS) -
 def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
     """Run one step, retrying it when a service failed in a way that may pass: a model server up
     to INGEST_STEP_RETRIES times, Redis after each outage up to INGEST_REDIS_OUTAGE_SECONDS."""
-    attempts = settings.INGEST_STEP_RETRIES + 1
+    attempts = config.ingestion().step_retries + 1
     attempt = 1
     redis_deadline: float | None = None  # set at the step's first Redis failure
     while True:
@@ -113,7 +114,7 @@ def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
             # a minute, and what the step did before is kept (embedding cache, page checkpoints).
             # Bounded per step, so a call that fails while Redis answers pings cannot loop forever.
             if redis_deadline is None:
-                redis_deadline = time.monotonic() + settings.INGEST_REDIS_OUTAGE_SECONDS
+                redis_deadline = time.monotonic() + config.ingestion().redis_outage_seconds
             log.warning("file %s: %s lost Redis (%s); waiting for it", job.file_id, step.name, exc)
             _ride_out_redis(ctx, exc, redis_deadline)
         except ProviderError as exc:
@@ -121,7 +122,7 @@ def _run_step(step: Step, job: IngestJob, ctx: RunContext) -> None:
                 raise
             log.warning("file %s: %s failed (%s); attempt %s of %s", job.file_id, step.name, exc, attempt, attempts)
             ctx.progress(0.0, _("Waiting to retry: %(error)s") % {"error": exc}, force=True)
-            time.sleep(settings.INGEST_RETRY_DELAY * attempt)
+            time.sleep(config.ingestion().retry_delay * attempt)
             attempt += 1
             if ctx.cancelled():
                 raise IngestCancelled from exc
@@ -137,22 +138,13 @@ def _ride_out_redis(ctx: RunContext, exc: Exception, deadline: float) -> None:
     from kernel.redis_client import get_index_redis  # the index's own Redis, when REDIS_INDEX_URL names one
 
     ctx.progress(0.0, _("Waiting for the search index (Redis) to come back"), force=True)
-    pause, longest = REDIS_POLL_SECONDS
-    while True:
+    first, longest = REDIS_POLL_SECONDS
+    try:
+        wait_for_redis(get_index_redis(), first=first, longest=longest, give_up=ctx.cancelled, deadline=deadline)
+    except GaveUp:
         if ctx.cancelled():
             raise IngestCancelled from exc
-        if time.monotonic() >= deadline:
-            raise exc
-        try:
-            get_index_redis().ping()
-            return
-        except (redis.ConnectionError, redis.TimeoutError):
-            pass
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise exc
-        time.sleep(min(pause, left))
-        pause = min(pause * 2, longest)
+        raise exc from None
 
 
 def _finish(job: IngestJob, tracker: IngestTracker) -> Outcome:

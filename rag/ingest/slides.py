@@ -31,10 +31,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext_lazy
 
+from rag import config
 from rag.ingest.job import IngestCancelled
 from rag.ingest.pdf import open_pdf
 
@@ -106,7 +106,7 @@ def rendered_pdf(original: Path) -> Path:
 def is_note(text: str) -> bool:
     """Whether `text` is one of this module's notes, in any of the site's languages: a note copied
     from an earlier run is replaced by what this run found."""
-    for code, _name in settings.LANGUAGES:
+    for code in config.ingestion().languages:
         with translation.override(code):
             if text in {str(note) for note in NOTES}:
                 return True
@@ -141,9 +141,9 @@ def render(original: Path, slides: int, cancelled: Callable[[], bool] = lambda: 
 
 
 def _convert(original: Path, work: Path, cancelled: Callable[[], bool]) -> Path:
-    binary = shutil.which(settings.LIBREOFFICE_BINARY)
+    binary = shutil.which(config.ingestion().libreoffice_binary)
     if binary is None:
-        raise NotRendered(str(NOT_INSTALLED), f"LibreOffice ({settings.LIBREOFFICE_BINARY}) is not installed")
+        raise NotRendered(str(NOT_INSTALLED), f"LibreOffice ({config.ingestion().libreoffice_binary}) is not installed")
     profile = work / "profile"
     (profile / "user").mkdir(parents=True)
     (profile / "user" / "registrymodifications.xcu").write_text(PROFILE, encoding="utf-8")
@@ -205,7 +205,7 @@ def _sandboxed(command: list[str], work: Path) -> list[str]:
 
 def _hidden(work: Path) -> list[Path]:
     """The app's own folders, outermost only, never one that holds the conversion's folder."""
-    folders = {Path(p).resolve() for p in (settings.BASE_DIR, settings.VAR_DIR, settings.MEDIA_ROOT)}
+    folders = {Path(p).resolve() for p in config.ingestion().own_folders}
     work = work.resolve()
     return sorted(
         f
@@ -217,13 +217,14 @@ def _hidden(work: Path) -> list[Path]:
 def _wait(process: subprocess.Popen, cancelled: Callable[[], bool]) -> None:
     """Wait for LibreOffice; whatever ends the wait (its exit, the timeout, a cancel), nothing it
     started outlives it."""
-    deadline = time.monotonic() + settings.LIBREOFFICE_TIMEOUT
+    timeout = config.ingestion().libreoffice_timeout
+    deadline = time.monotonic() + timeout
     try:
         while process.poll() is None:
             if cancelled():
                 raise IngestCancelled
             if time.monotonic() >= deadline:
-                raise NotRendered(str(TOO_SLOW), f"LibreOffice took longer than {settings.LIBREOFFICE_TIMEOUT:g} s")
+                raise NotRendered(str(TOO_SLOW), f"LibreOffice took longer than {timeout:g} s")
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=0.5)
     finally:

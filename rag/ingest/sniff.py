@@ -73,6 +73,9 @@ def detect_upload_type(name: str, data: bytes) -> str:
     """The type of a file uploaded to a collection: besides what `detect_type` knows, PowerPoint
     ("pptx") and Word ("docx") documents, pictures ("image") and caption files ("transcript"),
     each recognised by its content. Refuses, with a sentence, what none of the readers can read."""
+    # Here, not at the top: every web process imports this module (collections_app.files), and
+    # these readers load python-docx, python-pptx, Pillow and webvtt (~0.2 s of CPU), which wait
+    # for the first upload.
     from rag.ingest.image import is_image
     from rag.ingest.office import office_kind
     from rag.ingest.transcript import transcript_format

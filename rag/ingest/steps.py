@@ -10,23 +10,23 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from kernel.errors import ProviderError
 from kernel.formats import number
+from rag import config
 from rag.index import CollectionIndex, IndexedChunk
 from rag.ingest import chunking, office, pdf, review, slides
 from rag.ingest.embedding import embed_texts
 from rag.ingest.html import html_to_markdown
 from rag.ingest.image import NEEDS_VISION, image_png
 from rag.ingest.job import IngestFailed, IngestJob, PageText, TooLarge
-from rag.ingest.normalize import normalize_text
 from rag.ingest.pdf.formulas import is_math_heavy
 from rag.ingest.sniff import decode_text
 from rag.ingest.transcript import transcript_markdown
 from rag.providers import is_available, limits
+from rag.text import normalize_text
 
 MATH_NEEDS_VISION = gettext_lazy(
     "This PDF is full of formulas, and fast extraction reads them as loose symbols without their layout. "
@@ -52,14 +52,15 @@ class Step(Protocol):
 def expected_extractor(job: IngestJob) -> str:
     """Which extractor this run will use: also the key under which extracted Markdown is reused."""
     if job.file_type == "image":
-        return f"image-vlm:{settings.VLM_MODEL}"
+        return f"image-vlm:{config.ingestion().vlm_model}"
     if job.file_type == "pptx":
-        return f"pptx+vlm:{settings.VLM_MODEL}" if is_available(settings.VLM_MODEL, fresh=True) else "pptx"
+        model = config.ingestion().vlm_model
+        return f"pptx+vlm:{model}" if is_available(model, fresh=True) else "pptx"
     if job.file_type != "pdf":
         return job.file_type
-    if job.pdf_mode == "fast" or not is_available(settings.VLM_MODEL, fresh=True):
+    if job.pdf_mode == "fast" or not is_available(config.ingestion().vlm_model, fresh=True):
         return "pdf-fast"
-    return f"pdf-vlm:{settings.VLM_MODEL}"
+    return f"pdf-vlm:{config.ingestion().vlm_model}"
 
 
 class Extract:
@@ -94,10 +95,10 @@ class Extract:
 
     def _image(self, job: IngestJob, data: bytes, ctx: Context) -> None:
         png = image_png(data, job.file_name)
-        if not is_available(settings.VLM_MODEL, fresh=True):
-            raise IngestFailed(str(NEEDS_VISION % {"name": job.file_name, "model": settings.VLM_MODEL}))
+        if not is_available(config.ingestion().vlm_model, fresh=True):
+            raise IngestFailed(str(NEEDS_VISION % {"name": job.file_name, "model": config.ingestion().vlm_model}))
         job.extractor, job.page_count = expected_extractor(job), 1
-        job.pages = [PageText(1, pdf.read_image(settings.VLM_MODEL, png, ctx.cancelled))]
+        job.pages = [PageText(1, pdf.read_image(config.ingestion().vlm_model, png, ctx.cancelled))]
         job.flagged_pages = list(review.flag_pages(job.pages, {1: None}))
 
     def _pptx(self, job: IngestJob, data: bytes, ctx: Context) -> None:
@@ -111,7 +112,7 @@ class Extract:
                 return ""
             try:
                 request = pdf.PICTURE_REQUEST.format(slide=slide)
-                return pdf.read_image(settings.VLM_MODEL, png, ctx.cancelled, request)
+                return pdf.read_image(config.ingestion().vlm_model, png, ctx.cancelled, request)
             except ProviderError:
                 missed.append(slide)
                 return ""
@@ -170,7 +171,7 @@ class Extract:
                 if is_math_heavy(p.markdown for p in job.pages):
                     job.notes.append(str(MATH_NEEDS_VISION))
                 return
-            job.pages, fallbacks = pdf.vlm_pages(doc, settings.VLM_MODEL, pages_done, ctx.cancelled)
+            job.pages, fallbacks = pdf.vlm_pages(doc, config.ingestion().vlm_model, pages_done, ctx.cancelled)
             layers: dict[int, str | None] = {i + 1: doc[i].get_text() for i in range(total)}
             job.flagged_pages = list(review.flag_pages(job.pages, layers, frozenset(fallbacks)))
             if fallbacks:
@@ -235,13 +236,13 @@ class Normalize:
         job.pages = [PageText(p.number, normalize_text(p.markdown)) for p in job.pages]
         job.empty_pages, job.repeated_pages = page_quality(job.pages)
         chars = sum(len(p.markdown) for p in job.pages)
-        if chars > settings.INGEST_MAX_TEXT_CHARS:
+        if chars > config.ingestion().max_text_chars:
             raise TooLarge(
                 _(
                     "This file holds %(chars)s characters of text; the limit is %(limit)s. "
                     "Split it into smaller files and upload those."
                 )
-                % {"chars": number(chars), "limit": number(settings.INGEST_MAX_TEXT_CHARS)}
+                % {"chars": number(chars), "limit": number(config.ingestion().max_text_chars)}
             )
         if chars == 0 and job.file_type == "pdf" and job.pdf_mode == "fast":
             raise IngestFailed(

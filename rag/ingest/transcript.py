@@ -11,10 +11,10 @@ import io
 import re
 
 import webvtt
-from django.conf import settings
 from django.utils.translation import gettext as _
 from webvtt.errors import MalformedFileError
 
+from rag import config
 from rag.ingest.job import IngestFailed
 
 _SRT_START = re.compile(r"\A\s*\d+\s*\r?\n\s*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}\s*-->", re.MULTILINE)
@@ -65,7 +65,7 @@ def transcript_markdown(text: str, name: str, target: int | None = None) -> str:
             )
             % {"name": name}
         ) from exc
-    target = target or int(settings.INGEST_CHUNK_SIZE * 0.8)
+    target = target or int(config.ingestion().chunk_size * 0.8)
     passages: list[tuple[float, list[str]]] = []
     size = target
     for caption in captions:

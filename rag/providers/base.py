@@ -8,7 +8,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self
 
-from kernel.errors import CurreChatError
+from django.utils.translation import gettext as _
+
+from kernel.errors import CurreChatError, ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -225,8 +227,19 @@ def text_to(events: Iterator[ChatEvent], on_text: TextSink | None) -> Iterator[C
             yield event
 
 
-class CompletesFromStream:
-    """`complete()` for a chat model that implements `stream()`: the streamed text, joined."""
+@dataclass(frozen=True)
+class StreamOptions:
+    """What one `stream()` call asks beyond the messages (its keywords, as one value)."""
+
+    tools: Sequence[ToolSpec] = ()
+    format: dict[str, Any] | None = None  # a JSON schema the reply must follow
+    options: dict[str, Any] | None = None  # Ollama's model options (temperature, num_predict, num_ctx)
+    on_text: TextSink | None = None
+
+
+class StreamingChat:
+    """A chat model's `stream()` and `complete()`, written once: the keywords go to the provider's
+    `_stream` as one `StreamOptions`; `complete()` is the streamed text, joined."""
 
     def stream(
         self,
@@ -237,6 +250,9 @@ class CompletesFromStream:
         options: dict[str, Any] | None = None,
         on_text: TextSink | None = None,
     ) -> Iterator[ChatEvent]:
+        return self._stream(messages, StreamOptions(tools, format, options, on_text))
+
+    def _stream(self, messages: Sequence[ChatMessage], asked: StreamOptions) -> Iterator[ChatEvent]:
         raise NotImplementedError
 
     def complete(
@@ -247,6 +263,40 @@ class CompletesFromStream:
         options: dict[str, Any] | None = None,
     ) -> str:
         parts: list[str] = []  # gathered as the text arrives: this thread wakes once, at the end
-        for _event in self.stream(messages, format=format, options=options, on_text=parts.append):
+        for _event in self._stream(messages, StreamOptions(format=format, options=options, on_text=parts.append)):
             pass
         return "".join(parts)
+
+
+class Embeddings:
+    """An embedding model's `embed_batch`, `embed_query` and `dimensions`, written once: the provider
+    embeds a non-empty list in `_embed`; a reply with another number of vectors is refused, and the
+    vectors' length is the model's dimensions (asked with a probe when no batch told it yet)."""
+
+    name: str
+    query_prefix: str = ""
+    _dimensions: int | None = None
+
+    @property
+    def dimensions(self) -> int:
+        if self._dimensions is None:
+            self._dimensions = len(self.embed_batch(["dimension probe"])[0])
+        return self._dimensions
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self._embed(list(texts))
+        if len(vectors) != len(texts):
+            raise ProviderError(
+                _("The model server returned %(vectors)s embeddings for %(texts)s texts.")
+                % {"vectors": len(vectors), "texts": len(texts)}
+            )
+        self._dimensions = len(vectors[0])
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_batch([self.query_prefix + text])[0]

@@ -1,4 +1,4 @@
-"""How each protocol's streamed reply is read, line by line (`wire.Decoder`): Ollama's NDJSON lines
+"""How each protocol's streamed reply is read, line by line (`streams.Decoder`): Ollama's NDJSON lines
 (`OllamaLines`) and the OpenAI protocol's server-sent events (`OpenAIEvents`).
 
 Run on the process's model-stream reader for every token of every answer, so the common line (a
@@ -75,7 +75,7 @@ def _plain_text(line: Any) -> str | None:
 
 
 class OllamaLines:
-    """Our events from the lines of one `/api/chat` reply (a `wire.Decoder`); raises ProviderError
+    """Our events from the lines of one `/api/chat` reply (a `streams.Decoder`); raises ProviderError
     when the server reports an error or the reply ends before `done`.
 
     A line that is not a chat part is skipped and logged, and the reply goes on. NDJSON lines stand
@@ -145,7 +145,7 @@ class _PendingCall:
 
 
 class OpenAIEvents:
-    """Our events from the server-sent events of one chat-completion stream (a `wire.Decoder`);
+    """Our events from the server-sent events of one chat-completion stream (a `streams.Decoder`);
     raises ProviderError when the server reports an error or the stream ends without a finish
     reason. An event's `data:` lines are joined; comments, event names and ids are not used by
     chat-completion streams; `[DONE]` ends the stream.

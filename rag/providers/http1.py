@@ -13,19 +13,16 @@ import base64
 import functools
 import logging
 import ssl
-from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit
 
 import certifi
 import httptools
-from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import ProviderError
+from rag.config import model_servers
 from rag.providers.failures import connection_failure, cut, not_http, timed_out, unreachable
-
-if TYPE_CHECKING:
-    from rag.providers.wire import Request, _Reading
+from rag.providers.streams import Abandoned, Reading, Request
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +39,7 @@ ENDING_GRACE = 1.0
 def tls_context() -> ssl.SSLContext:
     """The public CAs (certifi's) and the university's own (MODEL_SERVER_CA_FILE), for every model
     server client of the process."""
-    return _tls_context(settings.MODEL_SERVER_CA_FILE)
+    return _tls_context(model_servers().ca_file)
 
 
 @functools.cache
@@ -54,17 +51,13 @@ def _tls_context(own_ca: str) -> ssl.SSLContext:
     return context
 
 
-class Abandoned(Exception):  # noqa: N818 — the reader closed the stream; not an error to report
-    pass
-
-
 class Connection(asyncio.Protocol):
     """An HTTP/1.1 connection to a model server, reading one answer at a time."""
 
     def __init__(self, pool: Pool, key: tuple[str, str, int]):
         self.pool, self.key = pool, key
         self.transport: asyncio.Transport | None = None
-        self.reading: _Reading | None = None  # the answer being read; None while idle
+        self.reading: Reading | None = None  # the answer being read; None while idle
         self.reused = False
         self.lost = False
         self.spoke_unasked = False
@@ -72,11 +65,11 @@ class Connection(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.status: int | None = None
         self.partial = b""  # the start of a line whose end has not arrived
-        self.answered: _Reading | None = None  # its answer complete, to be told at the end of this read
+        self.answered: Reading | None = None  # its answer complete, to be told at the end of this read
         self.refused = b""  # the body of a non-200 answer
         self.received = self.done = False
         self.last = pool.loop.time()  # when data last arrived
-        self.next: _Reading | None = None  # a request waiting for this answer's body to end
+        self.next: Reading | None = None  # a request waiting for this answer's body to end
 
     # The asyncio protocol ------------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -146,7 +139,7 @@ class Connection(asyncio.Protocol):
         self._complete(at_end=False)
 
     # Reading -----------------------------------------------------------------------------------------
-    def send(self, reading: _Reading) -> None:
+    def send(self, reading: Reading) -> None:
         self.reading, reading.connection = reading, self
         self.parser = httptools.HttpResponseParser(self)
         self.status = None
@@ -158,7 +151,7 @@ class Connection(asyncio.Protocol):
         self.transport.write(reading.raw)
         self._watch(reading)
 
-    def _watch(self, reading: _Reading) -> None:
+    def _watch(self, reading: Reading) -> None:
         """The read timeout: a timer per timeout's length, not per token (a token only moves
         `last`). Also drops a connection whose answer was complete but whose HTTP body never ended."""
         if self.reading is not reading:
@@ -287,7 +280,7 @@ class Pool:
         self.finishing: dict[tuple[str, str, int], list[Connection]] = {}
         self.unending: set[tuple[str, str, int]] = set()  # servers not waited for (ENDING_GRACE)
 
-    def send(self, reading: _Reading, *, fresh: bool = False, wait: bool = True) -> None:
+    def send(self, reading: Reading, *, fresh: bool = False, wait: bool = True) -> None:
         """Send on a kept connection to the server, or after the body of one that is finishing its
         answer, or on a new one. Never raises: whatever goes wrong ends the reading with it, so no
         thread waits for an answer that will not come."""
@@ -297,7 +290,7 @@ class Pool:
             log.exception("Model stream to %s failed to start", reading.request.host)
             reading.fail(unreachable(reading.request.host) if not isinstance(exc, ProviderError) else exc)
 
-    def _send(self, reading: _Reading, fresh: bool, wait: bool) -> None:
+    def _send(self, reading: Reading, fresh: bool, wait: bool) -> None:
         key = _server(reading.request.url)
         idle = self.idle.get(key)
         while idle and not fresh:
@@ -314,21 +307,21 @@ class Pool:
                     return
         self.loop.create_task(self._connect(reading, key))
 
-    def _stop_waiting(self, connection: Connection, reading: _Reading) -> None:
+    def _stop_waiting(self, connection: Connection, reading: Reading) -> None:
         if connection.next is reading:  # the body did not end in time: a new connection
             connection.next = None
             self.unending.add(connection.key)
             if not reading.over:
                 self.send(reading, wait=False)
 
-    async def _connect(self, reading: _Reading, key: tuple[str, str, int]) -> None:
+    async def _connect(self, reading: Reading, key: tuple[str, str, int]) -> None:
         try:
             await self._open(reading, key)
         except Exception as exc:  # noqa: BLE001 — as in `send`
             log.exception("Model stream to %s failed to start", reading.request.host)
             reading.fail(unreachable(reading.request.host) if not isinstance(exc, ProviderError) else exc)
 
-    async def _open(self, reading: _Reading, key: tuple[str, str, int]) -> None:
+    async def _open(self, reading: Reading, key: tuple[str, str, int]) -> None:
         scheme, host, port = key
         tls = tls_context() if scheme == "https" else None
         try:

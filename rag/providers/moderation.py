@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Protocol
 
-from django.conf import settings
 from django.utils.translation import gettext as _
 
+from rag.config import model_servers
 from rag.providers.base import ChatMessage, Done, UnknownModel
 from rag.providers.openai import _translate_errors, make_client
+from rag.providers.registry import get_chat_model
 
 SELF_HARM = "self-harm"
 # Llama Guard 3's hazard categories (its model card), as the moderation endpoint names them.
@@ -110,16 +111,15 @@ def _endpoint(model: str, base_url: str, api_key: str, timeout: float) -> Endpoi
 
 def get_moderation_model(name: str | None = None) -> ModerationModel | None:
     """The safety check MODERATION_MODEL names; None when none is configured."""
-    from rag.providers.registry import get_chat_model
-
-    name = (settings.MODERATION_MODEL if name is None else name).strip()
+    servers = model_servers()
+    name = (servers.moderation_model if name is None else name).strip()
     if not name:
         return None
     kind, _sep, model = name.partition(":")
     if kind == "moderation" and model:
-        return _endpoint(model, settings.MODERATION_BASE_URL, settings.MODERATION_API_KEY, settings.MODERATION_TIMEOUT)
+        return _endpoint(model, servers.moderation_base_url, servers.moderation_api_key, servers.moderation_timeout)
     if kind == "guard" and model:
-        return GuardModeration(get_chat_model(model, timeout=settings.MODERATION_TIMEOUT))
+        return GuardModeration(get_chat_model(model, timeout=servers.moderation_timeout))
     raise UnknownModel(
         _("'%(name)s' is not a safety check; use moderation:<model> or guard:<chat model>.") % {"name": name}
     )

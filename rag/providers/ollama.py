@@ -20,21 +20,21 @@ from typing import Any, Self
 import httpx
 import ollama
 import pydantic
-from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.addresses import redact_url
 from kernel.errors import ModelMissing, ProviderError, Sentence
-from rag.providers import failures, http1, wire
+from rag.config import model_servers
+from rag.providers import failures, http1, streams, wire
 from rag.providers.base import (
     LIST_TIMEOUT,
     ChatEvent,
     ChatMessage,
-    CompletesFromStream,
+    Embeddings,
     ModelInfo,
-    TextSink,
-    ToolSpec,
+    StreamingChat,
+    StreamOptions,
     text_to,
 )
 from rag.providers.decoders import OllamaLines
@@ -46,7 +46,7 @@ QUERY_PREFIXES = {"snowflake-arctic-embed2": "query: ", "nomic-embed-text": "sea
 
 
 def _headers() -> dict[str, str]:
-    key = settings.OLLAMA_API_KEY
+    key = model_servers().ollama_api_key
     return {"authorization": f"Bearer {key}"} if key else {}
 
 
@@ -150,12 +150,13 @@ class _OllamaModel:
 
     @classmethod
     def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
-        return cls(model, host=settings.OLLAMA_HOST, timeout=timeout or settings.OLLAMA_TIMEOUT)
+        servers = model_servers()
+        return cls(model, host=servers.ollama_host, timeout=timeout or servers.ollama_timeout)
 
     @classmethod
     def list_models(cls) -> list[str]:
         """The models OLLAMA_HOST has, as `ollama list` names them."""
-        host = settings.OLLAMA_HOST
+        host = model_servers().ollama_host
         with _translate_errors(host, "(list)"), make_client(host, LIST_TIMEOUT) as client:
             return [m.model for m in client.list().models if m.model]
 
@@ -166,30 +167,23 @@ class _OllamaModel:
         return bool(wanted.intersection(listed))
 
 
-class OllamaChatModel(CompletesFromStream, _OllamaModel):
+class OllamaChatModel(StreamingChat, _OllamaModel):
     @functools.cached_property
     def _http(self) -> httpx.Client:
         """For `info()` and a proxied server's streams; made when first needed (a curation call
         builds a model and streams through the process's reader, `wire`, only)."""
         return make_http_client(self.host, self.timeout)
 
-    def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        format: dict[str, Any] | None = None,
-        options: dict[str, Any] | None = None,
-        on_text: TextSink | None = None,
-    ) -> Iterator[ChatEvent]:
+    def _stream(self, messages: Sequence[ChatMessage], asked: StreamOptions) -> Iterator[ChatEvent]:
         body: dict[str, Any] = {"model": self.name, "messages": [_message_payload(m) for m in messages], "stream": True}
-        for key, value in (("tools", [t.as_ollama() for t in tools]), ("format", format), ("options", options)):
+        tools = [t.as_ollama() for t in asked.tools]
+        for key, value in (("tools", tools), ("format", asked.format), ("options", asked.options)):
             if value:
                 body[key] = value
         url = self.host.rstrip("/") + "/api/chat"
         if wire.proxied(url):
-            return text_to(self._stream_proxied(body), on_text)
-        request = wire.Request(
+            return text_to(self._stream_proxied(body), asked.on_text)
+        request = streams.Request(
             url=url,
             body=json.dumps(body).encode(),
             headers=(("Accept", "application/x-ndjson"), *_headers().items()),
@@ -198,7 +192,7 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
             host=self.host,
         )
         refusal = functools.partial(_refusal, self.host, self.name)
-        return wire.stream(request, OllamaLines(self.host), refusal, on_text)
+        return wire.stream(request, OllamaLines(self.host), refusal, asked.on_text)
 
     def _stream_proxied(self, body: dict[str, Any]) -> Iterator[ChatEvent]:
         """Through httpx in this thread, which goes through the proxy the environment names."""
@@ -241,7 +235,7 @@ class OllamaChatModel(CompletesFromStream, _OllamaModel):
         return ModelInfo(name=self.name, context_length=context)
 
 
-class OllamaEmbeddingModel(_OllamaModel):
+class OllamaEmbeddingModel(Embeddings, _OllamaModel):
     """An embedding model on an Ollama server. `query_prefix` (from the model's card) is
     prepended to queries only."""
 
@@ -260,28 +254,10 @@ class OllamaEmbeddingModel(_OllamaModel):
             self._version = (now, model_digest(self._client, self.name))
         return self._version[1]
 
-    @property
-    def dimensions(self) -> int:
-        if self._dimensions is None:
-            self._dimensions = len(self.embed_batch(["dimension probe"])[0])
-        return self._dimensions
-
-    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
+    def _embed(self, texts: list[str]) -> list[list[float]]:
         with _translate_errors(self.host, self.name):
-            response = self._client.embed(model=self.name, input=list(texts))
-        vectors = [list(v) for v in response.embeddings]
-        if len(vectors) != len(texts):
-            raise ProviderError(
-                _("The model server returned %(vectors)s embeddings for %(texts)s texts.")
-                % {"vectors": len(vectors), "texts": len(texts)}
-            )
-        self._dimensions = len(vectors[0])
-        return vectors
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_batch([self.query_prefix + text])[0]
+            response = self._client.embed(model=self.name, input=texts)
+        return [list(v) for v in response.embeddings]
 
 
 def model_digest(client: ollama.Client, name: str) -> str:

@@ -26,21 +26,21 @@ from typing import Any, Self
 
 import httpx2
 import openai
-from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.addresses import redact_url
 from kernel.errors import ModelMissing, ProviderError, Sentence
-from rag.providers import failures, http1, wire
+from rag.config import model_servers
+from rag.providers import failures, http1, streams, wire
 from rag.providers.base import (
     LIST_TIMEOUT,
     ChatEvent,
     ChatMessage,
-    CompletesFromStream,
+    Embeddings,
     ModelInfo,
-    TextSink,
-    ToolSpec,
+    StreamingChat,
+    StreamOptions,
     UnknownModel,
     text_to,
 )
@@ -56,7 +56,7 @@ def make_client(base_url: str, timeout: float, *, api_key: str | None = None) ->
     OPENAI_API_KEY unless another server's is given."""
     return openai.OpenAI(
         base_url=base_url,
-        api_key=(settings.OPENAI_API_KEY if api_key is None else api_key) or NO_KEY,
+        api_key=(model_servers().openai_api_key if api_key is None else api_key) or NO_KEY,
         timeout=httpx2.Timeout(timeout, connect=min(timeout, 5.0)),
         max_retries=0,
         http_client=httpx2.Client(verify=http1.tls_context()),
@@ -170,18 +170,19 @@ class _OpenAIModel:
 
     @classmethod
     def from_name(cls, model: str, *, timeout: float | None = None) -> Self:
-        if not settings.OPENAI_BASE_URL:
+        servers = model_servers()
+        if not servers.openai_base_url:
             raise UnknownModel(
                 _("'openai:%(model)s' needs an OpenAI-compatible server: set OPENAI_BASE_URL.") % {"model": model}
             )
         if not model:
             raise UnknownModel(_("Name the model after 'openai:', e.g. openai:Qwen/Qwen3-8B."))
-        return cls(model, base_url=settings.OPENAI_BASE_URL, timeout=timeout or settings.OPENAI_TIMEOUT)
+        return cls(model, base_url=servers.openai_base_url, timeout=timeout or servers.openai_timeout)
 
     @classmethod
     def list_models(cls) -> list[str]:
         """The ids OPENAI_BASE_URL lists at /v1/models; none while no server is configured."""
-        base_url = settings.OPENAI_BASE_URL
+        base_url = model_servers().openai_base_url
         if not base_url:
             return []
         client = make_client(base_url, LIST_TIMEOUT)
@@ -196,38 +197,30 @@ class _OpenAIModel:
         return model in listed
 
 
-class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
-    def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        format: dict[str, Any] | None = None,
-        options: dict[str, Any] | None = None,
-        on_text: TextSink | None = None,
-    ) -> Iterator[ChatEvent]:
+class OpenAIChatModel(StreamingChat, _OpenAIModel):
+    def _stream(self, messages: Sequence[ChatMessage], asked: StreamOptions) -> Iterator[ChatEvent]:
         body: dict[str, Any] = {
             "model": self.name,
             "messages": _messages_payload(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if tools:
-            body["tools"] = [t.as_ollama() for t in tools]
+        if asked.tools:
+            body["tools"] = [t.as_ollama() for t in asked.tools]
         # Of Ollama's options only these have an OpenAI twin; num_ctx has none (the server's
         # context is fixed when it starts).
         for ours, theirs in (("temperature", "temperature"), ("num_predict", "max_tokens")):
-            if ours in (options or {}):
-                body[theirs] = (options or {})[ours]
-        if format is not None:
-            body["response_format"] = _response_format(format)
+            if ours in (asked.options or {}):
+                body[theirs] = (asked.options or {})[ours]
+        if asked.format is not None:
+            body["response_format"] = _response_format(asked.format)
         url = str(self._client.base_url).rstrip("/") + "/chat/completions"
         if wire.proxied(url):
-            return text_to(self._stream_proxied(body), on_text)
+            return text_to(self._stream_proxied(body), asked.on_text)
         # The SDK's own headers, its key among them: what it would have sent with this request.
         sdk = {**self._client.default_headers, **self._client.auth_headers}
         headers = {name: value for name, value in sdk.items() if isinstance(value, str)}
-        request = wire.Request(
+        request = streams.Request(
             url=url,
             body=json.dumps(body).encode(),
             headers=tuple({**headers, "Accept": "text/event-stream"}.items()),
@@ -235,7 +228,9 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
             read_timeout=self.timeout,
             host=self.host,
         )
-        return wire.stream(request, OpenAIEvents(self.host), functools.partial(_refusal, self.host, self.name), on_text)
+        return wire.stream(
+            request, OpenAIEvents(self.host), functools.partial(_refusal, self.host, self.name), asked.on_text
+        )
 
     def _stream_proxied(self, body: dict[str, Any]) -> Iterator[ChatEvent]:
         """Through the SDK in this thread, which goes through the proxy the environment names."""
@@ -264,9 +259,7 @@ class OpenAIChatModel(CompletesFromStream, _OpenAIModel):
         return ModelInfo(name=self.name, context_length=int(length) if length else None)
 
 
-class OpenAIEmbeddingModel(_OpenAIModel):
-    query_prefix = ""
-
+class OpenAIEmbeddingModel(Embeddings, _OpenAIModel):
     def __init__(self, model: str, *, base_url: str, timeout: float):
         super().__init__(model, base_url=base_url, timeout=timeout)
         self._dimensions: int | None = None
@@ -275,25 +268,7 @@ class OpenAIEmbeddingModel(_OpenAIModel):
     def version(self) -> str:
         return ""  # the protocol has no digest: a redeployed model must get a new name
 
-    @property
-    def dimensions(self) -> int:
-        if self._dimensions is None:
-            self._dimensions = len(self.embed_batch(["dimension probe"])[0])
-        return self._dimensions
-
-    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
+    def _embed(self, texts: list[str]) -> list[list[float]]:
         with _translate_errors(self.host, self.name):
-            response = self._client.embeddings.create(model=self.name, input=list(texts))
-        vectors = [list(item.embedding) for item in sorted(response.data, key=lambda d: d.index)]
-        if len(vectors) != len(texts):
-            raise ProviderError(
-                _("The model server returned %(vectors)s embeddings for %(texts)s texts.")
-                % {"vectors": len(vectors), "texts": len(texts)}
-            )
-        self._dimensions = len(vectors[0])
-        return vectors
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_batch([self.query_prefix + text])[0]
+            response = self._client.embeddings.create(model=self.name, input=texts)
+        return [list(item.embedding) for item in sorted(response.data, key=lambda d: d.index)]

@@ -15,12 +15,12 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pkgutil import resolve_name  # the class path a deployment names, the standard library's way
 
-from django.conf import settings
-from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
 from kernel.errors import ProviderError
+from rag import config
 from rag.providers.base import ChatModel, EmbeddingModel, Provider, UnknownModel
 
 # Provider kind -> class path. Each class is built by `from_name(model, timeout=...)`, lists the
@@ -58,33 +58,34 @@ def split_name(name: str) -> tuple[str, str]:
 
 def get_chat_model(name: str | None = None, *, timeout: float | None = None) -> ChatModel:
     """`timeout` (seconds) overrides OLLAMA_TIMEOUT for callers with a tighter budget (curation)."""
-    provider, model = split_name(name or settings.CHAT_MODEL)
+    provider, model = split_name(name or config.models().chat_model)
     if provider not in CHAT_PROVIDERS:
         raise UnknownModel(
             _("'%(name)s' is not a chat model; use an Ollama model name such as qwen3:8b or openai:<model>.")
             % {"name": name}
         )
-    return import_string(CHAT_PROVIDERS[provider]).from_name(model, timeout=timeout)
+    return resolve_name(CHAT_PROVIDERS[provider]).from_name(model, timeout=timeout)
 
 
 def get_embedding_model(name: str | None = None) -> EmbeddingModel:
     """The embedder for a name; instances are kept so the local model loads once per process."""
-    name = name or settings.EMBEDDING_MODEL
+    name = name or config.models().embedding_model
     key = f"{name}@{_servers()}"
     if key not in _embedders:
         provider, model = split_name(name)
-        _embedders[key] = import_string(EMBEDDING_PROVIDERS[provider]).from_name(model)
+        _embedders[key] = resolve_name(EMBEDDING_PROVIDERS[provider]).from_name(model)
     return _embedders[key]
 
 
 def _servers() -> str:
     """The model servers' addresses: what a kept embedder or model list belongs to."""
-    return f"{settings.OLLAMA_HOST}@{settings.OPENAI_BASE_URL}"
+    servers = config.model_servers()
+    return f"{servers.ollama_host}@{servers.openai_base_url}"
 
 
 def _provider(kind: str) -> type[Provider]:
     """The class that lists provider `kind`'s models (its chat and embedding classes share a server)."""
-    return import_string(CHAT_PROVIDERS.get(kind) or EMBEDDING_PROVIDERS[kind])
+    return resolve_name(CHAT_PROVIDERS.get(kind) or EMBEDDING_PROVIDERS[kind])
 
 
 # The one model-list cache of a process: provider kind -> (looked up at, servers, models or None).
@@ -99,7 +100,7 @@ def _listed(kind: str, *, fresh: bool) -> list[str] | None:
     servers = _servers()
     with _lists_lock:
         kept = _lists.get(kind)
-    if not fresh and kept and kept[1] == servers and time.monotonic() - kept[0] < settings.HEALTH_CACHE_SECONDS:
+    if not fresh and kept and kept[1] == servers and time.monotonic() - kept[0] < config.models().health_cache_seconds:
         return kept[2]
     try:
         models: list[str] | None = _provider(kind).list_models()
@@ -186,7 +187,7 @@ def load_local_embedder(name: str | None = None) -> float | None:
     """Load an in-process embedder's weights without running it (a worker, before it forks its job
     processes: they share the loaded weights instead of each loading them again). Returns the
     seconds it took; None for models that run on a server."""
-    name = name or settings.EMBEDDING_MODEL
+    name = name or config.models().embedding_model
     if split_name(name)[0] != "local":
         return None
     started = time.perf_counter()
@@ -201,7 +202,7 @@ def warm_up_local_embedder(name: str | None = None) -> float | None:
     """Load an in-process embedder now and embed one word, so the first student's search does
     not wait for it (about 4 s on our machines). Returns the seconds it took; None for models
     that run on a server, which loads them itself."""
-    name = name or settings.EMBEDDING_MODEL
+    name = name or config.models().embedding_model
     loaded = load_local_embedder(name)
     if loaded is None:
         return None

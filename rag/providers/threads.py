@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 
-from django.conf import settings
+from rag import config
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +42,12 @@ def cores() -> int:
 
 def for_jobs() -> int:
     """A job process's threads: EMBED_THREADS, or one per core when it is 0."""
-    return settings.EMBED_THREADS or cores()
+    return config.models().embed_threads or cores()
 
 
 def for_queries() -> int:
     """A web process's threads per query embedding."""
-    return settings.EMBED_QUERY_THREADS
+    return config.models().embed_query_threads
 
 
 def use(threads: int) -> None:

@@ -21,15 +21,16 @@ import logging
 import os
 import queue
 import threading
+import urllib.request
 import weakref
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Protocol
 from urllib.parse import urlsplit
 
-from kernel.errors import ProviderError, settled, translate_when_read
+from kernel.errors import settled, translate_when_read
+from kernel.threads import spawn
 from rag.providers import failures, http1
 from rag.providers.base import ChatEvent, TextDelta, TextSink, Waiting
+from rag.providers.streams import Abandoned, Decoder, Refusal, Request
 
 log = logging.getLogger(__name__)
 
@@ -41,53 +42,17 @@ WAITING_SECONDS = 5.0
 
 def proxied(url: str) -> bool:
     """Whether the proxy variables (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, and NO_PROXY) send requests
-    for `url` through a proxy, as httpx would. Read at each request: two lookups when none is set."""
+    for `url` through a proxy. Read at each request by the standard library's own helpers, the ones
+    httpx reads the variables with: where its NO_PROXY matching differs from httpx's (`localhost,*`,
+    a bare IPv6 address), it says "proxied" and the answer goes through httpx, which then decides;
+    never the other way round (docs/ARCHITECTURE.md, "Library decisions")."""
+    proxies = urllib.request.getproxies_environment()
     parts = urlsplit(url)
-    env = os.environ
-    names = (f"{parts.scheme.lower()}_proxy", "all_proxy")
-    if not any(env.get(name) or env.get(name.upper()) for name in names):
+    if not (proxies.get(parts.scheme.lower()) or proxies.get("all")):
         return False
-    host = (parts.hostname or "").lower()
-    for entry in (env.get("no_proxy") or env.get("NO_PROXY") or "").lower().split(","):
-        # "*", a host, or a domain with or without its leading dot; a port after it is not compared.
-        name = entry.strip()
-        if name == "*":
-            return False
-        name = name.removeprefix("*").lstrip(".")
-        name = name.rsplit(":", 1)[0] if name.count(":") == 1 else name.strip("[]")
-        if name and (host == name or host.endswith("." + name)):
-            return False
-    return True
-
-
-class Decoder(Protocol):
-    """A protocol's reading of one streamed reply, line by line (without the line's end)."""
-
-    finished: bool  # the reply said it is complete: what follows is not read
-
-    def line(self, line: str) -> Iterable[ChatEvent]:
-        """The events of one line; raises ProviderError when the server reports an error."""
-        ...
-
-    def end(self) -> Iterable[ChatEvent]:
-        """The last events, at the reply's end; raises ProviderError when it was cut short."""
-        ...
-
-
-class Refusal(Protocol):
-    def __call__(self, status: int, body: str) -> ProviderError:
-        """A non-200 answer as the protocol's sentence."""
-        ...
-
-
-@dataclass(frozen=True)
-class Request:
-    url: str  # absolute http(s) URL
-    body: bytes  # JSON
-    headers: tuple[tuple[str, str], ...]
-    connect_timeout: float
-    read_timeout: float  # the longest silence allowed while the answer is awaited or streams
-    host: str  # the server as the sentences name it (OLLAMA_HOST, OPENAI_BASE_URL)
+    # With a proxy variable set, `proxy_bypass` is `proxy_bypass_environment` on every platform (the
+    # system's settings are asked only when no variable is), and it is the one typeshed knows.
+    return not urllib.request.proxy_bypass(parts.netloc.rpartition("@")[2])
 
 
 def serve_on(loop: asyncio.AbstractEventLoop) -> None:
@@ -157,7 +122,7 @@ class _Reading:
             if self.on_text is not None and type(event) is TextDelta:
                 with self.lock:
                     if self.closed:
-                        raise http1.Abandoned
+                        raise Abandoned
                     self.on_text(event.text)
             else:
                 self.events.put(event)
@@ -214,7 +179,7 @@ class _Loop:
             if loop is None:
                 if self.own is None:
                     self.own = _new_loop()
-                    threading.Thread(target=_serve, args=(self.own,), name="model-streams", daemon=True).start()
+                    spawn("model-streams", _serve, self.own)
                 loop = self.own
             pool = self.pools.get(loop)
             if pool is None:

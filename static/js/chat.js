@@ -23,17 +23,9 @@
   const modelSelect = document.getElementById("composer-model");
   const chip = document.getElementById("attachment-chip");
 
-  // On a phone the chat list is a drawer behind the button at the top (see app.css).
+  // On a phone the chat list is a drawer over the page (see app.css).
   const layout = document.querySelector(".chat-layout");
-  const drawerToggle = document.querySelector(".drawer-toggle");
-  if (layout && drawerToggle) {
-    layout.classList.add("js-drawer");
-    drawerToggle.addEventListener("click", () => {
-      const open = layout.classList.toggle("drawer-open");
-      drawerToggle.setAttribute("aria-expanded", String(open));
-      if (open) document.getElementById("chat-sessions").querySelector("a, input")?.focus();
-    });
-  }
+  if (layout && layout.querySelector(".drawer-toggle")) chatsDrawer(layout);
 
   function el(tag, attrs = {}, ...children) {
     const node = document.createElement(tag);
@@ -46,8 +38,8 @@
     return node;
   }
 
-  function where(p) {
-    const parts = [p.file_name];
+  function where(p, withFile = true) {
+    const parts = withFile ? [p.file_name] : [];
     if (p.page !== null && p.page !== undefined) parts.push(p.page_end && p.page_end !== p.page ? interpolate(gettext("pp. %(first)s–%(last)s"), { first: p.page, last: p.page_end }, true) : interpolate(gettext("p. %(page)s"), { page: p.page }, true));
     if (p.section) parts.push(p.section);
     return parts.join(", ");
@@ -140,9 +132,9 @@
   }
 
   // One numbering: [n] is the passage's citation number in the turn, the same in every list.
-  function passageDetails(p, id) {
+  function passageDetails(p, id, withFile = true) {
     const details = el("details", id ? { id, class: "passage" } : { class: "passage" });
-    const summary = el("summary", {}, el("span", { class: "passage-n", text: `[${p.n}] ` }), el("span", { class: "passage-where", text: where(p) }));
+    const summary = el("summary", {}, el("span", { class: "passage-n", text: `[${p.n}] ` }), el("span", { class: "passage-where", text: where(p, withFile) }));
     const words = firstWords(p);
     if (words) summary.append(" ", el("span", { class: "passage-words muted", text: words }));
     details.append(summary, passageBody(p), originalLink(p));
@@ -170,6 +162,8 @@
     const found = new Set();
     box.querySelectorAll(".search-steps details.passage").forEach((d) => found.add(d.dataset.n));
     const count = interpolate(ngettext("%(n)s passage", "%(n)s passages", found.size), { n: found.size }, true);
+    // One search: the summary says its words and outcome, so its own line inside would repeat them.
+    box.classList.toggle("single", steps.length === 1 && queries.length === 1);
     if (steps.length === 1 && queries.length === 1) {
       summary.append(gettext("Searched: "), el("span", { class: "query", text: queries[0] }), ` — ${found.size ? count : steps[0].dataset.outcome}`);
     } else {
@@ -212,8 +206,33 @@
   function citationsBlock(message) {
     if (!message.citations || !message.citations.length) return null;
     const box = el("div", { class: "citations" }, el("strong", { text: gettext("Sources") }));
-    for (const p of message.citations) box.append(passageDetails(p, `cite-${message.id}-${p.n}`));
+    const groups = byDocument(message.citations);
+    if (groups.length === 1) {
+      for (const p of groups[0][1]) box.append(passageDetails(p, `cite-${message.id}-${p.n}`));
+      return box;
+    }
+    // Several documents: each once, named, with its passages under it.
+    for (const [name, passages] of groups) {
+      const group = el("div", { class: "source-doc", role: "group", "aria-label": name, "data-testid": "source-doc" }, el("div", { class: "source-doc-name", text: name }));
+      for (const p of passages) group.append(passageDetails(p, `cite-${message.id}-${p.n}`, false));
+      box.append(group);
+    }
     return box;
+  }
+
+  // An answer's sources by document: files in the order of their first citation, each file's
+  // passages in reading order (page, then place in the file), as the model read them
+  // (chat/turn/grounding.by_document).
+  function byDocument(passages) {
+    const groups = new Map();
+    for (const p of passages) {
+      const key = p.file_id ?? p.file_name;
+      if (!groups.has(key)) groups.set(key, [p.file_name, []]);
+      groups.get(key)[1].push(p);
+    }
+    const place = (p) => Number(String(p.chunk_id || "").split(":").pop()) || 0;
+    const order = (a, b) => (a.page || 0) - (b.page || 0) || place(a) - place(b);
+    return [...groups.values()].map(([name, list]) => [name, list.sort(order)]);
   }
 
   // What the leak guard (tutor mode) or the safety check did to an answer: a note for the prompt's
@@ -351,7 +370,19 @@
     }
   }
 
+  // A teacher reading a student's chat sees the student's rating of each answer, and its comment.
+  function ratingRead(message) {
+    const given = (config.ratings_read || {})[message.id];
+    if (!given) return null;
+    const rating = given.rating === "up" ? gettext("Helpful") : gettext("Not helpful");
+    const line = el("p", { class: "feedback feedback-read muted", "data-testid": "student-rating" });
+    line.append(interpolate(gettext("The student rated this answer: %s"), [rating]));
+    if (given.comment) line.append(" ", el("q", { text: given.comment }));
+    return line;
+  }
+
   function feedbackControls(message) {
+    if (config.ratings_read) return ratingRead(message);
     if (!config.feedback || !["complete", "stopped"].includes(message.status)) return null;
     const given = config.feedback[message.id] || { rating: null, comment: "" };
     const box = el("div", { class: "feedback", "data-testid": "feedback" });
@@ -839,6 +870,9 @@
         return;
       }
       pendingText = text;
+      // The starters are for an empty chat: a typed first question ends it as a click on one does.
+      const starters = document.getElementById("examples");
+      if (starters) starters.hidden = true;
       if (file) {
         pendingAttachment = file.name;
         sendWithAttachment(text, file);
@@ -895,3 +929,66 @@
   // Events go to the socket that asked; a reader (the teacher) follows an answer by polling instead.
   if (config.writable && config.session_id) connect();
 })();
+
+// The chat list on a phone: a modal dialog over the page. Opening moves focus into it and makes the
+// rest of the page inert (so Tab stays inside); Escape, its Close button or a tap beside it closes
+// it and gives focus back to the button that opened it. On a wide screen it is the left column.
+function chatsDrawer(layout) {
+  const toggle = layout.querySelector(".drawer-toggle");
+  const drawer = document.getElementById("chat-sessions");
+  const phone = window.matchMedia("(max-width: 800px)");
+  const backdrop = document.createElement("div");
+  backdrop.className = "drawer-backdrop";
+  layout.append(backdrop);
+  layout.classList.add("js-drawer");
+  let inerted = [];
+
+  function outside() {
+    // Everything but the drawer: its siblings at each level up to <body>.
+    const found = [];
+    for (let node = drawer; node && node !== document.body; node = node.parentElement) {
+      for (const sibling of node.parentElement.children) {
+        if (sibling !== node && sibling !== backdrop && !sibling.inert && sibling.tagName !== "SCRIPT") found.push(sibling);
+      }
+    }
+    return found;
+  }
+  function open() {
+    layout.classList.add("drawer-open");
+    toggle.setAttribute("aria-expanded", "true");
+    drawer.setAttribute("role", "dialog");
+    drawer.setAttribute("aria-modal", "true");
+    inerted = outside();
+    for (const node of inerted) node.inert = true;
+    drawer.querySelector("a[aria-current], a, input")?.focus();
+  }
+  function close({ refocus = true } = {}) {
+    if (!layout.classList.contains("drawer-open")) return;
+    layout.classList.remove("drawer-open");
+    toggle.setAttribute("aria-expanded", "false");
+    drawer.removeAttribute("role");
+    drawer.removeAttribute("aria-modal");
+    for (const node of inerted) node.inert = false;
+    inerted = [];
+    if (refocus) toggle.focus();
+  }
+  toggle.addEventListener("click", open);
+  drawer.querySelector(".drawer-close")?.addEventListener("click", () => close());
+  backdrop.addEventListener("click", () => close());
+  document.addEventListener("keydown", (event) => {
+    if (!layout.classList.contains("drawer-open")) return;
+    if (event.key === "Escape") close();
+    if (event.key !== "Tab") return;
+    // From the last control Tab goes round to the first (and back with Shift), not out of the page.
+    const controls = [...drawer.querySelectorAll("a[href], button, input, select, textarea")].filter(
+      (node) => !node.disabled && node.offsetParent !== null,
+    );
+    const [first, last] = [controls[0], controls[controls.length - 1]];
+    if (event.shiftKey ? document.activeElement === first : document.activeElement === last) {
+      event.preventDefault();
+      (event.shiftKey ? last : first)?.focus();
+    }
+  });
+  phone.addEventListener("change", () => close({ refocus: false }));  // a wide screen shows it as a column
+}
+

@@ -84,6 +84,11 @@
     if (file.pages) name.append(el("span", { class: "muted" }, ` · ${interpolate(ngettext("%(count)s page", "%(count)s pages", file.pages), { count: localFormats.number(file.pages) }, true)}`));
     const state = el("td", { class: "file-state", "data-label": gettext("Status") });
     state.append(el("span", { class: `file-status status-${file.status}` }, LABELS[file.status] || file.status));
+    const flagged = file.flagged_pages || [];
+    if (file.status === "ready" && flagged.length) {
+      const count = interpolate(ngettext("%(n)s page needs checking", "%(n)s pages need checking", flagged.length), { n: localFormats.number(flagged.length) }, true);
+      state.append(" ", el("a", { class: "file-flags", href: `${fileUrl(file.id)}#page-${flagged[0].page}`, "data-testid": "pages-to-check" }, `· ${count}`));
+    }
     if (file.quality_warning) {
       state.append(" ", el("a", { class: "file-quality", href: `${fileUrl(file.id)}#unreadable`, "data-testid": "quality-warning" }, `— ${file.quality_warning}`));
     }
@@ -107,6 +112,7 @@
     const type = el("td", { "data-label": gettext("Type") }, row.dataset.type || "");
     row.append(name, type, state, el("td", { class: "file-chunks", "data-label": gettext("Passages") }, localFormats.number(file.chunk_count)), actions);
     if (fresh) tbody.prepend(row);
+    logLine(file);
     table.hidden = false;
     const empty = document.getElementById("no-files");
     if (empty) empty.remove();
@@ -131,6 +137,26 @@
     }
   }
 
+  // The upload log's line of each file uploaded from this page, kept true as the file moves on: its
+  // place and estimate while it waits, then that it is read, ready or failed (never a stale estimate).
+  const uploadLines = new Map();
+  function logLine(file) {
+    const entry = uploadLines.get(String(file.id));
+    if (!entry) return;
+    const now = {
+      queued: file.waiting || "",
+      processing: gettext("Being read now."),
+      ready: gettext("Ready to search."),
+      failed: file.error || gettext("It could not be read."),
+      cancelled: gettext("Cancelled."),
+    };
+    const uploaded = interpolate(gettext("“%(name)s” uploaded."), { name: entry.name }, true);
+    entry.line.textContent = `${uploaded} ${now[file.status] ?? ""}`.trim();
+    entry.line.className = file.status === "failed" ? "bad" : "";
+    entry.line.dataset.status = file.status;
+    if (!ACTIVE.has(file.status)) uploadLines.delete(String(file.id));
+  }
+
   async function upload(fileList) {
     const mode = document.getElementById("pdf-mode").value;
     for (const file of Array.from(fileList)) {
@@ -140,9 +166,8 @@
       body.append("pdf_mode", mode);
       try {
         const added = await api("POST", filesApi, body);
+        uploadLines.set(String(added.id), { line, name: file.name });
         renderRow(added);
-        const uploaded = interpolate(gettext("“%(name)s” uploaded."), { name: file.name }, true);
-        line.textContent = added.waiting ? `${uploaded} ${added.waiting}` : uploaded;
       } catch (error) {
         line.textContent = error.message;
         line.className = "bad";

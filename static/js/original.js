@@ -31,23 +31,33 @@
     return -1;
   }
 
-  // The first and last of the page's words that belong to the passage: a few words from its
-  // start and from its end, moving inwards past words the page renders differently (a formula).
+  // Where a run of the passage's words occurs on the page: every occurrence of the first run (of
+  // `size` words from the passage's start, or from its end) that the page has, moving inwards past
+  // words the page renders differently (a formula).
+  function occurrences(seq, words, size, fromEnd) {
+    for (let skip = 0; skip + size <= words.length && skip < 40; skip++) {
+      const run = fromEnd ? words.slice(words.length - skip - size, words.length - skip) : words.slice(skip, skip + size);
+      const found = [];
+      for (let at = findRun(seq, run, 0); at >= 0; at = findRun(seq, run, at + 1)) found.push(fromEnd ? at + size - 1 : at);
+      if (found.length) return found;
+    }
+    return [];
+  }
+
+  // The first and last of the page's words that belong to the passage. A section may repeat the
+  // passage's opening words ("Write a program that …" twice): the start is the one whose end
+  // follows within the passage's reach, and the end the last within that reach, so a passage is
+  // marked whole, across paragraphs, quotes, lists, tables and code, and not at an earlier repeat.
   function span(seq, words) {
     const size = Math.min(4, words.length);
-    let first = -1;
-    for (let skip = 0; first < 0 && skip + size <= words.length && skip < 40; skip++) {
-      const at = findRun(seq, words.slice(skip, skip + size), 0);
-      if (at >= 0) first = at;
+    const starts = occurrences(seq, words, size, false);
+    if (!starts.length) return null;
+    const ends = occurrences(seq, words, size, true);
+    for (const first of starts) {
+      const reach = ends.filter((at) => at >= first && at <= first + words.length * 2);
+      if (reach.length) return [first, reach[reach.length - 1]];
     }
-    if (first < 0) return null;
-    let last = -1;
-    for (let skip = 0; last < 0 && skip + size <= words.length && skip < 40; skip++) {
-      const run = words.slice(words.length - skip - size, words.length - skip);
-      // The end is the last occurrence within the passage's reach, not a later repeat of it.
-      for (let at = findRun(seq, run, first); at >= 0 && at <= first + words.length * 2; at = findRun(seq, run, at + 1)) last = at + size - 1;
-    }
-    return last >= first ? [first, last] : [first, Math.min(seq.length - 1, first + words.length - 1)];
+    return [starts[0], Math.min(seq.length - 1, starts[0] + words.length - 1)];
   }
 
   function markText(root) {

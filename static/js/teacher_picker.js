@@ -26,7 +26,7 @@ document.querySelectorAll("[data-teacher-picker]").forEach((picker) => {
   // Several names may be typed, separated by commas: the picker looks up the last one.
   const parts = () => input.value.split(",");
   const typed = () => parts()[parts().length - 1].trim();
-  const label = (teacher) => (teacher.name ? `${teacher.name} (${teacher.username})` : teacher.username);
+  const label = (teacher) => teacher.label || teacher.username;
   const say = (text) => (status.textContent = text);
 
   function close() {
@@ -49,15 +49,16 @@ document.querySelectorAll("[data-teacher-picker]").forEach((picker) => {
     close();
     if (!teachers.length) {
       const address = text.includes("@");
+      // A new prompt or collection has no invitation section yet: saving offers the invitation instead.
+      const invite = document.getElementById("invite-email");
+      const unknown = invite
+        ? gettext("No teacher has the address “%s”. If they have no account yet, invite them below.")
+        : gettext("No teacher has the address “%s”. When you save, you are offered to invite them to co-teach.");
       say(
         address
-          ? interpolate(
-              gettext("No teacher has the address “%s”. If they have no account yet, invite them below."),
-              [text],
-            )
+          ? interpolate(unknown, [text])
           : interpolate(gettext("No teacher's username or address begins with “%s”."), [text]),
       );
-      const invite = document.getElementById("invite-email");
       if (address && invite && !invite.value) invite.value = text;
       return;
     }

@@ -17,6 +17,7 @@ import pytest
 
 from scripts.redis_stack import RedisStackServer, free_port
 from tests import services
+from tests.databases import migrated_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
@@ -45,6 +46,17 @@ class LiveApp:
         )
         assert result.returncode == 0, result.stderr
         return result.stdout
+
+
+def start_web(port: int, env: dict[str, str], logs) -> subprocess.Popen:
+    """The live app's web server (daphne: the ASGI app as channels serves it), its output in `logs`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=logs,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _wait_for(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
@@ -146,7 +158,7 @@ def live_app(tmp_path_factory):
         "INGEST_STALE_SECONDS": "600",
     }
     app = LiveApp(url=f"http://127.0.0.1:{port}", env=env)
-    app.manage("migrate", "--noinput")
+    migrated_sqlite(tmp / "live.sqlite3", env)
     logs = open(tmp / "processes.log", "w")  # noqa: SIM115 — closed at teardown
     worker = subprocess.Popen(
         [sys.executable, "manage.py", "rqworker", "--job-class", "django_tasks_rq.Job", "default", "ingest"],
@@ -155,13 +167,7 @@ def live_app(tmp_path_factory):
         stdout=logs,
         stderr=subprocess.STDOUT,
     )
-    web = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=logs,
-        stderr=subprocess.STDOUT,
-    )
+    web = start_web(port, env, logs)
     try:
         _wait_for(app.url + "/login/", web)
         _wait_for_worker(tmp / "processes.log", worker)

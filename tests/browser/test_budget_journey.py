@@ -27,7 +27,7 @@ SETUP = """
 from accounts.models import Role, User
 from chat.course.enrollment import enroll
 from chat.models import ChatSession, Message, MessageRole, MessageStatus, Prompt
-from chat.course.usage import UsageMeter
+from chat.metering.usage import UsageMeter
 teacher = User.objects.create_user({teacher!r}, password={password!r}, role=Role.TEACHER)
 student = User.objects.create_user({student!r}, password={password!r}, role=Role.STUDENT)
 prompt = Prompt.objects.create(owner=teacher, name={name!r}, chat_model="qwen3:8b", weekly_token_budget=1000)
@@ -131,6 +131,13 @@ def test_a_used_up_week_is_told_plainly_and_a_teacher_resets_it(live_app, new_pa
     expect(row.get_by_test_id("budget-flag")).to_have_text(words["over"])
     row.get_by_text(words["budget"], exact=True).click()
     look(teacher, "teacher-roster-over-budget")
+    # Resetting asks first (issue 46): dismissed, nothing changes; accepted, the week starts again.
+    asked = []
+    teacher.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    row.get_by_role("button", name=words["reset"]).click()
+    expect(row.get_by_test_id("budget-flag")).to_have_count(1)
+    assert asked and asked[0].strip(), "Reset this week asks before it acts"
+    teacher.once("dialog", lambda dialog: dialog.accept())
     row.get_by_role("button", name=words["reset"]).click()
     row = teacher.get_by_test_id("student-row").first
     expect(row.get_by_test_id("week-use")).to_contain_text(words["after_reset"])

@@ -5,6 +5,7 @@ passage marked beside the chat (full screen on a phone)."""
 from __future__ import annotations
 
 import io
+import re
 
 import pptx
 import pytest
@@ -72,8 +73,13 @@ def test_teacher_uploads_and_corrects_then_a_student_sees_the_cited_passage_mark
     expect(rows).to_have_count(3)
     for name in ("week2.pptx", "lecture-7.vtt", "board.png"):
         expect(rows.filter(has_text=name).locator(".file-status")).to_have_text("Ready", timeout=60_000)
+    # The file list itself says which file has pages to check, live and after a reload.
+    board = rows.filter(has_text="board.png")
+    expect(board.get_by_test_id("pages-to-check")).to_have_text("· 1 page needs checking")
     page.reload()
     expect(page.get_by_test_id("flagged-count")).to_contain_text("1 page that the vision model may have read wrongly")
+    expect(board.get_by_test_id("pages-to-check")).to_have_attribute("href", re.compile(r"/files/\d+/#page-1$"))
+    expect(rows.filter(has_text="week2.pptx").get_by_test_id("pages-to-check")).to_have_count(0)
     no_overflow(page)
     journey.shot(page, f"formats-collection-{width}")
 
@@ -86,14 +92,20 @@ def test_teacher_uploads_and_corrects_then_a_student_sees_the_cited_passage_mark
         expect(picture).to_be_visible()
         page.wait_for_function("img => img.complete && img.naturalWidth > 300", arg=picture.element_handle())
     journey.look(page, f"formats-slides-{width}")
+    # A click zooms the picture in place (the editor stays); its own page opens from its link.
     pictures.last.click()
-    expect(page.get_by_test_id("source-page-image")).to_be_visible()
-    expect(page.get_by_test_id("page-text")).to_contain_text("Mitochondria release the energy")
-    journey.look(page, f"formats-slide-2-{width}")
-    page.get_by_test_id("zoom").click()  # twice as wide, scrolled inside its frame
-    expect(page.get_by_test_id("zoom")).to_have_attribute("aria-pressed", "true")
+    expect(page.get_by_test_id("review-zoom").last).to_have_attribute("aria-pressed", "true")
     no_overflow(page)
-    page.go_back()
+    with page.context.expect_page() as opened:
+        page.get_by_role("link", name="Open page 2 on its own").click()
+    slide = opened.value
+    expect(slide.get_by_test_id("source-page-image")).to_be_visible()
+    expect(slide.get_by_test_id("page-text")).to_contain_text("Mitochondria release the energy")
+    journey.look(slide, f"formats-slide-2-{width}")
+    slide.get_by_test_id("zoom").click()  # twice as wide, scrolled inside its frame
+    expect(slide.get_by_test_id("zoom")).to_have_attribute("aria-pressed", "true")
+    no_overflow(slide)
+    slide.close()
     page.go_back()
     no_overflow(page)
 
@@ -104,6 +116,20 @@ def test_teacher_uploads_and_corrects_then_a_student_sees_the_cited_passage_mark
     flagged.get_by_label("The page's text, in Markdown").fill(
         "| Factor | Effect on the rate |\n|---|---|\n| Light | raises it |\n| Cold | slows the enzymes |"
     )
+    # Beside the editor the page is large enough to read, and zooms in place, by click or keyboard.
+    picture = flagged.locator(".review-frame img")
+    # (a phone: the whole width of the page's text; wider: half the page, beside the editor)
+    room = flagged.locator(".review-columns").bounding_box()["width"]
+    assert picture.bounding_box()["width"] >= (0.95 * room if width < 800 else 450), "the page image is readable"
+    zoom = flagged.get_by_test_id("review-zoom")
+    picture.click()
+    expect(zoom).to_have_attribute("aria-pressed", "true")
+    assert picture.bounding_box()["width"] >= (1.9 * room if width < 800 else 900)
+    expect(flagged.get_by_label("The page's text, in Markdown")).to_be_visible()
+    no_overflow(page)
+    zoom.focus()
+    page.keyboard.press("Enter")
+    expect(zoom).to_have_attribute("aria-pressed", "false")
     no_overflow(page)
     journey.look(page, f"formats-correct-{width}")
     flagged.get_by_role("button", name="Save and re-index").click()

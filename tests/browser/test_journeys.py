@@ -83,7 +83,11 @@ def test_teacher_then_student_journey(live_app, new_page, journey, ollama, tmp_p
     page.get_by_label("Description").fill("Kurssin materiaali")
     page.locator("#id_language").select_option("finnish")
     page.get_by_role("button", name="Create collection").click()
-    expect(page.get_by_text("This field is required.")).to_be_visible()
+    # Said twice, as every refused form says it: in the summary at the top and beside the field.
+    expect(page.get_by_test_id("error-summary").locator('a[href="#id_name"]')).to_contain_text(
+        "This field is required."
+    )
+    expect(page.locator("#id_name_error")).to_have_text("This field is required.")
     expect(page.get_by_label("Description")).to_have_value("Kurssin materiaali")
     page.get_by_label("Name", exact=True).fill("Tilastotiede")
     page.get_by_role("button", name="Create collection").click()

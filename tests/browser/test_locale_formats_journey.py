@@ -36,7 +36,7 @@ from datetime import timedelta
 from django.utils import timezone
 from accounts.models import Role, User
 from chat.course.enrollment import enroll
-from chat.course.usage import UsageMeter
+from chat.metering.usage import UsageMeter
 from chat.models import Prompt
 from chat.models.records import PromptDay
 from collections_app.models import Collection, SourceFile

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 from playwright.sync_api import expect
 
 from scripts.redis_stack import RedisStackServer, free_port
 from tests import services
-from tests.browser.conftest import ROOT, LiveApp, _wait_for, no_overflow
+from tests.browser.conftest import LiveApp, _wait_for, no_overflow, start_web
 from tests.browser.test_finnish_journey import VISIBLE_TEXT, english_words
+from tests.databases import migrated_sqlite
 from tests.oidc_op import OpenIdProvider, account
 from tests.untranslated import catalogue_sentences, english_left
 
@@ -56,16 +56,10 @@ def sso_app(tmp_path_factory):
         "EMBEDDING_WARMUP": "0",
     }
     app = LiveApp(url=f"http://127.0.0.1:{port}", env=env)
-    app.manage("migrate", "--noinput")
+    migrated_sqlite(tmp / "live.sqlite3", env)
     code = app.manage("shell", "-c", SETUP).split()[-1]
     logs = open(tmp / "web.log", "w")  # noqa: SIM115 — closed at teardown
-    web = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=logs,
-        stderr=subprocess.STDOUT,
-    )
+    web = start_web(port, env, logs)
     try:
         _wait_for(app.url + "/login/", web)
         yield app, provider, code

@@ -11,3 +11,15 @@ TIME_FORMAT = "g:i A"
 DECIMAL_SEPARATOR = "."
 THOUSAND_SEPARATOR = ","
 NUMBER_GROUPING = 3
+# Typed date-times (schedule fields): the first is how a field shows its value.
+DATETIME_INPUT_FORMATS = [
+    "%b %d, %Y, %I:%M %p",
+    "%b %d, %Y %I:%M %p",
+    "%b %d, %Y, %H:%M",
+    "%b %d, %Y",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M",  # what a date-time input or a program sends
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d",
+]

@@ -10,3 +10,16 @@ TIME_FORMAT = "G.i"
 DECIMAL_SEPARATOR = ","
 THOUSAND_SEPARATOR = "\xa0"  # no-break space: "1 234" never splits over two lines
 NUMBER_GROUPING = 3
+# Typed date-times (schedule fields): the first is how a field shows its value; "klo" may be left out.
+DATETIME_INPUT_FORMATS = [
+    "%d.%m.%Y klo %H.%M",
+    "%d.%m.%Y %H.%M",
+    "%d.%m.%Y klo %H:%M",
+    "%d.%m.%Y %H:%M",
+    "%d.%m.%Y",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M",  # what a date-time input or a program sends
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d",
+]

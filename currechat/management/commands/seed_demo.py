@@ -45,12 +45,18 @@ class Command(BaseCommand):
 
     def _user(self, username: str, role: str, **extra) -> tuple[User, str]:
         password = self._password(username)
-        user, _ = User.objects.get_or_create(username=username, defaults={"role": role, **extra})
+        user, created = User.objects.get_or_create(username=username, defaults={"role": role, **extra})
         user.role = role
         for key, value in extra.items():
             setattr(user, key, value)
-        user.set_password(password)
+        # The password only when the account is made: setting it again at every `make run` would
+        # sign everyone out (a session is checked against the password's hash, new salt each time)
+        # and undo a password its user chose.
+        if created:
+            user.set_password(password)
         user.save()
+        if not created and not user.check_password(password):
+            return user, "(changed since it was made; reset it with manage.py changepassword)"
         return user, password
 
     @transaction.atomic

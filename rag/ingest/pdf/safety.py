@@ -9,11 +9,11 @@ import zlib
 from pathlib import Path
 
 import pymupdf
-from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.formats import number
+from rag import config
 from rag.ingest.job import IngestFailed, TooLarge
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def open_pdf(source: Path | bytes, *, check_streams: bool = True) -> pymupdf.Doc
         )
     if doc.page_count == 0:
         raise IngestFailed(str(DAMAGED))
-    limit = settings.UPLOAD_MAX_PDF_PAGES
+    limit = config.ingestion().max_pdf_pages
     if doc.page_count > limit:
         raise TooLarge(
             _(
@@ -54,7 +54,7 @@ def open_pdf(source: Path | bytes, *, check_streams: bool = True) -> pymupdf.Doc
 
 
 def _check_streams(doc: pymupdf.Document) -> None:
-    max_bytes, max_pixels = settings.INGEST_MAX_STREAM_BYTES, settings.INGEST_MAX_IMAGE_PIXELS
+    max_bytes, max_pixels = config.ingestion().max_stream_bytes, config.ingestion().max_image_pixels
     too_big = TooLarge(
         _(
             "This PDF contains an object that expands to more than the server accepts (it may be damaged or "

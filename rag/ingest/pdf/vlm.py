@@ -17,11 +17,11 @@ from contextlib import contextmanager
 
 import pymupdf
 import redis
-from django.conf import settings
 from django.utils.translation import gettext as _
 
 from kernel.errors import ProviderError
 from kernel.redis_client import get_redis
+from rag import config
 from rag.ingest.job import IngestCancelled, PageText
 from rag.ingest.pdf.headings import headings_by_page
 from rag.ingest.pdf.images import render_png
@@ -56,7 +56,7 @@ CHECKPOINT_SECONDS = 7 * 24 * 3600
 
 
 def _checkpoint_key(model_name: str, png: bytes) -> str:
-    return f"{settings.REDIS_INDEX_PREFIX}:vlmpage:{model_name}:{hashlib.sha256(png).hexdigest()}"
+    return f"{config.index().prefix}:vlmpage:{model_name}:{hashlib.sha256(png).hexdigest()}"
 
 
 def _read_checkpoint(key: str) -> str | None:
@@ -139,7 +139,8 @@ def vlm_pages(
 ) -> tuple[list[PageText], list[int]]:
     """Pages read by the VLM, several in flight; also the pages that fell back to the text layer."""
     model = get_chat_model(model_name)
-    concurrency, retries, dpi = settings.INGEST_VLM_CONCURRENCY, settings.INGEST_VLM_RETRIES, settings.INGEST_VLM_DPI
+    limits = config.ingestion()
+    concurrency, retries, dpi = limits.vlm_concurrency, limits.vlm_retries, limits.vlm_dpi
     total = doc.page_count
     # Only pages that fall back to their text layer need headings: read the fonts only then.
     headings_once = functools.cache(lambda: headings_by_page(doc))
@@ -208,6 +209,6 @@ def read_image(model_name: str, png: bytes, cancelled: CancelledFn, request: str
     stop = threading.Event()
     if cancelled():
         raise IngestCancelled
-    text = _read_page(get_chat_model(model_name), png, 1, 1, settings.INGEST_VLM_RETRIES, stop, request)
+    text = _read_page(get_chat_model(model_name), png, 1, 1, config.ingestion().vlm_retries, stop, request)
     _save_checkpoint(key, text)
     return text

@@ -34,12 +34,13 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from chat.insight.stats import add_to_day
-from chat.models import BudgetOverride, Enrollment, Prompt, TokenUsage
-from chat.turn.limits import defer_until_redis
+from chat.models import BudgetOverride, Enrollment, Prompt, PromptDay, TokenUsage
+
+# The refusal is declared where curated searches meet this meter (collections_app/metering.py).
+from collections_app.metering import BudgetExhausted as BudgetExhausted
 from kernel import metrics
-from kernel.errors import CurreChatError
 from kernel.formats import moment
+from kernel.outages import defer_until_redis
 from kernel.redis_client import get_redis, quick_redis
 
 log = logging.getLogger(__name__)
@@ -49,16 +50,6 @@ WARNING_SHARE = 0.9  # from this share of a budget on, the chat warns
 # process died); the longest a chat turn may hold its chat (chat.turn.limits.TURN_LOCK_SECONDS).
 RESERVATION_LEASE_SECONDS = 600
 HELD_RETRY_SECONDS = 10  # refused because the rest of a budget is held by running work
-
-
-class BudgetExhausted(CurreChatError):
-    status_code = 429
-    code = "budget_exhausted"
-    retryable = True
-
-    def __init__(self, message: str, *, retry_after: int):
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -295,7 +286,7 @@ class UsageMeter:
     def settle(self) -> None:
         """The work ended: what it held and did not use goes back to the budgets, and its real cost
         raises the next estimates if it was the costliest this week. Never raises: while Redis is
-        away the release waits for it (chat/turn/limits.defer_until_redis); an entry left behind by a
+        away the release waits for it (kernel/outages.defer_until_redis); an entry left behind by a
         process that died lapses after RESERVATION_LEASE_SECONDS."""
         with self._lock:
             if self._settled:
@@ -332,16 +323,19 @@ class UsageMeter:
         if not any(delta) or self.prompt_id is None:
             return
         with transaction.atomic():
-            row, _ = TokenUsage.objects.get_or_create(
-                user_id=self.user_id, prompt_id=self.prompt_id, week_start=self.week.start
-            )
-            TokenUsage.objects.filter(pk=row.pk).update(
-                prompt_tokens=F("prompt_tokens") + delta[0],
-                completion_tokens=F("completion_tokens") + delta[1],
-                calls=F("calls") + delta[2],
-            )
+            week = TokenUsage.objects.filter(user_id=self.user_id, prompt_id=self.prompt_id, week_start=self.week.start)
+            added = {
+                "prompt_tokens": F("prompt_tokens") + delta[0],
+                "completion_tokens": F("completion_tokens") + delta[1],
+                "calls": F("calls") + delta[2],
+            }
+            if not week.update(**added):  # the week's first call: its row first (one UPDATE otherwise)
+                TokenUsage.objects.get_or_create(
+                    user_id=self.user_id, prompt_id=self.prompt_id, week_start=self.week.start
+                )
+                week.update(**added)
             if Enrollment.objects.filter(prompt_id=self.prompt_id, student_id=self.user_id).exists():
-                add_to_day(self.prompt_id, day or timezone.localdate(), tokens=delta[0] + delta[1])
+                PromptDay.add(self.prompt_id, day or timezone.localdate(), tokens=delta[0] + delta[1])
 
 
 RESET_SCRIPT = """

@@ -1,0 +1,90 @@
+"""The SQL queries of one chat turn, counted and pinned: an added query fails here first.
+
+A question's own server CPU is mostly the queries it makes (building them, running them, reading
+their rows), before the model is called and after its answer (issue 44, docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db.backends.utils import CursorWrapper
+
+from tests.fake_ollama import Reply
+from tests.fixtures_chat import connect_ws, receive_turn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class QueryLog:
+    """Every statement run on any connection of any thread. A turn's queries run in pool threads
+    whose connections outlive a test (CONN_MAX_AGE), so neither a per-thread CaptureQueriesContext
+    nor a `connection_created` hook sees them all: the wrapper is installed where every
+    connection's cursor runs its statements."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.statements: list[str] = []
+        self.at_model_call: int | None = None
+
+    def install(self, monkeypatch) -> None:
+        original = getattr(CursorWrapper, "_execute_with_wrappers")  # noqa: B009  (private: no stub)
+        log = self
+
+        def counted(cursor, sql, params, many, executor):
+            with log.lock:
+                log.statements.append(sql)
+            return original(cursor, sql, params, many, executor)
+
+        monkeypatch.setattr(CursorWrapper, "_execute_with_wrappers", counted)
+
+    def mark_model_call(self) -> None:
+        with self.lock:
+            self.at_model_call = len(self.statements)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.statements, self.at_model_call = [], None
+
+
+async def _ask(ws, ollama, log: QueryLog, question: str) -> tuple[list[str], list[str]]:
+    """One question answered by the model: the statements before its call and after its answer."""
+
+    def respond(body: dict) -> Reply:
+        log.mark_model_call()
+        return Reply(content="An answer.")
+
+    ollama.script(respond)
+    log.reset()
+    await ws.send_json_to({"type": "user_message", "content": question})
+    events = await receive_turn(ws)
+    assert events[-1]["type"] == "message_done", events[-1]
+    with log.lock:
+        assert log.at_model_call is not None
+        return log.statements[: log.at_model_call], log.statements[log.at_model_call :]
+
+
+async def test_a_question_makes_a_fixed_number_of_queries(student, session, ollama, monkeypatch):
+    log = QueryLog()
+    log.install(monkeypatch)
+    ws, connected, _ = await connect_ws(student, session.id)
+    assert connected
+    await _ask(ws, ollama, log, "What is a mean?")  # the chat's first question
+    before, after = await _ask(ws, ollama, log, "And a median?")  # a chat going on: the usual case
+    await ws.disconnect()
+    listing = "\n".join(["before the model:", *before, "after the answer:", *after])
+    # Before the model is called, in the turn's one thread hop (chat/turn/runner.py, agent.start_turn):
+    #  1 the browser session, 2 its user (signed in still: kernel/sessions.signed_in; the same user
+    #    is the one the permission check judges), 3 the chat with its prompt, 4 the student's
+    #    enrollment (enrolled still: their own chat is theirs to write in; access/rules.py),
+    #  5 a teacher's answer to this question, 6 the student's budget override,
+    #  7 replies left unfinished by a crash, 8 BEGIN, 9 the question, 10 the empty reply,
+    #  11 the chat's title/model/updated, 12 the enrollment's last activity (COMMIT is no statement),
+    #  13 the prompt's collections its teachers may still use, 14 the chat's history for the model.
+    assert len(before) == 14, listing
+    # After the answer: 1 the reply saved, then the teachers' statistics (chat/insight/stats.py):
+    #  2 a student's chat (not a teacher's own), 3 the question and earlier answers, 4 BEGIN,
+    #  5 today's counts; then the token meter (chat/metering/usage.py): 6 BEGIN, 7 the week's tokens,
+    #  8 a student's chat, 9 today's tokens.
+    assert len(after) == 9, listing
