@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from collections_app.models import FileType, SourceFile
 from kernel.errors import NotFound
@@ -153,3 +154,21 @@ def passage_on_page(source: SourceFile, page: int, position: int) -> Located | N
         return locate_on_page(doc[page - 1], chunk.text)
     finally:
         doc.close()
+
+
+def skipped_pages(shown: list[int], page: int, pages: int) -> str:
+    """Why previous/next on a cited page jump over pages (a student opens only the pages their
+    searches returned): a sentence naming the pages left out next to `page`, or "" for none."""
+    previous = max((n for n in shown if n < page), default=0)
+    following = min((n for n in shown if n > page), default=pages + 1)
+    runs = [(first, last) for first, last in ((previous + 1, page - 1), (page + 1, following - 1)) if first <= last]
+    if not runs:
+        return ""
+    named = ", ".join(str(first) if first == last else f"{first}–{last}" for first, last in runs)
+    count = sum(last - first + 1 for first, last in runs)
+    sentence = ngettext(
+        "Page %(pages)s is left out: no search in your chats found a passage on it.",
+        "Pages %(pages)s are left out: no search in your chats found a passage on them.",
+        count,
+    )
+    return sentence % {"pages": named}

@@ -14,12 +14,14 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 from ninja import Field, Router, Schema
 
 from access.rules import get_collection_for_search, search_prompt
 from collections_app import metering
 from collections_app.writes import language_name, model_for_language
+from kernel.formats import number
 from kernel.ratelimit import search_window
 from kernel.rendering import render_markdown
 from kernel.schemas import schema_from_dataclass
@@ -139,10 +141,31 @@ def search_page(request, pk: int):
         "results": _rows(outcome.results) if outcome else [],
         "dropped": _rows(outcome.dropped) if outcome else [],
         "can_edit": collection.is_editable_by(request.user),
+        "timings": _timing_sentences(outcome.timings_ms) if outcome else [],
         "language_warning": language_warning(collection),
     }
     context["page_models"] = [("embeddings", collection.embedding_model)]
     return render(request, "search/search.html", context)
+
+
+# What each of the search's stages (rag/search.py) did, in a teacher's words.
+STAGE_SENTENCES = {
+    "embed": gettext_lazy("Turning the question into a search by meaning took %(ms)s ms."),
+    "retrieve": gettext_lazy("Finding passages by meaning and by words took %(ms)s ms."),
+    "fuse": gettext_lazy("Combining the searches into one list took %(ms)s ms."),
+    "fetch": gettext_lazy("Fetching the passages' text took %(ms)s ms."),
+    "curate": gettext_lazy("The curation model's checks took %(ms)s ms."),
+    "total": gettext_lazy("The whole search took %(ms)s ms."),
+}
+
+
+def _timing_sentences(timings_ms: dict[str, float]) -> list[str]:
+    """One sentence per timed stage, in the search's order; a stage without words is left out."""
+    return [
+        str(STAGE_SENTENCES[stage]) % {"ms": number(timings_ms[stage], 0)}
+        for stage in STAGE_SENTENCES
+        if stage in timings_ms
+    ]
 
 
 def _rows(passages: list[Passage]) -> list[dict]:

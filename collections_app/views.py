@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -289,7 +290,16 @@ def _original(request, template: str, context: dict):
     """An original page or section: the whole page, or (`?pane=1`) the part the chat shows in its
     side pane, so both read the same."""
     context["pane"] = request.GET.get("pane") == "1"
+    context["back"] = _back_to_chat(request)
     return render(request, "collections/_original.html" if context["pane"] else template, context)
+
+
+def _back_to_chat(request) -> str:
+    """The chat an original was opened from (`?from=`), for its "Back to the chat" link: only a path
+    on this site, so a link made elsewhere cannot send the reader on to another site from ours."""
+    path = request.GET.get("from", "")
+    same_site = url_has_allowed_host_and_scheme(path, allowed_hosts=None, require_https=request.is_secure())
+    return path if same_site and path.startswith("/") else ""
 
 
 @login_required
@@ -323,6 +333,7 @@ def source_page(request, pk: int, page: int):
         "words": words,
         "previous": max((n for n in shown if n < page), default=None),
         "next": min((n for n in shown if n > page), default=None),
+        "skipped": originals.skipped_pages(shown, page, source.pages or 0),
     }
     return _original(request, "collections/source_page.html", context)
 

@@ -80,11 +80,50 @@ async def test_a_question_makes_a_fixed_number_of_queries(student, session, olla
     #    enrollment (enrolled still: their own chat is theirs to write in; access/rules.py),
     #  5 a teacher's answer to this question, 6 the student's budget override,
     #  7 replies left unfinished by a crash, 8 BEGIN, 9 the question, 10 the empty reply,
-    #  11 the chat's title/model/updated, 12 the enrollment's last activity (COMMIT is no statement),
-    #  13 the prompt's collections its teachers may still use, 14 the chat's history for the model.
+    #  11 the chat's title/model/updated, 12 the enrollment's last activity (the rows it updates also
+    #    tell the statistics at the end that this is a student's chat; COMMIT is no statement),
+    #  13 the prompt's collections its teachers may still use (its SQL compiled once per process,
+    #    run afresh every turn: chat/turn/searchable.py), 14 the chat's history for the model.
+    #  (A student's "do they teach it?" makes no query: they cannot, Prompt.is_taught_by.)
     assert len(before) == 14, listing
-    # After the answer: 1 the reply saved, then the teachers' statistics (chat/insight/stats.py):
-    #  2 a student's chat (not a teacher's own), 3 the question and earlier answers, 4 BEGIN,
-    #  5 today's counts; then the token meter (chat/metering/usage.py): 6 BEGIN, 7 the week's tokens,
-    #  8 a student's chat, 9 today's tokens.
-    assert len(after) == 9, listing
+    # After the answer: 1 the reply saved, then the teachers' statistics (chat/insight/stats.py; a
+    #  student's chat, as the turn's start found, not asked again by them or the token meter):
+    #  2 the question and earlier answers, 3 today's counts with the turn's tokens (one UPDATE: no
+    #  transaction for an answer without sources or gaps); then the token meter
+    #  (chat/metering/usage.py): 4 the week's tokens (today's went with the counts; one UPDATE: no
+    #  transaction).
+    assert len(after) == 4, listing
+
+
+@pytest.mark.django_db
+def test_the_collections_a_turn_searches_follow_every_change_at_once(owner, co_owner, other_teacher, collection):
+    """The turn's compiled query (chat/turn/searchable.py) says what `Prompt.usable_collections`
+    says, on the next call after each change: nothing of a prompt is kept between turns."""
+    from accounts.models import Role
+    from chat.models import Prompt
+    from chat.turn.searchable import usable_collections
+    from collections_app.models import Collection
+
+    theirs = Collection.objects.create(name="Otto's notes", language="english", owner=other_teacher)
+    prompt = Prompt.objects.create(owner=co_owner, name="Cora's course")
+    prompt.collections.add(collection, theirs)
+
+    def searched() -> list[str]:
+        prompt.refresh_from_db()
+        assert usable_collections(prompt) == list(prompt.usable_collections())  # same rows, same order
+        return [c.name for c in usable_collections(prompt)]
+
+    assert searched() == ["Statistics 101"]  # Cora co-owns it; Otto's is nobody's here
+    prompt.co_teachers.add(other_teacher)
+    assert searched() == ["Otto's notes", "Statistics 101"]
+    collection.co_owners.remove(co_owner)  # co-ownership ended
+    assert searched() == ["Otto's notes"]
+    other_teacher.role = Role.STUDENT  # demoted: he teaches nothing any more
+    other_teacher.save()
+    assert searched() == []
+    prompt.collections.remove(theirs)
+    collection.co_owners.add(co_owner)
+    assert searched() == ["Statistics 101"]
+    co_owner.is_active = False  # the prompt's only teacher deactivated
+    co_owner.save()
+    assert searched() == []

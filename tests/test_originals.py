@@ -239,3 +239,33 @@ def test_a_quoted_passage_is_marked_with_the_words_its_page_shows(client_for, ow
     assert "python" not in words and "1" not in words and words == shown_words(chunk.text)
     starts = [i for i in range(len(shown)) if shown[i : i + len(words)] == words]
     assert starts, "the page shows the passage's words as one run, quote and list included"
+
+
+def test_page_navigation_says_which_pages_a_student_cannot_open(client_for, owner, student, course, ollama, settings):
+    settings.CHAT_SEARCH_LIMIT = settings.CHAT_SEARCH_CANDIDATES = 1
+    settings.CHAT_PASSAGE_TOKENS = 50  # only page 2's passage is returned
+    prompt, pdf, _ = course
+    ask(client_for, student, prompt, ollama, "mutual information shared")
+    page = client_for(student).get(f"/collections/files/{pdf.pk}/pages/2/").content.decode()
+    assert 'data-testid="previous-page"' not in page
+    assert "Page 1 is left out: no search in your chats found a passage on it." in page
+    teachers = client_for(owner).get(f"/collections/files/{pdf.pk}/pages/2/").content.decode()
+    assert 'data-testid="previous-page"' in teachers and "left out" not in teachers, "a teacher opens every page"
+
+
+@pytest.mark.parametrize("view", ["page", "passage"])
+def test_back_to_the_chat_goes_only_to_a_path_on_this_site(client_for, student, course, ollama, view):
+    prompt, pdf, md = course
+    passages = ask(client_for, student, prompt, ollama, "mutual information shared")
+    chat = f"/prompts/{prompt.pk}/chat/{ChatSession.objects.get(user=student).pk}/"
+    cited = next(p for p in passages if p["file_id"] == pdf.pk)
+    url = f"/collections/files/{pdf.pk}/pages/{cited['page']}/"
+    if view == "passage":
+        url = f"/collections/files/{pdf.pk}/passages/{cited['chunk_id'].rsplit(':', 1)[-1]}/"
+    page = client_for(student).get(url, {"from": chat}).content.decode()
+    assert f'<a href="{chat}" data-testid="back-to-chat">← Back to the chat</a>' in page
+    for outside in ("https://evil.example/", "//evil.example/chat/", "/\\evil.example", "javascript:alert(1)"):
+        page = client_for(student).get(url, {"from": outside}).content.decode()
+        assert 'data-testid="back-to-chat"' not in page and 'href="https://evil' not in page, outside
+    pane = client_for(student).get(url, {"from": chat, "pane": "1"}).content.decode()
+    assert 'data-testid="back-to-chat"' not in pane, "the chat's side pane is beside the chat already"

@@ -128,7 +128,8 @@ def test_search_page_shows_retrievers_and_curation_decisions(indexed, owner, cli
         )
     )
     page = client_for(owner).get(f"/collections/{indexed.id}/search/?q=mean&curate=1").content.decode()
-    assert "exact phrase #1" in page and "meaning #" in page
+    assert "exact phrase (place 1)" in page and "meaning (place " in page
+    assert "Place 1 of 2 after combining the searches." in page and "the curation model rated it 7 out of 10" in page
     assert "Left out (1)" in page and "Not about averages." in page
     assert "<script>" not in page and "Outliers pull the mean" in page  # passage HTML is sanitised
 

@@ -91,6 +91,9 @@ class _NoHistory:
     def order_by(self, *args) -> _NoHistory:
         return self
 
+    def only(self, *fields) -> _NoHistory:
+        return self
+
     def __iter__(self):
         return iter(())
 

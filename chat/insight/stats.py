@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -68,24 +69,34 @@ def gap_key(query: str, language: str) -> str:
     return " ".join(sorted(set(words)))[:500]
 
 
-def record_answer(reply: Message, *, with_tokens: bool = False) -> None:
+def record_answer(
+    reply: Message, *, with_tokens: bool = False, tokens: int = 0, student: bool | None = None
+) -> bool | None:
     """Count one ended answer (complete, stopped or failed) of a student's chat. Never raises:
     the student's answer matters more than a statistic, so a failure is logged and skipped.
+    Returns whether the chat is a student's (None: not known, the statistics failed), so the
+    turn's token meter need not ask again.
 
     Its tokens are counted as its model calls end (`chat.metering.usage.UsageMeter.flush`), with those of
     its searches' curation, as the budget counts them; `with_tokens` counts the chat rounds stored
-    on the reply instead, for answers from before that (`backfill`)."""
+    on the reply instead, for answers from before that (`backfill`). `tokens`: the turn's tokens its
+    meter has not stored yet, added in the same write as the answer's counts (the meter then leaves
+    them out, when this returns True: one write of today's row per turn, not two). `student`: whether
+    the chat's user has an enrollment in its prompt, when the turn already read it (None: asked here)."""
     try:
-        _record(reply, with_tokens=with_tokens)
+        return _record(reply, with_tokens=with_tokens, tokens=tokens, student=student)
     except Exception:  # noqa: BLE001  (statistics must never fail a turn)
         log.exception("Could not count answer %s in the statistics", reply.pk)
+        return None
 
 
-def _record(reply: Message, *, with_tokens: bool) -> None:
+def _record(reply: Message, *, with_tokens: bool, tokens: int, student: bool | None) -> bool:
     session = reply.session
     prompt = session.prompt
-    if not Enrollment.objects.filter(prompt=prompt, student_id=session.user_id).exists():
-        return  # a teacher's own chat
+    if student is None:
+        student = Enrollment.objects.filter(prompt=prompt, student_id=session.user_id).exists()
+    if not student:
+        return False  # a teacher's own chat
     # One read for the chat's messages before this answer: its question, and any earlier answer.
     last = session.messages.filter(id__lt=reply.id).aggregate(
         question=Max("id", filter=Q(role=MessageRole.USER)), answer=Max("id", filter=Q(role=MessageRole.ASSISTANT))
@@ -98,18 +109,22 @@ def _record(reply: Message, *, with_tokens: bool) -> None:
         "chats": 0 if answer is not None else 1,
         "questions": 0 if question is None or answered_before else 1,
         "answers": 1,
-        "tokens": int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0) if with_tokens else 0,
+        "tokens": tokens
+        + (int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0) if with_tokens else 0),
         "searches": len(searches),
         "answers_nothing_relevant": int(any(r.get("status") == NOTHING_RELEVANT for r in searches)),
         "passages_kept": sum(len(r.get("passages") or []) for r in searches),
         "passages_dropped": sum(int(r.get("dropped") or 0) for r in searches),
     }
     day = timezone.localdate(reply.created)
-    with transaction.atomic():
+    # The counts, cited sources and gaps of one answer are stored together or not at all; an answer
+    # with neither sources nor gaps (most) makes one UPDATE: no transaction to open (issue 44).
+    together = bool(reply.citations) or bool(counts["answers_nothing_relevant"])
+    with transaction.atomic() if together else nullcontext():
         add_to_day(prompt.pk, day, **counts)
         _count_sources(prompt.pk, day, reply.citations)
         example = question if session.visibility != ChatVisibility.NONE else None
-        language = prompt_language(prompt) if searches else "english"
+        language = prompt_language(prompt) if counts["answers_nothing_relevant"] else "english"
         keys: set[str] = set()
         for result in searches:
             if result.get("status") == NOTHING_RELEVANT:
@@ -117,6 +132,7 @@ def _record(reply: Message, *, with_tokens: bool) -> None:
                 if key and key not in keys:  # a search repeated within one answer is asked once
                     keys.add(key)
                     _count_gap(prompt.pk, key, result["query"], reply.created, example)
+    return True
 
 
 def add_to_day(prompt_id: int, day: date, **counts: int) -> None:

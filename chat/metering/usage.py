@@ -22,6 +22,7 @@ import logging
 import math
 import threading
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from time import time as now_seconds
@@ -245,6 +246,10 @@ class UsageMeter:
         self._flushed = (0, 0, 0)
         self._settled = False
         self._lock = threading.Lock()
+        # Whether the user is a student of the prompt (their tokens go to its statistics), when the
+        # work already looked (a turn's statistics, just before its flush); None: `flush` looks.
+        self.student: bool | None = None
+        self._in_statistics = 0  # tokens not flushed yet that the turn's statistics already counted
 
     @property
     def tokens(self) -> int:
@@ -320,9 +325,14 @@ class UsageMeter:
             now = (self.prompt_tokens, self.completion_tokens, self.calls)
             delta = [a - b for a, b in zip(now, self._flushed, strict=True)]
             self._flushed = now
+            in_statistics, self._in_statistics = self._in_statistics, 0
         if not any(delta) or self.prompt_id is None:
             return
-        with transaction.atomic():
+        tokens = delta[0] + delta[1] - in_statistics
+        to_day = bool(tokens or not in_statistics) and self._is_student(self.prompt_id)
+        # The week's row and today's change together; a turn's flush, whose tokens went to today's
+        # row with its statistics, makes one UPDATE: no transaction to open (issue 44).
+        with transaction.atomic() if to_day else nullcontext():
             week = TokenUsage.objects.filter(user_id=self.user_id, prompt_id=self.prompt_id, week_start=self.week.start)
             added = {
                 "prompt_tokens": F("prompt_tokens") + delta[0],
@@ -334,8 +344,23 @@ class UsageMeter:
                     user_id=self.user_id, prompt_id=self.prompt_id, week_start=self.week.start
                 )
                 week.update(**added)
-            if Enrollment.objects.filter(prompt_id=self.prompt_id, student_id=self.user_id).exists():
-                PromptDay.add(self.prompt_id, day or timezone.localdate(), tokens=delta[0] + delta[1])
+            if to_day:
+                PromptDay.add(self.prompt_id, day or timezone.localdate(), tokens=tokens)
+
+    def unflushed_tokens(self) -> int:
+        with self._lock:
+            return self.tokens - self._flushed[0] - self._flushed[1]
+
+    def counted_in_statistics(self, tokens: int) -> None:
+        """`tokens` of those not flushed yet went to today's statistics with the turn's own counts
+        (chat/insight/stats.record_answer): `flush` leaves them out there, not from the week's row."""
+        with self._lock:
+            self._in_statistics += tokens
+
+    def _is_student(self, prompt_id: int) -> bool:
+        if self.student is None:
+            self.student = Enrollment.objects.filter(prompt_id=prompt_id, student_id=self.user_id).exists()
+        return self.student
 
 
 RESET_SCRIPT = """

@@ -207,6 +207,8 @@ class Prompt(models.Model):
             return False
         if user.is_superuser:
             return True
+        if not user.may_co_teach:  # a student: `teaches_q` matches nothing (no query to build, issue 44)
+            return False
         return Prompt.objects.filter(teaches_q(user), pk=self.pk).exists()
 
     def is_enrolled(self, user) -> bool:

@@ -44,6 +44,7 @@ from chat.turn.budget import MessageTooLong
 from chat.turn.citations import map_citations
 from chat.turn.events import ChatEventOut, ErrorEvent, EventSink
 from chat.turn.limits import StopSignal, TurnLock, check_rate, holder_alive, token_age
+from chat.turn.searchable import usable_collections
 from chat.turn.state import Turn, TurnAbandoned, TurnStopped
 from chat.turn.tools import SearchTool
 from kernel import draining, metrics
@@ -142,9 +143,9 @@ def start_turn(
                 session.title = _title(question.content)
             session.model = stored_choice(session, chosen)
             session.save(update_fields=["title", "model", "updated"])
-            Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).update(
-                last_active=timezone.now()
-            )
+            enrolled = Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id)
+            # A row (of any status) makes the chat a student's, as the statistics ask at its end.
+            meter.student = bool(enrolled.update(last_active=timezone.now()))
     except BaseException:
         lock.release()
         meter.settle()
@@ -213,14 +214,14 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
             answer_from_teacher(turn, progress, sink)
         else:
             _answer(turn, progress, sink)
-        _finish(reply, progress, MessageStatus.COMPLETE)
+        _finish(reply, progress, MessageStatus.COMPLETE, turn.meter)
         final = {"type": "message_done", "message": message_dict(reply)}
     except TurnStopped:
-        _finish(reply, progress, MessageStatus.STOPPED)
+        _finish(reply, progress, MessageStatus.STOPPED, turn.meter)
         log.info("Chat turn %s stopped by the student", reply.id)
         final = {"type": "message_done", "message": message_dict(reply)}
     except TurnAbandoned:
-        final = _fail(reply, progress, TurnFailed(str(ORPHANED)))
+        final = _fail(turn, progress, TurnFailed(str(ORPHANED)))
     except ProviderError as exc:
         # The provider's sentence names the server and repeats its words (and, for a model gone
         # after the availability check, its "ollama pull" advice): for the logs. The student is
@@ -228,12 +229,12 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
         # another chosen, so Retry is offered for it too.
         retryable = exc.retryable or isinstance(exc, ModelMissing)
         plain = TurnFailed(_model_failed(exc, turn), code=exc.code, retryable=retryable)
-        final = _fail(reply, progress, plain, detail=exc)
+        final = _fail(turn, progress, plain, detail=exc)
     except (TurnFailed, MessageTooLong) as exc:
-        final = _fail(reply, progress, exc)
+        final = _fail(turn, progress, exc)
     except Exception as exc:  # noqa: BLE001  (the turn's boundary: log it, store it failed, tell the student)
         log.exception("Chat turn %s failed", reply.id)
-        final = _fail(reply, progress, TurnFailed(_("Something went wrong while answering. Try again.")), detail=exc)
+        final = _fail(turn, progress, TurnFailed(_("Something went wrong while answering. Try again.")), detail=exc)
     finally:
         turn.meter.settle()  # what the turn held and did not use goes back to the budgets
         _mirror_usage(turn)
@@ -246,7 +247,7 @@ def _run_turn(turn: Turn, sink: EventSink) -> Message:
 def _answer(turn: Turn, progress: Progress, sink: EventSink) -> None:
     prompt = turn.session.prompt
     # Only the collections a teacher of the prompt may still use (co-ownership can end).
-    searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else list(prompt.usable_collections())
+    searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else usable_collections(prompt)
     tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
     if moderation.screen_question(turn, progress, sink):  # flagged: a caring answer, no model turn
         return
@@ -293,7 +294,7 @@ _ANSWER_FIELDS = [
 ]  # fmt: skip
 
 
-def _finish(reply: Message, progress: Progress, status: str) -> None:
+def _finish(reply: Message, progress: Progress, status: str, meter: UsageMeter) -> None:
     streamsave.forget(reply)  # no streamed write after this final one
     reply.content = progress.text
     reply.tool_calls = progress.tool_calls
@@ -304,18 +305,26 @@ def _finish(reply: Message, progress: Progress, status: str) -> None:
     reply.token_usage = progress.usage
     reply.status = status
     reply.save(update_fields=_ANSWER_FIELDS)
-    insight.record_answer(reply)  # teachers' statistics and material gaps; never raises
+    # Teachers' statistics and material gaps; never raises. Whether the chat is a student's was
+    # read at the turn's start (`start_turn`), and the turn's tokens go into today's row with its
+    # counts, in one write: the token meter's flush (the turn's next step) leaves them out.
+    today = timezone.localdate(reply.created) == timezone.localdate()
+    tokens = meter.unflushed_tokens() if today else 0
+    meter.student = insight.record_answer(reply, tokens=tokens, student=meter.student)
+    if meter.student:
+        meter.counted_in_statistics(tokens)
 
 
-def _fail(reply: Message, progress: Progress, exc: Exception, detail=None) -> ErrorEvent:
+def _fail(turn: Turn, progress: Progress, exc: Exception, detail=None) -> ErrorEvent:
     """Store the reply as failed (never complete); the `error` event that ends the turn."""
+    reply = turn.reply
     log.info("Chat turn %s failed: %s", reply.id, detail or exc)
     failure = detail if isinstance(detail, ProviderError) else exc
     if isinstance(failure, ProviderError):
         metrics.MODEL_ERRORS.labels(retryable=str(failure.retryable).lower()).inc()
     reply.error = str(exc)
     try:
-        _finish(reply, progress, MessageStatus.FAILED)
+        _finish(reply, progress, MessageStatus.FAILED, turn.meter)
     except Exception:  # noqa: BLE001  (the database failed too: still tell the student; a read marks it later)
         log.exception("Could not store failed chat turn %s", reply.id)
     code = exc.code if isinstance(exc, CurreChatError) else "model_failed"

@@ -61,11 +61,15 @@
     let text = gettext("Show it in its section");
     if (p.page) text = interpolate(gettext("Open page %(page)s of the original"), { page: p.page }, true);
     else if (time) text = interpolate(gettext("Open the transcript at %(time)s"), { time }, true);
-    const link = el("a", { class: "passage-link", href, target: "_blank", rel: "noopener", text, "data-testid": "open-original" });
+    // `from`: the chat's own address, for the original's "Back to the chat" (read at the click:
+    // a new chat gets its address with its first answer).
+    const fromHere = () => `${href}${href.includes("?") ? "&" : "?"}from=${encodeURIComponent(location.pathname)}`;
+    const link = el("a", { class: "passage-link", href: fromHere(), target: "_blank", rel: "noopener", text, "data-testid": "open-original" });
     link.addEventListener("click", (event) => {
+      link.href = fromHere();
       if (!sourcePane || event.ctrlKey || event.metaKey || event.shiftKey) return;
       event.preventDefault();
-      openOriginal(href);
+      openOriginal(link.href);
     });
     return link;
   }
@@ -80,8 +84,10 @@
     paneOpener = paneOpener || document.activeElement;
     newTab.href = href;
     body.replaceChildren(el("p", { class: "muted", text: gettext("Opening…") }));
-    sourcePane.hidden = false;
-    layout?.classList.add("pane-open");
+    keepInPlace(paneOpener, () => {
+      sourcePane.hidden = false;
+      layout?.classList.add("pane-open");
+    });
     try {
       const response = await fetch(href + (href.includes("?") ? "&" : "?") + "pane=1", { credentials: "same-origin" });
       if (!response.ok) {
@@ -92,11 +98,18 @@
       }
       body.innerHTML = await response.text(); // our template's HTML (see above)
       body.scrollTop = 0;
-      window.CurreChatOriginal?.enhance(body.querySelector(".original"));
+      window.CurreChatOriginal?.enhance(body.querySelector(".original"), body);
       sourcePane.querySelector(".source-pane-close").focus({ preventScroll: true });
     } catch {
       body.replaceChildren(el("p", { class: "form-error", role: "alert", text: gettext("The original could not be opened. Check your connection and try again.") }));
     }
+  }
+  // Opening the pane narrows the chat's column, which makes the chat taller: the page scrolls so
+  // that the link the reader followed stays where it was on the screen.
+  function keepInPlace(anchor, change) {
+    const before = anchor?.isConnected ? anchor.getBoundingClientRect().top : null;
+    change();
+    if (before !== null && anchor.isConnected) window.scrollBy(0, anchor.getBoundingClientRect().top - before);
   }
   if (sourcePane) {
     sourcePane.addEventListener("click", (event) => {
@@ -107,9 +120,11 @@
       }
     });
     const closePane = () => {
-      sourcePane.hidden = true;
-      layout?.classList.remove("pane-open");
-      paneOpener?.focus?.();
+      keepInPlace(paneOpener, () => {
+        sourcePane.hidden = true;
+        layout?.classList.remove("pane-open");
+      });
+      paneOpener?.focus?.({ preventScroll: true });
       paneOpener = null;
     };
     sourcePane.querySelector(".source-pane-close").addEventListener("click", closePane);

@@ -90,11 +90,20 @@
     return marks[0] || null;
   }
 
-  function scrollTo(target) {
-    if (target) target.scrollIntoView({ block: "center" });
+  // In the chat's side pane only the pane's own box scrolls (`scroller`): scrollIntoView would
+  // scroll the chat's page too, away from where the reader was.
+  function scrollTo(target, scroller) {
+    if (!target) return;
+    if (!scroller) {
+      target.scrollIntoView({ block: "center" });
+      return;
+    }
+    const box = target.getBoundingClientRect();
+    const frame = scroller.getBoundingClientRect();
+    scroller.scrollTop += box.top - frame.top - (scroller.clientHeight - box.height) / 2;
   }
 
-  function enhance(root) {
+  function enhance(root, scroller) {
     if (!root || root.dataset.enhanced) return;
     root.dataset.enhanced = "1";
     const firstMark = markText(root);
@@ -102,10 +111,10 @@
     const box = root.querySelector(".page-marks rect");
     if (box && image) {
       // The marks are drawn over the image: scroll once it has its size.
-      if (image.complete) scrollTo(box);
-      else image.addEventListener("load", () => scrollTo(box), { once: true });
+      if (image.complete) scrollTo(box, scroller);
+      else image.addEventListener("load", () => scrollTo(box, scroller), { once: true });
     } else {
-      scrollTo(firstMark);
+      scrollTo(firstMark, scroller);
     }
     const zoom = root.querySelector("button.zoom");
     const frame = root.querySelector(".page-frame");
@@ -113,7 +122,7 @@
       zoom.addEventListener("click", () => {
         const on = frame.classList.toggle("zoomed");
         zoom.setAttribute("aria-pressed", String(on));
-        scrollTo(box);
+        scrollTo(box, scroller);
       });
     }
   }

@@ -58,7 +58,7 @@ def test_teacher_adds_runs_and_sees_checks_rerun_after_a_language_change(live_ap
     page.get_by_test_id("checks-tab").click()
     journey.look(page, f"checks-empty-{width}")
     for question, expect_ in QUESTIONS:
-        page.get_by_label("Question").fill(question)
+        page.get_by_label("Question", exact=True).fill(question)
         page.get_by_label("File that holds the answer").select_option(label="statistics.md")
         if "section" in expect_:
             page.get_by_label("Section (optional, part of its heading)").fill(expect_["section"])

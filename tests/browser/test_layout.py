@@ -217,7 +217,14 @@ def test_teacher_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
     expect(hit.locator("summary")).to_have_text("Details")
     details.locator("summary").click()
     expect(details).to_have_attribute("open", "")
-    expect(details).to_contain_text("combined score")
+    # In a teacher's words: where it ranked and which searches found it, no raw scores.
+    expect(details.get_by_test_id("rank")).to_have_text(re.compile(r"^Place 1 of \d+ after combining the searches\.$"))
+    expect(details).to_contain_text("Found by searching for")
+    expect(details).not_to_contain_text("score")
+    timings = teacher.get_by_test_id("timings")
+    timings.locator("summary").click()
+    expect(timings).to_contain_text(re.compile(r"The whole search took [\d,\s]+ ms\."))
+    expect(timings).not_to_contain_text("embed ")
     journey.look(teacher, "search-details")
 
     # 4. The prompt page and its preview chat name the prompt's own chat model.
@@ -336,7 +343,10 @@ def test_student_pages_at_each_width(live_app, new_page, journey, ollama, tmp_pa
         expect(drawer).to_have_attribute("aria-expanded", "true")
     expect(sessions.locator("li.current")).to_contain_text("What is average power?")
     if phone:
-        drawer.click()
+        # The list is a dialog over the page: its own Close button closes it, focus back on the opener.
+        student.locator("#chat-sessions .drawer-close").click()
+        expect(drawer).to_have_attribute("aria-expanded", "false")
+        expect(drawer).to_be_focused()
     student.locator(".rename summary").click()
     student.get_by_label("Chat title").fill("Power, week 3")
     student.get_by_test_id("rename-chat").click()
