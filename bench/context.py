@@ -59,7 +59,7 @@ class Corpus:
 def _normal(text: str) -> str:
     """Text as compared: the ingestion's normaliser (quotation marks, NFC...: the answer strings are
     raw, the indexed text is not), then case-folded with whitespace collapsed."""
-    from rag.ingest.normalize import normalize_text
+    from rag.text import normalize_text
 
     return " ".join(normalize_text(text).casefold().split())
 

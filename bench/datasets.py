@@ -81,8 +81,8 @@ def _splitter(fits=None):
     `fits` is an embedding model's token limit test (rag/providers/limits.py), None for characters only."""
     from rag.ingest.chunking import chunk_pages
     from rag.ingest.job import PageText
-    from rag.ingest.normalize import normalize_text
     from rag.ingest.steps import embedding_input
+    from rag.text import normalize_text
 
     def split(text: str) -> list[tuple[str, str, str]]:
         chunks = chunk_pages([PageText(None, normalize_text(text))], chunk_size=1000, overlap=200, fits=fits)

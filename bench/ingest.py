@@ -494,8 +494,8 @@ def highlight_share() -> tuple[list[tuple[str, str, str]], float]:
     """For every passage of the shared PDFs (fast path), are its words found and marked on its page?"""
     from rag.ingest import chunking, pdf
     from rag.ingest.job import PageText
-    from rag.ingest.normalize import normalize_text
     from rag.locate import locate_on_page
+    from rag.text import normalize_text
 
     rows, found_all, total_all = [], 0, 0
     paths = sorted((DATA / "pdfs").glob("en/*.pdf")) + sorted((DATA / "pdfs").glob("de/*.pdf"))

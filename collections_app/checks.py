@@ -41,9 +41,9 @@ from collections_app.models import (
 )
 from collections_app.verdict_changes import NEWLY_FAILING, change, latest_per_check
 from kernel.errors import InvalidInput
-from rag.ingest.normalize import search_form
 from rag.results import Passage
 from rag.search import search_collections
+from rag.text import search_form
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import pytest
 from collections_app.models import FileStatus
 from rag.ingest.chunking import chunk_pages
 from rag.ingest.job import PageText
-from rag.ingest.normalize import normalize_text
+from rag.text import normalize_text
 from tests.fixtures_ingest import OPENSTAX_PYTHON, indexed
 
 

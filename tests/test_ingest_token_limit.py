@@ -11,8 +11,8 @@ from collections_app.models import Collection, FileStatus
 from rag.index import ChunkStore
 from rag.ingest.chunking import chunk_pages, embedding_text
 from rag.ingest.job import PageText
-from rag.ingest.normalize import normalize_text
 from rag.providers.limits import estimate_tokens, limit_for
+from rag.text import normalize_text
 from tests.fixtures_ingest import DATA
 
 LOCAL = "local:all-MiniLM-L6-v2"

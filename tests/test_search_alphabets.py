@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rag.index import FORMAT_VERSION, ChunkStore, CollectionIndex, IndexedChunk
-from rag.ingest.normalize import search_form
 from rag.search import search_collections
+from rag.text import search_form
 from tests.fixtures_search import index_texts
 
 KEYWORD = ("exact", "all_words", "any_word", "substring")

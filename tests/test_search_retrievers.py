@@ -238,7 +238,7 @@ def test_replies_read_the_same_over_resp2_and_resp3(notes):
 
 
 def test_a_query_with_a_ligature_finds_the_words_ingestion_split_it_into(search_collection):
-    from rag.ingest.normalize import normalize_text
+    from rag.text import normalize_text
 
     # A PDF gives "ﬁ" as one code point; ingestion stores it as "fi", and the query is folded alike.
     index_texts(search_collection, [normalize_text("The deﬁnition of a ﬁnite population."), "Unrelated text."])

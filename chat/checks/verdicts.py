@@ -26,7 +26,7 @@ from django.utils.translation import gettext as _
 from chat.checks.grounded import Groundedness, measure
 from chat.turn.citations import cited_numbers
 from chat.turn.tools import TOOL_NAME
-from rag.ingest.normalize import canonical_number, compare_form, search_form
+from rag.text import canonical_number, compare_form, search_form
 
 # A check whose answer cites passages fails when a smaller share of its sentences is supported by them
 # (chat/checks/grounded.py; docs/ARCHITECTURE.md "Answer checks").

@@ -20,8 +20,8 @@ from kernel.errors import InvalidInput
 from kernel.formats import file_size, number
 from rag.ingest import sniff
 from rag.ingest.job import IngestFailed
-from rag.ingest.normalize import normalize_text
 from rag.ingest.pdf import fast_pages, open_pdf
+from rag.text import normalize_text
 
 SUFFIXES = (".txt", ".md", ".markdown", ".pdf")
 MAX_FILE_BYTES = 10 * 1024 * 1024

@@ -29,7 +29,7 @@ from kernel.errors import Conflict, InvalidInput, NotFound
 from kernel.formats import number
 from kernel.rendering import render_markdown
 from rag.index import ChunkStore
-from rag.ingest.normalize import compare_form
+from rag.text import compare_form
 
 MAX_QUESTION_CHARS = 500
 MAX_ANSWER_CHARS = 20_000

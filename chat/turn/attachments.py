@@ -14,8 +14,8 @@ from kernel.formats import file_size, number
 from rag.ingest import sniff
 from rag.ingest.html import html_to_markdown
 from rag.ingest.job import IngestFailed, TooLarge
-from rag.ingest.normalize import normalize_text
 from rag.ingest.pdf import fast_pages, open_pdf
+from rag.text import normalize_text
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
-from rag.ingest.normalize import canonical_number, compare_form
 from rag.languages import LANGUAGES, stopwords
+from rag.text import canonical_number, compare_form
 
 # Words per n-gram, measured (bench/leakguard.py, docs/BENCHMARKS.md): 3 and 4 stop tutors' hints that
 # reuse the exercise's wording ("the net force on the block"), 5 is the shortest that stops none of
@@ -63,7 +63,7 @@ class Leak(Exception):  # noqa: N818 — a finding, raised to end the model's st
 @lru_cache(maxsize=8192)  # called for every streamed word; a course's words repeat
 def normal(token: str) -> str | None:
     """The token as compared (None: layout, not content), in the one comparison form
-    (rag.ingest.normalize: `compare_form`, `canonical_number`)."""
+    (rag.text: `compare_form`, `canonical_number`)."""
     if token[0].isdigit():
         return canonical_number(token)
     word = compare_form(token)
