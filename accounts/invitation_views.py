@@ -13,15 +13,17 @@ import smtplib
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.core.mail import EmailMessage
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
 
 from accounts.invitations import CoTeaching, Invitation
-from accounts.picker import invitations_section
+from accounts.picker import invitations_section, unfound_address
 from accounts.resets import mail_configured
 from kernel.errors import CurreChatError, InvalidInput
 
@@ -53,18 +55,38 @@ def mail_invitation(request, invitation: Invitation, raw: str) -> bool:
 
 
 class InvitationViews:
-    """Mixed into a kind's views: `coteaching` (its writer), `names` (the URL names of invite,
-    withdraw and the page that holds the section), `get_target` (the thing, through the access
-    rules) and `render_page` (its page with the section given)."""
+    """A kind's invite and withdraw views, routed as `<kind>_invite` and `<kind>_withdraw_invitation`
+    (the kind is `coteaching.field`, e.g. "prompt"): `coteaching` (its writer), `page_name` (the URL
+    name of the page that holds the section), `find` (the thing for a user and its pk, through the
+    access rules) and `page` (draws that page: `page(request, target, form=None, *, status=,
+    invitations=)`, with an unbound form when none is given)."""
 
-    coteaching: CoTeaching
-    names: tuple[str, str, str]
+    def __init__(self, coteaching: CoTeaching, page_name: str, *, find, page) -> None:
+        self.coteaching = coteaching
+        kind = coteaching.field
+        self.names = (f"{kind}_invite", f"{kind}_withdraw_invitation", page_name)
+        self.find = find
+        self.page = page
+
+    def urls(self) -> list[URLPattern]:
+        """The invite and withdraw routes (signed-in users' POSTs only), below the thing's own prefix."""
+        invite, withdraw = login_required(require_POST(self.invite)), login_required(require_POST(self.withdraw))
+        return [
+            path("<int:pk>/invitations/", invite, name=self.names[0]),
+            path("<int:pk>/invitations/<int:invitation_id>/withdraw/", withdraw, name=self.names[1]),
+        ]
 
     def get_target(self, request, pk: int):
-        raise NotImplementedError
+        return self.find(request.user, pk)
 
     def render_page(self, request, target, *, status: int = 200, invitations: dict | None = None):
-        raise NotImplementedError
+        return self.page(request, target, status=status, invitations=invitations)
+
+    def page_with_form(self, request, target, form, picker_field: str):
+        """The page with `form` as the owner left it (unsaved): the section offers to invite the
+        address typed into the co-teacher picker (`picker_field`) that matched no account."""
+        section = self.section(request, target, email=unfound_address(form, picker_field))
+        return self.page(request, target, form, invitations=section)
 
     def section(self, request, target, *, new=None, error: str = "", email: str = "", sent=False) -> dict | None:
         """The section's context for the owner (None for anyone else: they see no section)."""

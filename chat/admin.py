@@ -1,11 +1,8 @@
-from typing import cast
-
 from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
 from accounts.admin import InvitationAdmin
-from accounts.models import User
 from chat.course import writes
 from chat.course.enrollment import check_enrollment, enroll, set_status
 from chat.models import (
@@ -30,9 +27,8 @@ from chat.models import (
     TokenUsage,
     TopicDigest,
 )  # fmt: skip
-from kernel.admin import ReadOnlyAdmin
+from kernel.admin import AdminWriteRulesForm, ReadOnlyAdmin, WriteRulesAdmin
 from kernel.errors import Forbidden, InvalidInput
-from kernel.forms import WriteRulesForm
 
 
 class EnrollmentForm(forms.ModelForm):
@@ -75,10 +71,8 @@ class EnrollmentInline(admin.TabularInline):
         return False
 
 
-class PromptAdminForm(WriteRulesForm):
+class PromptAdminForm(AdminWriteRulesForm):
     """The admin's form obeys the rules of the pages and the API (chat.course.writes)."""
-
-    request: HttpRequest  # set by PromptAdmin.get_form
 
     class Meta:
         model = Prompt
@@ -87,12 +81,9 @@ class PromptAdminForm(WriteRulesForm):
     check = staticmethod(writes.check_prompt)
     write_fields = writes.FIELDS
 
-    def actor(self):
-        return cast(User, self.request.user)  # the admin is for signed-in staff only
-
 
 @admin.register(Prompt)
-class PromptAdmin(admin.ModelAdmin):
+class PromptAdmin(WriteRulesAdmin):
     form = PromptAdminForm
     list_display = ("name", "owner", "chat_model", "curation_enabled", "active", "join_code", "created")
     list_filter = ("active", "curation_enabled", "chat_model")
@@ -100,11 +91,6 @@ class PromptAdmin(admin.ModelAdmin):
     autocomplete_fields = ("owner",)
     filter_horizontal = ("collections", "co_teachers")
     inlines = [EnrollmentInline]
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change, **kwargs)
-        # The acting user for the write rules, on a class of this request's own.
-        return type(form.__name__, (form,), {"request": request})
 
     def save_model(self, request, obj, form, change):
         if change:

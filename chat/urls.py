@@ -11,12 +11,7 @@ urlpatterns = [
     path("<int:pk>/", course.prompt_detail, name="prompt_detail"),
     path("<int:pk>/delete/", course.prompt_delete, name="prompt_delete"),
     path("<int:pk>/duplicate/", course.prompt_duplicate, name="prompt_duplicate"),
-    path("<int:pk>/invitations/", course.prompt_invite, name="prompt_invite"),
-    path(
-        "<int:pk>/invitations/<int:invitation_id>/withdraw/",
-        course.prompt_withdraw_invitation,
-        name="prompt_withdraw_invitation",
-    ),
+    *course.invitation_urls,  # prompt_invite, prompt_withdraw_invitation
     path("<int:pk>/join-code/", course.prompt_rotate_code, name="prompt_rotate_code"),
     path("<int:pk>/students/<int:number>/budget/", course.student_budget, name="student_budget"),
     path("<int:pk>/budget/exempt/", course.exempt_myself, name="budget_exempt"),

@@ -1,13 +1,10 @@
 from collections.abc import Callable
-from typing import cast
 
 from django.contrib import admin, messages
-from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from accounts.admin import InvitationAdmin
-from accounts.models import User
 from collections_app import files, lifecycle, writes
 from collections_app.models import (
     CheckResult,
@@ -18,10 +15,9 @@ from collections_app.models import (
     SearchCheck,
     SourceFile,
 )
-from kernel.admin import ReadOnlyAdmin
+from kernel.admin import AdminWriteRulesForm, ReadOnlyAdmin, WriteRulesAdmin
 from kernel.errors import CurreChatError
 from kernel.formats import number
-from kernel.forms import WriteRulesForm
 
 
 class SourceFileInline(admin.TabularInline):
@@ -33,10 +29,8 @@ class SourceFileInline(admin.TabularInline):
     show_change_link = True
 
 
-class CollectionAdminForm(WriteRulesForm):
+class CollectionAdminForm(AdminWriteRulesForm):
     """The admin's form obeys the rules of the pages and the API (collections_app.writes)."""
-
-    request: HttpRequest  # set by CollectionAdmin.get_form
 
     class Meta:
         model = Collection
@@ -45,23 +39,15 @@ class CollectionAdminForm(WriteRulesForm):
     check = staticmethod(writes.check_form)
     write_fields = writes.FIELDS
 
-    def actor(self):
-        return cast(User, self.request.user)  # the admin is for signed-in staff only
-
 
 @admin.register(Collection)
-class CollectionAdmin(admin.ModelAdmin):
+class CollectionAdmin(WriteRulesAdmin):
     form = CollectionAdminForm
     list_display = ("name", "language", "embedding_model", "owner", "created")
     list_filter = ("language", "embedding_model")
     search_fields = ("name", "description", "owner__username")
     autocomplete_fields = ("owner", "co_owners")
     inlines = [SourceFileInline]
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change, **kwargs)
-        # The acting user for the write rules, on a class of this request's own.
-        return type(form.__name__, (form,), {"request": request})
 
     # Saved through the one write path: a new language or embedding model re-indexes, as on the pages.
     def save_model(self, request, obj, form, change):

@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from collections_app import metering
+from collections_app.documents import documents_in
 from collections_app.models import (
     CheckResult,
     CheckRun,
@@ -41,6 +42,8 @@ from collections_app.models import (
 )
 from collections_app.verdict_changes import NEWLY_FAILING, change, latest_per_check
 from kernel.errors import InvalidInput
+from kernel.records import save_values
+from rag.documents import named_in
 from rag.results import Passage
 from rag.search import search_collections
 from rag.text import search_form
@@ -111,10 +114,7 @@ def create_check(actor, collection: Collection, spec: dict[str, Any]) -> SearchC
 
 
 def update_check(check: SearchCheck, spec: dict[str, Any]) -> SearchCheck:
-    for name, value in clean_check(check.collection, spec, partial=True).items():
-        setattr(check, name, value)
-    check.save()
-    return check
+    return save_values(check, clean_check(check.collection, spec, partial=True))
 
 
 # What a good search must find ---------------------------------------------------------------------
@@ -196,6 +196,7 @@ def _rank_each(collection: Collection, *, payer) -> Progress:
     # A question no file answers yet cannot find its passage: it waits for its file, not counted.
     questions = list(collection.checks.filter(expect_file__isnull=False))
     cap = settings.CHECKS_MAX_CURATED_PER_RUN if payer is not None else len(questions)
+    documents = documents_in([collection])
     rows: list[CheckResult] = []
     for check in questions:
         if len(rows) >= cap:
@@ -206,7 +207,10 @@ def _rank_each(collection: Collection, *, payer) -> Progress:
                 raise refusal  # nothing ran: refused like any curated search, naming when it starts again
             return Progress(rows, len(questions), CheckStop.BUDGET)
         try:
-            outcome = search_collections([collection], check.question, limit=TOP, curate=payer is not None, usage=meter)
+            named = named_in(check.question, documents)  # as the chat's search would (rag/documents.py)
+            outcome = search_collections(
+                [collection], check.question, limit=TOP, curate=payer is not None, usage=meter, named=named
+            )
         finally:
             if meter is not None:
                 meter.settle()  # what the question held and did not use goes back to the budget

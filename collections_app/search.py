@@ -20,6 +20,7 @@ from ninja import Field, Router, Schema
 
 from access.rules import get_collection_for_search, search_prompt
 from collections_app import metering
+from collections_app.documents import named_documents
 from collections_app.writes import language_name, model_for_language
 from kernel.formats import number
 from kernel.ratelimit import search_window
@@ -85,7 +86,8 @@ def metered_search(
     meter = metering.reserve(user.pk, prompt) if curate else None  # before the rate limit: a refusal costs no slot
     try:
         search_window(curated=curate, by_program=by_program).hit(user.pk)
-        outcome = search_collections([collection], query, limit=limit, curate=curate, usage=meter)
+        named = named_documents([collection], query)
+        outcome = search_collections([collection], query, limit=limit, curate=curate, usage=meter, named=named)
     finally:
         if meter is not None:
             meter.settle()

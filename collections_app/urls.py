@@ -7,12 +7,7 @@ urlpatterns = [
     path("<int:pk>/", views.collection_detail, name="collection_detail"),
     path("<int:pk>/settings/", views.collection_settings, name="collection_settings"),
     path("<int:pk>/delete/", views.collection_delete, name="collection_delete"),
-    path("<int:pk>/invitations/", views.collection_invite, name="collection_invite"),
-    path(
-        "<int:pk>/invitations/<int:invitation_id>/withdraw/",
-        views.collection_withdraw_invitation,
-        name="collection_withdraw_invitation",
-    ),
+    *views.invitation_urls,  # collection_invite, collection_withdraw_invitation
     path("<int:pk>/upload/", views.collection_upload, name="collection_upload"),
     path("<int:pk>/checks/", checks_views.checks_page, name="collection_checks"),
     path("files/<int:pk>/", views.file_detail, name="file_detail"),

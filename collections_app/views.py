@@ -24,7 +24,7 @@ from access.rules import (
     require_teacher,
 )
 from accounts.invitation_views import InvitationViews
-from accounts.picker import invited_addresses, unfound_address
+from accounts.picker import invited_addresses
 from collections_app import files, originals, reread, review, writes
 from collections_app.fair_queue import mark_waiting, waiting_of
 from collections_app.forms import CollectionForm
@@ -128,11 +128,11 @@ def collection_settings(request, pk: int):
             )
         _invitations.invite_after_save(request, collection, invited_addresses(request.POST, "co_owners"))
         return redirect("collection_detail", pk=collection.pk)
-    section = _invitations.section(request, collection, email=unfound_address(form, "co_owners"))
-    return _settings_page(request, collection, form, invitations=section)
+    return _invitations.page_with_form(request, collection, form, "co_owners")
 
 
-def _settings_page(request, collection, form, *, status: int = 200, invitations: dict | None = None):
+def _settings_page(request, collection, form=None, *, status: int = 200, invitations: dict | None = None):
+    form = CollectionForm(instance=collection, actor=request.user) if form is None else form  # None: unbound
     context = {
         "collection": collection,
         "form": form,
@@ -140,27 +140,15 @@ def _settings_page(request, collection, form, *, status: int = 200, invitations:
         "attention": _attention_count(collection),
         "tab": "settings",
         "page_models": [("embeddings", collection.embedding_model)],
+        "invitations": invitations,  # the owner's: who else is invited (None: no section)
     }
-    if invitations is not None:  # the owner's: who else is invited
-        context["invitations"] = invitations
     return render(request, "collections/settings.html", context, status=status)
 
 
-class _CollectionInvitations(InvitationViews):
-    coteaching = writes.COLLECTION_INVITATIONS
-    names = ("collection_invite", "collection_withdraw_invitation", "collection_settings")
-
-    def get_target(self, request, pk: int):
-        return get_collection_for_edit(request.user, pk)
-
-    def render_page(self, request, target, *, status: int = 200, invitations: dict | None = None):
-        form = CollectionForm(instance=target, actor=request.user)
-        return _settings_page(request, target, form, status=status, invitations=invitations)
-
-
-_invitations = _CollectionInvitations()
-collection_invite = login_required(require_POST(_invitations.invite))
-collection_withdraw_invitation = login_required(require_POST(_invitations.withdraw))
+_invitations = InvitationViews(
+    writes.COLLECTION_INVITATIONS, "collection_settings", find=get_collection_for_edit, page=_settings_page
+)
+invitation_urls = _invitations.urls()  # routed by urls.py
 
 
 @login_required

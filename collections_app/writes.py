@@ -33,6 +33,7 @@ from collections_app import files
 from collections_app.models import LANGUAGE_CHOICES_SHOWN, Collection, CollectionInvitation
 from kernel.errors import Forbidden, InvalidInput
 from kernel.formats import number
+from kernel.records import save_values
 from rag.languages import LANGUAGES
 from rag.providers.languages import knows_language, suggest_model
 from rag.providers.registry import UnknownModel, get_embedding_model, is_available
@@ -112,9 +113,7 @@ def update_collection(actor: User, collection: Collection, changes: dict[str, An
     stored = Collection.objects.filter(pk=collection.pk).values(*cleaned).first() or {}
     changed = {name for name, value in cleaned.items() if stored.get(name) != _pk(value)}
     with transaction.atomic():
-        for name, value in cleaned.items():
-            setattr(collection, name, value)
-        collection.save()
+        save_values(collection, cleaned)
         if co_owners is not None:
             before = set(collection.co_owners.values_list("pk", flat=True))
             if before != {u.pk for u in co_owners}:

@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
@@ -76,12 +77,9 @@ def join_link(request, code: str):
     """A prompt's join link. GET only shows what joining means (a link followed from another site
     must not enroll anyone); the POST of its button enrolls, and signs a new student up first, once
     they confirmed the privacy notice."""
-    try:
-        prompt = limit_failures(join_by_address(), client_address(request), lambda: _prompt_for_link(code))
-    except RateLimited as exc:
-        return too_many(request, exc)
-    except NotFound as exc:
-        return render(request, "error.html", {"title": _("Not found"), "message": str(exc)}, status=404)
+    prompt = _linked_prompt(request, code)
+    if isinstance(prompt, HttpResponse):
+        return prompt
     if request.user.is_authenticated and prompt.is_taught_by(request.user):
         return redirect("prompt_detail", pk=prompt.pk)
     sso_options = [] if request.user.is_authenticated else sign_in_options(request.path)
@@ -140,12 +138,9 @@ def join_link(request, code: str):
 def join_privacy(request, code: str):
     """The privacy notice of the prompt this join code opens, for anyone holding the code: what a
     visitor confirms on the join page before an account exists."""
-    try:
-        prompt = limit_failures(join_by_address(), client_address(request), lambda: _prompt_for_link(code))
-    except RateLimited as exc:
-        return too_many(request, exc)
-    except NotFound as exc:
-        return render(request, "error.html", {"title": _("Not found"), "message": str(exc)}, status=404)
+    prompt = _linked_prompt(request, code)
+    if isinstance(prompt, HttpResponse):
+        return prompt
     context = {"prompt": prompt, "notice": notice(prompt), "join_code": prompt.join_code}
     return render(request, "prompts/privacy.html", context)
 
@@ -181,6 +176,17 @@ def _joined(prompt: Prompt) -> str:
         return _("You joined “%(name)s”. Ask your first question below.") % {"name": prompt.name}
     joined = _("You joined “%(name)s”.") % {"name": prompt.name}
     return f"{joined} {state_sentence(prompt)}"
+
+
+def _linked_prompt(request, code: str) -> Prompt | HttpResponse:
+    """The prompt a join link's code opens, or the page to answer with instead: a 429 when this
+    address guessed too many codes, a 404 for an unknown or inactive one (which counts as a guess)."""
+    try:
+        return limit_failures(join_by_address(), client_address(request), lambda: _prompt_for_link(code))
+    except RateLimited as exc:
+        return too_many(request, exc)
+    except NotFound as exc:
+        return render(request, "error.html", {"title": _("Not found"), "message": str(exc)}, status=404)
 
 
 def _prompt_for_link(code: str) -> Prompt:

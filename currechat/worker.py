@@ -57,12 +57,17 @@ def preload_modules() -> float | None:
     """Import what the jobs need from the embedding side and load the default local embedder's
     weights; the seconds it took, or None if nothing is needed (the default embedder runs on a
     model server)."""
-    from rag.providers import threads
+    from rag.providers import local, threads
     from rag.providers.registry import load_local_embedder
 
     # Before torch is imported (it sizes its pools from the environment then), and one thread: this
     # process forks the job processes, which set their own count (threads.use).
     threads.use(1)
+    local.for_file_embedding()  # its job processes embed whole files (rag/providers/local.py)
+    # PDF jobs need pymupdf (1.5-2 s to import); other processes import it at their first PDF
+    # (rag/ingest/pdf/safety.py), this one once for all the job processes it forks.
+    import pymupdf  # noqa: F401
+
     return load_local_embedder(settings.EMBEDDING_MODEL)
 
 

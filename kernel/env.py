@@ -44,6 +44,12 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
+def env_rate(name: str, events: int, seconds: int) -> tuple[int, int]:
+    """A rate limit, (events, seconds): `name` is how many events (0: no limit) and `name`_SECONDS
+    the sliding window they are counted over."""
+    return env_int(name, events, minimum=0), env_int(f"{name}_SECONDS", seconds, minimum=1)
+
+
 def env_optional_int(name: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
     """A whole number, or None when the variable is empty ("no limit")."""
     raw = os.environ.get(name)

@@ -12,8 +12,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
 
-import pymupdf
+if TYPE_CHECKING:  # imported where it is used: see rag/ingest/pdf/safety.py
+    import pymupdf
+
 
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)
 _TAG = re.compile(r"<[^>\n]+>")

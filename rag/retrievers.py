@@ -67,6 +67,13 @@ class Target:
     errors: dict[str, str] = field(default_factory=dict)
     # The index was not where its name's slot is: no files yet, or (on a cluster) the slot moved.
     index_missing: bool = False
+    # Only these files of the collection (a document the question names: rag/documents.py); () = all.
+    files: tuple[int, ...] = ()
+
+    @property
+    def scope(self) -> str:
+        """The query clause that keeps a retriever within `files` ("" for the whole collection)."""
+        return f"@file_id:{{{' | '.join(map(str, self.files))}}}" if self.files else ""
 
 
 def _keyword(index: str, clause: str, language: str, depth: int, verbatim: bool = False) -> list:
@@ -76,17 +83,19 @@ def _keyword(index: str, clause: str, language: str, depth: int, verbatim: bool 
                   *(["VERBATIM"] if verbatim else []), "LANGUAGE", language, "LIMIT", 0, depth)  # fmt: skip
 
 
-def knn(index: str, vector: Sequence[float], depth: int) -> list:
+def knn(index: str, vector: Sequence[float], depth: int, scope: str = "") -> list:
     blob = np.asarray(vector, dtype=np.float32).tobytes()
-    return pinned("FT.SEARCH", index, f"*=>[KNN $k @embedding $vec AS {_DISTANCE}]", "PARAMS", 4, "k", depth,
+    # A scope pre-filters the KNN: the `depth` nearest within it, not the nearest then filtered.
+    within = f"({scope})" if scope else "*"
+    return pinned("FT.SEARCH", index, f"{within}=>[KNN $k @embedding $vec AS {_DISTANCE}]", "PARAMS", 4, "k", depth,
                   "vec", blob, "RETURN", 1, _DISTANCE, "SORTBY", _DISTANCE, "LIMIT", 0, depth)  # fmt: skip
 
 
-def _literal_scan(index: str, literal: str, depth: int) -> list:
+def _literal_scan(index: str, literal: str, depth: int, scope: str = "") -> list:
     """Exact match for stop-word-only queries ("to be or not to be"): the index has no entries
     for stop words, so scan the stored text. Linear in the collection, but such queries are rare."""
     safe = literal.replace("\\", " ").replace("'", " ").replace('"', " ")
-    return pinned("FT.AGGREGATE", index, "*", "LOAD", 2, "@__key", "@text",
+    return pinned("FT.AGGREGATE", index, scope or "*", "LOAD", 2, "@__key", "@text",
                   "FILTER", f"contains(lower(@text), '{safe}')", "LIMIT", 0, depth)  # fmt: skip
 
 
@@ -94,17 +103,19 @@ def commands_for(target: Target, depth: int, enabled: Sequence[str] = RETRIEVERS
     """The commands to run for a target; retrievers with nothing to search for are left out."""
     p, name, lang = target.parsed, target.index_name, target.parsed.language
     clauses = {EXACT: p.exact(), SUBSTRING: p.substring(), ALL_WORDS: p.all_words(), ANY_WORD: p.any_word()}
+    scope = target.scope
     commands: dict[str, list] = {}
     if VECTOR in enabled and target.vector is not None:
-        commands[VECTOR] = knn(name, target.vector, depth)
+        commands[VECTOR] = knn(name, target.vector, depth, scope)
     for retriever, clause in clauses.items():
         if retriever in enabled and clause:
-            commands[retriever] = _keyword(name, clause, lang, depth, verbatim=retriever in (ALL_WORDS, ANY_WORD))
+            scoped = f"{scope} ({clause})" if scope else clause
+            commands[retriever] = _keyword(name, scoped, lang, depth, verbatim=retriever in (ALL_WORDS, ANY_WORD))
     # With a single content word, "all words" and "any word" are the same search: count it once.
     if len(p.content) == 1:
         commands.pop(ALL_WORDS, None)
     if EXACT in enabled and p.stopwords_only:
-        commands[EXACT] = _literal_scan(name, p.literal(), depth)
+        commands[EXACT] = _literal_scan(name, p.literal(), depth, scope)
     return commands
 
 

@@ -33,6 +33,7 @@ from kernel.errors import CurreChatError
 from kernel.redis_client import get_index_redis
 from rag import config, curation, floor, index_layout, retrievers
 from rag.curation import CurationRun
+from rag.documents import Document
 from rag.fusion import Fused, budgets, weighted_rrf
 from rag.index import ChunkStore, IndexedChunk, read_chunks
 from rag.providers import get_embedding_model, is_available_on_second_look
@@ -82,6 +83,7 @@ def search_collections(
     client: redis.Redis | None = None,
     usage: UsageSink | None = None,
     further: int = 0,
+    named: Sequence[Document] = (),
 ) -> SearchOutcome:
     """Search `collections` (Collection objects the caller has already checked access to).
 
@@ -93,7 +95,8 @@ def search_collections(
     benchmarks pass their own.
     Raises EmptyQuery for a blank query and redis.RedisError when the index is unreachable; a
     failing retriever or curation call only adds a note. `usage` is told the tokens of each
-    curation call (the person searching pays for them).
+    curation call (the person searching pays for them). Each document in `named` (those the
+    question names, rag/documents.named_in) gets seats of its own among the results.
     """
     query = (query or "").strip()[:MAX_QUERY_CHARS]
     if not query:
@@ -102,12 +105,16 @@ def search_collections(
     notes: list[str] = []
     with clock.stage("embed"):
         targets = build_targets(collections, query, notes, foreign_vector_weight)
+        scoped = document_targets(targets, named)
     with clock.stage("retrieve"):
-        retrievers.run(client, targets, depth or config.search().retriever_depth)
-        follow_moved(client, targets, depth or config.search().retriever_depth)
+        retrievers.run(client, targets + scoped, depth or config.search().retriever_depth)
+        follow_moved(client, targets + scoped, depth or config.search().retriever_depth)
     with clock.stage("fuse"):
         k = config.search().rrf_k if rrf_k is None else rrf_k
         chosen = select(targets, limit, weights or config.search().weights, k, further)
+        if scoped:
+            chosen = give_seats(chosen, scoped, limit, weights or config.search().weights, k)
+            notes.append(named_note(named, scoped))
     with clock.stage("fetch"):
         passages = fetch(client, chosen)
     notes += retriever_notes(targets, query) + stale_notes(client, targets)
@@ -146,7 +153,7 @@ def follow_moved(client: redis.Redis, targets: Sequence[retrievers.Target], dept
     missing = {t.collection_id: t for t in targets if t.index_missing}
     restored = index_layout.restore_missing(client, missing) if missing else []
     if restored:
-        retrievers.run(client, [missing[cid] for cid in restored], depth)
+        retrievers.run(client, [t for t in targets if t.index_missing and t.collection_id in restored], depth)
 
 
 def retriever_notes(targets: Sequence[retrievers.Target], query: str) -> list[str]:
@@ -224,6 +231,48 @@ def select(
     rest = [(cid, f) for cid, items in fused.items() for f in items[granted[cid] :]]
     best_first = sorted(rest, key=lambda pair: -pair[1].score)[:further] if further > 0 else []
     return sorted(winners, key=lambda pair: -pair[1].score) + best_first
+
+
+def document_targets(targets: Sequence[retrievers.Target], named: Sequence[Document]) -> list[retrievers.Target]:
+    """One more target per named document of a collection in scope: its collection's query and
+    vector, kept within the document's file."""
+    by_collection = {t.collection_id: t for t in targets}
+    return [
+        replace(by_collection[doc.collection_id], lists={}, errors={}, files=(doc.file_id,))
+        for doc in named
+        if doc.collection_id in by_collection
+    ]
+
+
+def give_seats(
+    chosen: Sequence[tuple[int, Fused]],
+    scoped: Sequence[retrievers.Target],
+    limit: int,
+    weights: Mapping[str, float],
+    k: float,
+) -> list[tuple[int, Fused]]:
+    """Two thirds of the `limit` results go to the named documents, in equal shares, each to its
+    own best passages; the rest keep the general ranking (which may hold more of them). A document
+    with fewer passages leaves its seats to the general ranking. `chosen` is `select`'s answer:
+    its first `limit` are the winners, the rest further candidates."""
+    seats = max(1, (limit - limit // 3) // len(scoped))
+    taken: set[str] = set()
+    picks: list[tuple[int, Fused]] = []
+    for target in scoped:
+        own = [f for f in weighted_rrf(_keys(target), target_weights(target, weights), k) if f.key not in taken]
+        picks += [(target.collection_id, f) for f in own[:seats]]
+        taken.update(f.key for f in own[:seats])
+    general = [pair for pair in chosen if pair[1].key not in taken]
+    winners = picks + general[: max(limit - len(picks), 0)]
+    rest = general[max(limit - len(picks), 0) :][: max(len(chosen) - limit, 0)]
+    return sorted(winners, key=lambda pair: -pair[1].score) + rest
+
+
+def named_note(named: Sequence[Document], scoped: Sequence[retrievers.Target]) -> str:
+    """Says which documents got passages of their own (shown with the search, as its other notes)."""
+    files = {t.files[0] for t in scoped}
+    names = ", ".join(doc.name for doc in named if doc.file_id in files)
+    return _("The question names %(documents)s: each gets passages of its own.") % {"documents": names}
 
 
 def target_weights(target: retrievers.Target, weights: Mapping[str, float]) -> dict[str, float]:

@@ -1,9 +1,16 @@
 """Files that once took a job process past 1 GiB (issue 31 item 5; `bench/ingest.py --memory`
-measures the whole job): what each now costs, and that it is still read right."""
+measures the whole job): what each now costs, and that it is still read right. And a real worker's
+job process embedding a whole file with the local embedder (the default) stays under 1 GiB (issue 44
+item 6; docs/RELIABILITY.md row 5e)."""
 
 from __future__ import annotations
 
+import statistics
 import tracemalloc
+import uuid
+from pathlib import Path
+
+import pytest
 
 from collections_app.models import FileStatus
 from rag.index import ChunkStore
@@ -11,6 +18,15 @@ from rag.ingest import chunking
 from rag.ingest.html import MAX_DEPTH, NESTED_TOO_DEEP, html_to_markdown
 from rag.ingest.job import IngestFailed, PageText
 from rag.ingest.steps import embedding_input
+from tests.databases import migrated_sqlite
+from tests.memory_probes import embed_pdf_passages
+from tests.shared_data import shared_data
+from tests.test_embed_threads import finished
+from tests.test_worker_process import LiveWorkers
+
+NOTES = shared_data(Path(__file__).resolve().parent.parent) / "pdfs" / "en" / "ingold-tools4scicomp.pdf"
+LIMIT_MIB = 1024  # a job process's peak RSS with the default settings (docs/RELIABILITY.md)
+GROWTH_MIB = 64  # what the RSS may still grow once a fifth of the passages are embedded (was ~135)
 
 
 def _nested(levels: int) -> str:
@@ -64,3 +80,38 @@ def test_a_one_line_markdown_file_is_ingested_with_short_passages(fast_collectio
     stored = ChunkStore(fast_collection.pk).file_chunks(source.pk)
     assert len(stored) == source.chunk_count > 50
     assert all(len(chunk.heading_path) < 100 and len(chunk.text) <= 1000 for chunk in stored)
+
+
+@pytest.fixture
+def default_worker(tmp_path):
+    """The real worker with the default embedder (local, loaded before it forks) and thread counts."""
+    workers = LiveWorkers(tmp_path)
+    workers.env["EMBEDDING_MODEL"] = "local:all-MiniLM-L6-v2"
+    for variable in (
+        "EMBED_THREADS",
+        "INGEST_EMBED_BATCH",
+        "INGEST_EMBED_BATCH_CHARS",
+        "ONEDNN_PRIMITIVE_CACHE_CAPACITY",
+    ):
+        workers.env.pop(variable, None)
+    migrated_sqlite(workers.database, workers.env)
+    yield workers
+    workers.stop()
+
+
+@pytest.mark.slow
+def test_a_job_embedding_the_119_page_notes_stays_under_1_gib_and_does_not_grow(default_worker):
+    """oneDNN's cache of a primitive per tensor shape pinned the heap's space between the forward
+    passes' buffers: the job's memory grew with every batch of long passages, to ~1 GiB for these
+    notes from the real worker (rag/providers/local.py)."""
+    default_worker.start()
+    report = finished(embed_pdf_passages.enqueue(str(NOTES), uuid.uuid4().hex), default_worker, timeout=900)
+    assert report["passages"] > 500 and report["cached"] == 0
+    rss = [mib for done, mib in report["after"] if done]
+    trend = ", ".join(f"{mib:.0f}" for mib in rss[:: max(1, len(rss) // 12)])
+    assert report["peak"] < LIMIT_MIB, f"peak {report['peak']:.0f} MiB RSS (from {report['start']:.0f}): {trend}"
+    # Once a fifth of the passages are embedded (the longest first), the rest need no more memory:
+    # the RSS after the last half of the batches (their median: one batch's buffers come and go).
+    fifth = next(mib for done, mib in report["after"] if done >= report["passages"] // 5)
+    later = statistics.median(rss[len(rss) // 2 :])
+    assert later - fifth < GROWTH_MIB, f"RSS after each batch grew from {fifth:.0f} to {later:.0f} MiB: {trend}"

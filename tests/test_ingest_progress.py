@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -35,6 +36,20 @@ async def test_only_the_collections_teachers_can_watch_progress(who, allowed, pe
     if not allowed:
         assert code == 4403
     await communicator.disconnect()
+
+
+async def test_a_refused_socket_ends_as_soon_as_its_browser_goes(collection):
+    """Refused at once, the consumer's channel-layer receive is cancelled while it still connects to
+    Redis; it must end, not poll Redis on (Python 3.11 lost that cancel: kernel/channel_layer.py)."""
+    from currechat.asgi import application
+
+    path = f"/ws/collections/{collection.pk}/"
+    communicator = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://127.0.0.1")])
+    assert await communicator.connect(timeout=EVENT_SECONDS) == (False, 4403)
+    await communicator.send_input({"type": "websocket.disconnect", "code": 4403})
+    ended, _ = await asyncio.wait([communicator.future], timeout=EVENT_SECONDS)
+    await communicator.wait()  # cancels the consumer if it is still there
+    assert ended, "the refused socket's consumer was still waiting on Redis"
 
 
 async def test_progress_events_move_from_queued_to_ready(fast_collection, owner, client_for):

@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,3 +66,25 @@ def test_the_core_library_reads_no_django_settings():
                 continue
             strays.append(f"{where}:{node.lineno} {module}")
     assert not strays, f"take settings from rag.config (filled by currechat/ragconfig.py), or justify: {strays}"
+
+
+# What a Django start (a server with its routes, a worker, a manage.py command) loads, and how.
+START = """
+import sys
+import django
+django.setup()
+import currechat.asgi
+from django.urls import get_resolver
+get_resolver().url_patterns
+print(sorted(name for name in ("pymupdf", "pymupdf.layout") if name in sys.modules))
+"""
+
+
+def test_a_django_start_leaves_pymupdf_to_the_first_pdf():
+    """Importing pymupdf takes 1.5-2 s (it loads pymupdf.layout's ONNX model); every server, worker
+    and manage.py command paid that at start, through the admin and the ingest pipeline, though only
+    PDF work needs it (rag/ingest/pdf/safety.py imports it then; the worker before its forks)."""
+    env = {**os.environ, "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "currechat.settings"}
+    done = subprocess.run([sys.executable, "-c", START], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[]", done.stdout

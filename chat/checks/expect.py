@@ -19,6 +19,7 @@ from chat.models import AnswerCheck, Prompt
 from collections_app.checks import page_number
 from collections_app.models import SourceFile
 from kernel.errors import InvalidInput
+from kernel.records import save_values
 
 MAX_QUESTION = 500
 MAX_PHRASE = 300
@@ -133,7 +134,4 @@ def create_check(actor, prompt: Prompt, spec: dict[str, Any]) -> AnswerCheck:
 
 
 def update_check(check: AnswerCheck, spec: dict[str, Any]) -> AnswerCheck:
-    for name, value in clean_check(check.prompt, spec, partial=True).items():
-        setattr(check, name, value)
-    check.save()
-    return check
+    return save_values(check, clean_check(check.prompt, spec, partial=True))

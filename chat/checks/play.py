@@ -134,7 +134,7 @@ def play(config: Config, question: str, meter: UsageMeter) -> Played:
     turn = CheckTurn(
         _CheckChat(config.prompt), Message(role=MessageRole.USER, content=question), reply, config.model, meter
     )
-    tool = SearchTool(config.collections, curate=config.curate, results_budget=0, usage=meter)
+    tool = SearchTool(config.collections, curate=config.curate, results_budget=0, usage=meter, question=question)
     progress, error = Progress(), ""
     try:
         if is_available_on_second_look(config.model):

@@ -24,6 +24,14 @@ class ModelsField(forms.MultipleChoiceField):
         pass
 
 
+def _when_field(label, help_text) -> forms.DateTimeField:
+    """A schedule's optional moment, typed as the page's language writes a date and time, in the
+    reader's time zone (kernel/zones.py): a browser's date-time picker follows the browser's locale
+    (mm/dd/yyyy AM/PM on a Finnish page)."""
+    widget = forms.DateTimeInput(attrs={"autocomplete": "off", "class": "when"})
+    return forms.DateTimeField(required=False, localize=True, widget=widget, label=label, help_text=help_text)
+
+
 class PromptForm(WriteRulesForm):
     """The prompt form of the pages. Its rules are `chat.course.writes`' (as in the API and the admin)."""
 
@@ -59,21 +67,13 @@ class PromptForm(WriteRulesForm):
             "them. None ticked: students get the chat model."
         ),
     )
-    # Typed as the page's language writes a date and time, in the reader's time zone (kernel/zones.py):
-    # a browser's date-time picker follows the browser's locale (mm/dd/yyyy AM/PM on a Finnish page).
-    opens_at = forms.DateTimeField(
-        required=False,
-        localize=True,
-        widget=forms.DateTimeInput(attrs={"autocomplete": "off", "class": "when"}),
-        label=gettext_lazy("Opens at"),
-        help_text=gettext_lazy("Students can chat from then on. Empty: as soon as it is switched on."),
+    opens_at = _when_field(
+        gettext_lazy("Opens at"),
+        gettext_lazy("Students can chat from then on. Empty: as soon as it is switched on."),
     )
-    closes_at = forms.DateTimeField(
-        required=False,
-        localize=True,
-        widget=forms.DateTimeInput(attrs={"autocomplete": "off", "class": "when"}),
-        label=gettext_lazy("Closes at"),
-        help_text=gettext_lazy("Students can no longer send messages from then on; their chats stay readable."),
+    closes_at = _when_field(
+        gettext_lazy("Closes at"),
+        gettext_lazy("Students can no longer send messages from then on; their chats stay readable."),
     )
 
     protected_files = forms.FileField(

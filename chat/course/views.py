@@ -22,7 +22,7 @@ from access.rules import (
     state_sentence,
 )
 from accounts.invitation_views import InvitationViews
-from accounts.picker import invited_addresses, unfound_address
+from accounts.picker import invited_addresses
 from accounts.reset_requests import mail_reset_to_student
 from accounts.resets import mail_configured
 from chat.course import allowances, enrollment, roster, writes
@@ -59,11 +59,11 @@ def prompt_detail(request, pk: int):
         messages.success(request, _("Prompt saved."))
         _invitations.invite_after_save(request, prompt, invited_addresses(request.POST, "co_teachers"))
         return redirect("prompt_detail", pk=prompt.pk)
-    section = _invitations.section(request, prompt, email=unfound_address(form, "co_teachers"))
-    return _detail_page(request, prompt, form, invitations=section)
+    return _invitations.page_with_form(request, prompt, form, "co_teachers")
 
 
-def _detail_page(request, prompt, form, *, status: int = 200, invitations: dict | None = None):
+def _detail_page(request, prompt, form=None, *, status: int = 200, invitations: dict | None = None):
+    form = PromptForm(instance=prompt, actor=request.user) if form is None else form  # None: unbound
     join_url = request.build_absolute_uri(f"/join/{prompt.join_code}/")
     # What students asked: their chats on this prompt, newest first, as the privacy level allows.
     chats = (
@@ -89,27 +89,13 @@ def _detail_page(request, prompt, form, *, status: int = 200, invitations: dict 
         "state_sentence": state_sentence(prompt),
         "is_owner": is_prompt_owner(request.user, prompt),
         "unavailable": list(prompt.unavailable_collections()),
+        "invitations": invitations,  # the owner's: who else is invited (None: no section)
     }
-    if invitations is not None:  # the owner's: who else is invited
-        context["invitations"] = invitations
     return render(request, "prompts/detail.html", context, status=status)
 
 
-class _PromptInvitations(InvitationViews):
-    coteaching = writes.PROMPT_INVITATIONS
-    names = ("prompt_invite", "prompt_withdraw_invitation", "prompt_detail")
-
-    def get_target(self, request, pk: int):
-        return get_prompt_for_edit(request.user, pk)
-
-    def render_page(self, request, target, *, status: int = 200, invitations: dict | None = None):
-        form = PromptForm(instance=target, actor=request.user)
-        return _detail_page(request, target, form, status=status, invitations=invitations)
-
-
-_invitations = _PromptInvitations()
-prompt_invite = login_required(require_POST(_invitations.invite))
-prompt_withdraw_invitation = login_required(require_POST(_invitations.withdraw))
+_invitations = InvitationViews(writes.PROMPT_INVITATIONS, "prompt_detail", find=get_prompt_for_edit, page=_detail_page)
+invitation_urls = _invitations.urls()  # routed by urls.py
 
 
 def _embed_code(join_url: str, title: str) -> str:

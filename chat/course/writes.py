@@ -40,6 +40,7 @@ from chat.models import ChatVisibility, Prompt, PromptInvitation, SourcePolicy
 from collections_app.models import Collection
 from kernel.errors import Forbidden, InvalidInput
 from kernel.formats import number
+from kernel.records import save_values
 from rag.providers.registry import UnknownModel, available_models, get_chat_model, is_available
 
 FIELDS = (
@@ -205,9 +206,7 @@ def update_prompt(actor: User, prompt: Prompt, changes: dict[str, Any]) -> Promp
     level_before = _stored(prompt, "chat_visibility")
     answers_before = answer_checks.answer_settings(prompt.pk)
     with transaction.atomic():
-        for name, value in cleaned.items():
-            setattr(prompt, name, value)
-        prompt.save()
+        save_values(prompt, cleaned)
         # A raise is asked of each student at their next chat (chat.privacy.levels); a lowering is
         # remembered, so that a raise after it is asked again.
         levels.follow_lowered_level(prompt, level_before)

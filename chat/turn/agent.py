@@ -248,7 +248,9 @@ def _answer(turn: Turn, progress: Progress, sink: EventSink) -> None:
     prompt = turn.session.prompt
     # Only the collections a teacher of the prompt may still use (co-ownership can end).
     searchable = [] if prompt.source_policy == SourcePolicy.NO_SEARCH else usable_collections(prompt)
-    tool = SearchTool(searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter)
+    tool = SearchTool(
+        searchable, curate=prompt.curation_enabled, results_budget=0, usage=turn.meter, question=turn.question.content
+    )
     if moderation.screen_question(turn, progress, sink):  # flagged: a caring answer, no model turn
         return
     # A single failed look at the model list (the model server slow for a moment, a kept

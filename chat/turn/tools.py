@@ -20,9 +20,11 @@ from chat.metering.tokens import CHARS_PER_TOKEN, estimate_tokens
 from chat.turn import grounding
 from chat.turn.budget import PASSAGE_OVERHEAD, passage_chars, passage_count
 from chat.turn.events import PassageView, passage_view
+from collections_app.documents import documents_in
 from kernel import metrics
 from kernel.errors import CurreChatError
 from kernel.redis_client import get_index_redis
+from rag.documents import Document, named_in
 from rag.providers import ToolCall, ToolSpec
 from rag.providers.base import UsageSink
 from rag.results import Passage
@@ -106,8 +108,13 @@ class SearchTool:
         results_budget: int,
         usage: UsageSink | None = None,
         context_free: int = 10**9,
+        question: str = "",
     ):
         self.collections = list(collections)
+        # Documents the student's question names get passages of their own in every search of the
+        # turn, as do those a query names (rag/documents.py): read once, at the first search.
+        self.question = question
+        self._documents: list[Document] | None = None
         self.usage = usage  # told the tokens of the search's curation calls
         self.curate = curate
         # Two budgets, both spent by every passage given to the model: the turn's reserve for results
@@ -176,6 +183,7 @@ class SearchTool:
             further=further_hits(self.curate),
             curate=self.curate,
             usage=self.usage,
+            named=self.named(query),
         )
         metrics.observe_search(outcome.status, outcome.timings_ms)
         if outcome.nothing_relevant or not outcome.results:
@@ -187,6 +195,12 @@ class SearchTool:
             notes.append(f"{assembly.no_room} passage(s) left out: no room in the model's context.")
         # Nothing fits: the best hit goes on, so the budget check below says there is no room.
         return replace(outcome, results=assembly.passages or outcome.results[:1], notes=notes)
+
+    def named(self, query: str) -> list[Document]:
+        """The documents the question or the query names (the question's first)."""
+        if self._documents is None:
+            self._documents = documents_in(self.collections)
+        return named_in(f"{self.question}\n{query}", self._documents)
 
     def _numbered(self, call_id: str, query: str, outcome) -> ToolOutcome:
         """Number the passages and keep as many as the turn's results budget allows."""

@@ -6,3 +6,13 @@ the same shape, so a page, a sentence, the admin and a student's usage line neve
 writing the same moment. The shapes are those the browser's Intl.DateTimeFormat writes for the
 same language (static/js/formats.js), so a time written by the page's script reads like one the
 server wrote."""
+
+# Typed date-times every language also accepts, after its own: ISO 8601, as a date-time input or a
+# program sends them.
+ISO_INPUT_FORMATS = [
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d",
+]

@@ -227,7 +227,7 @@ REDIS_INDEX_CLUSTER = env_bool("REDIS_INDEX_CLUSTER", REDIS_INDEX_URL.split("://
 
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "kernel.channel_layer.RedisChannelLayer",  # channels_redis's, keeping cancels
         # channels_redis waits for messages with a 5 s blocking pop, and redis-py 8 gives every
         # connection a 5 s read timeout by default: without a longer one, each websocket idle for
         # 5 s dies with "Timeout reading from ...". 30 s still notices a dead Redis.

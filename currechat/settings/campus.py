@@ -14,6 +14,7 @@ from kernel.env import (
     env_float,
     env_int,
     env_list,
+    env_rate,
     env_str,
     env_url,
 )
@@ -80,48 +81,24 @@ API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", False)
 API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90, minimum=0)
 
 # --- Rate limits (sliding windows in Redis, shared by all processes): (events, seconds); 0 events: off.
-RATE_LOGIN_ACCOUNT = (
-    env_int("RATE_LOGIN_ACCOUNT", 5, minimum=0),
-    env_int("RATE_LOGIN_ACCOUNT_SECONDS", 900, minimum=1),
-)
-RATE_LOGIN_ADDRESS = (
-    env_int("RATE_LOGIN_ADDRESS", 20, minimum=0),
-    env_int("RATE_LOGIN_ADDRESS_SECONDS", 900, minimum=1),
-)
-RATE_SIGNUP_ADDRESS = (
-    env_int("RATE_SIGNUP_ADDRESS", 10, minimum=0),
-    env_int("RATE_SIGNUP_ADDRESS_SECONDS", 3600, minimum=1),
-)
-RATE_JOIN_ADDRESS = (env_int("RATE_JOIN_ADDRESS", 20, minimum=0), env_int("RATE_JOIN_ADDRESS_SECONDS", 600, minimum=1))
-RATE_SEARCH_USER = (env_int("RATE_SEARCH_USER", 30, minimum=0), env_int("RATE_SEARCH_USER_SECONDS", 60, minimum=1))
+RATE_LOGIN_ACCOUNT = env_rate("RATE_LOGIN_ACCOUNT", 5, 900)
+RATE_LOGIN_ADDRESS = env_rate("RATE_LOGIN_ADDRESS", 20, 900)
+RATE_SIGNUP_ADDRESS = env_rate("RATE_SIGNUP_ADDRESS", 10, 3600)
+RATE_JOIN_ADDRESS = env_rate("RATE_JOIN_ADDRESS", 20, 600)
+RATE_SEARCH_USER = env_rate("RATE_SEARCH_USER", 30, 60)
 # Searches without curation ask no model: they cost little and are allowed more. Programs (API
 # tokens) have allowances of their own, so they cannot use up their owner's pages' allowance.
-RATE_SEARCH_USER_UNCURATED = (
-    env_int("RATE_SEARCH_USER_UNCURATED", 120, minimum=0),
-    env_int("RATE_SEARCH_USER_UNCURATED_SECONDS", 60, minimum=1),
-)
-RATE_SEARCH_TOKEN = (env_int("RATE_SEARCH_TOKEN", 30, minimum=0), env_int("RATE_SEARCH_TOKEN_SECONDS", 60, minimum=1))
-RATE_SEARCH_TOKEN_UNCURATED = (
-    env_int("RATE_SEARCH_TOKEN_UNCURATED", 120, minimum=0),
-    env_int("RATE_SEARCH_TOKEN_UNCURATED_SECONDS", 60, minimum=1),
-)
+RATE_SEARCH_USER_UNCURATED = env_rate("RATE_SEARCH_USER_UNCURATED", 120, 60)
+RATE_SEARCH_TOKEN = env_rate("RATE_SEARCH_TOKEN", 30, 60)
+RATE_SEARCH_TOKEN_UNCURATED = env_rate("RATE_SEARCH_TOKEN_UNCURATED", 120, 60)
 # Reset links asked for on the login page (only with mail configured): per address and per email.
-RATE_RESET_ADDRESS = (
-    env_int("RATE_RESET_ADDRESS", 5, minimum=0),
-    env_int("RATE_RESET_ADDRESS_SECONDS", 3600, minimum=1),
-)
-RATE_RESET_EMAIL = (env_int("RATE_RESET_EMAIL", 3, minimum=0), env_int("RATE_RESET_EMAIL_SECONDS", 3600, minimum=1))
+RATE_RESET_ADDRESS = env_rate("RATE_RESET_ADDRESS", 5, 3600)
+RATE_RESET_EMAIL = env_rate("RATE_RESET_EMAIL", 3, 3600)
 # Links to confirm one's own address (each a mail to an address the user typed), per user.
-RATE_ADDRESS_CONFIRMATION = (
-    env_int("RATE_ADDRESS_CONFIRMATION", 3, minimum=0),
-    env_int("RATE_ADDRESS_CONFIRMATION_SECONDS", 3600, minimum=1),
-)
+RATE_ADDRESS_CONFIRMATION = env_rate("RATE_ADDRESS_CONFIRMATION", 3, 3600)
 # The co-teacher picker's look-ups of teachers by username or address, per teacher: a few per word
 # typed, never enough to walk the list of every teacher.
-RATE_TEACHER_LOOKUP = (
-    env_int("RATE_TEACHER_LOOKUP", 60, minimum=0),
-    env_int("RATE_TEACHER_LOOKUP_SECONDS", 60, minimum=1),
-)
+RATE_TEACHER_LOOKUP = env_rate("RATE_TEACHER_LOOKUP", 60, 60)
 # Students (who reach a collection through a prompt) get at most this many results per search:
 # curation costs one model call per result.
 SEARCH_STUDENT_MAX_LIMIT = env_int("SEARCH_STUDENT_MAX_LIMIT", 15, minimum=1)

@@ -168,6 +168,9 @@ class ChatModel(Protocol):
     always before the events that follow it are yielded; never after the iterator was closed. So
     the caller's thread wakes only for tool calls, `Done`, `Waiting` and errors, not per token. An
     exception raised by `on_text` ends the request, and the iterator raises it.
+
+    A provider subclasses it and writes `_stream` (and `info`): `stream()` and `complete()` are
+    written here once, their keywords handed on as one `StreamOptions`.
     """
 
     name: str
@@ -180,7 +183,11 @@ class ChatModel(Protocol):
         format: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
         on_text: TextSink | None = None,
-    ) -> Iterator[ChatEvent]: ...
+    ) -> Iterator[ChatEvent]:
+        return self._stream(messages, StreamOptions(tools, format, options, on_text))
+
+    def _stream(self, messages: Sequence[ChatMessage], asked: StreamOptions) -> Iterator[ChatEvent]:
+        raise NotImplementedError
 
     def complete(
         self,
@@ -190,7 +197,10 @@ class ChatModel(Protocol):
         options: dict[str, Any] | None = None,
     ) -> str:
         """The whole reply as one string (for structured output, the JSON text)."""
-        ...
+        parts: list[str] = []  # gathered as the text arrives: this thread wakes once, at the end
+        for _event in self._stream(messages, StreamOptions(format=format, options=options, on_text=parts.append)):
+            pass
+        return "".join(parts)
 
     def info(self) -> ModelInfo: ...
 
@@ -235,37 +245,6 @@ class StreamOptions:
     format: dict[str, Any] | None = None  # a JSON schema the reply must follow
     options: dict[str, Any] | None = None  # Ollama's model options (temperature, num_predict, num_ctx)
     on_text: TextSink | None = None
-
-
-class StreamingChat:
-    """A chat model's `stream()` and `complete()`, written once: the keywords go to the provider's
-    `_stream` as one `StreamOptions`; `complete()` is the streamed text, joined."""
-
-    def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        format: dict[str, Any] | None = None,
-        options: dict[str, Any] | None = None,
-        on_text: TextSink | None = None,
-    ) -> Iterator[ChatEvent]:
-        return self._stream(messages, StreamOptions(tools, format, options, on_text))
-
-    def _stream(self, messages: Sequence[ChatMessage], asked: StreamOptions) -> Iterator[ChatEvent]:
-        raise NotImplementedError
-
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        format: dict[str, Any] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> str:
-        parts: list[str] = []  # gathered as the text arrives: this thread wakes once, at the end
-        for _event in self._stream(messages, StreamOptions(format=format, options=options, on_text=parts.append)):
-            pass
-        return "".join(parts)
 
 
 class Embeddings:

@@ -15,8 +15,6 @@ from typing import Any
 import orjson
 from django.utils.translation import gettext_lazy
 
-from kernel.addresses import redact_url
-from kernel.errors import Sentence
 from rag.providers import failures
 from rag.providers.base import ChatEvent, Done, TextDelta, ToolCall, ToolCallEvent
 from rag.providers.failures import UnreadableLines
@@ -74,6 +72,14 @@ def _plain_text(line: Any) -> str | None:
     return text if type(text) is str else None
 
 
+# What a reply of too many unreadable lines ends with, for each protocol (`UnreadableLines`).
+NOT_OLLAMA = gettext_lazy(
+    "The model server at %(host)s sent replies that could not be read; it may not be an Ollama "
+    "server, or a proxy in between changed them. Try again, or ask an administrator to check "
+    "OLLAMA_HOST."
+)
+
+
 class OllamaLines:
     """Our events from the lines of one `/api/chat` reply (a `streams.Decoder`); raises ProviderError
     when the server reports an error or the reply ends before `done`.
@@ -88,17 +94,7 @@ class OllamaLines:
     def __init__(self, host: str):
         self.finished = False
         self.calls: list[ToolCall] = []
-        self.unreadable = UnreadableLines(
-            host,
-            Sentence(
-                gettext_lazy(
-                    "The model server at %(host)s sent replies that could not be read; it may not be an Ollama "
-                    "server, or a proxy in between changed them. Try again, or ask an administrator to check "
-                    "OLLAMA_HOST."
-                ),
-                host=redact_url(host),
-            ),
-        )
+        self.unreadable = UnreadableLines(host, NOT_OLLAMA)
 
     def line(self, raw: str) -> list[ChatEvent]:
         if not raw.strip():
@@ -144,6 +140,13 @@ class _PendingCall:
         return ToolCall.from_wire(self.id or f"call_{index}", self.name, "".join(self.arguments))
 
 
+NOT_OPENAI = gettext_lazy(
+    "The model server at %(host)s sent replies that could not be read; it may not be an "
+    "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
+    "administrator to check OPENAI_BASE_URL."
+)
+
+
 class OpenAIEvents:
     """Our events from the server-sent events of one chat-completion stream (a `streams.Decoder`);
     raises ProviderError when the server reports an error or the stream ends without a finish
@@ -160,17 +163,7 @@ class OpenAIEvents:
         self.data: list[str] = []
         self.pending: dict[int, _PendingCall] = {}
         self.reason_given, self.usage = False, None
-        self.unreadable = UnreadableLines(
-            host,
-            Sentence(
-                gettext_lazy(
-                    "The model server at %(host)s sent replies that could not be read; it may not be an "
-                    "OpenAI-compatible server, or a proxy in between changed them. Try again, or ask an "
-                    "administrator to check OPENAI_BASE_URL."
-                ),
-                host=redact_url(host),
-            ),
-        )
+        self.unreadable = UnreadableLines(host, NOT_OPENAI)
 
     def line(self, line: str) -> list[ChatEvent]:
         if line:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+from typing import Any
 
 from django.utils.translation import gettext_lazy
 
@@ -25,10 +26,12 @@ class UnreadableLines:
     """Skips a streamed reply's unreadable lines, both protocols alike. Each line (event) stands
     alone, so skipping one costs a token, while ending the reply would throw away an answer the
     student is already reading; more than MAX_UNREADABLE_LINES mean the other end is not a model
-    server's stream at all, and the reply ends with `failure`, a sentence saying what to check."""
+    server's stream at all, and the reply ends with `failure`, a sentence saying what to check
+    (marked with `gettext_lazy`; `%(host)s` in it is the server's address without credentials)."""
 
-    def __init__(self, host: str, failure: str | Sentence):
-        self.host, self.failure, self.count = redact_url(host), failure, 0
+    def __init__(self, host: str, failure: Any):
+        self.host, self.count = redact_url(host), 0
+        self.failure = Sentence(failure, host=self.host)
 
     def skip(self, raw: object) -> None:
         self.count += 1

@@ -16,6 +16,26 @@ from rag.providers.base import Embeddings, UnknownModel
 _lock = threading.Lock()
 _models: dict[str, object] = {}
 
+# oneDNN (torch's CPU kernels) keeps each primitive it builds, one per operation and tensor shape,
+# in a cache of up to 1,024. A file's batches come in nearly as many shapes as batch sizes times
+# passage lengths, so a job process kept hundreds; small as each is, they were scattered through the
+# heap between the large buffers of the forward passes and kept glibc from reusing or returning the
+# space those freed. Embedding the 119-page notes, the heap's free part grew from 3 to ~320 MiB with
+# ~245 MiB in use (peak RSS 479 -> 917-989 MiB; from the real worker, ~1 GiB). Without the cache
+# it stays under ~130 MiB (peak 672-772 MiB), for ~3% more CPU per passage (each primitive is built
+# again at each call; docs/BENCHMARKS.md, "Ingestion memory").
+# A web process keeps the cache: its questions come in a few dozen shapes, which it reuses (without
+# it a question took ~8% more CPU).
+FILE_EMBEDDING_ENVIRONMENT = (("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0"),)
+
+
+def for_file_embedding() -> None:
+    """Set up this process, and those it forks, to embed files (a worker, before torch computes
+    anything: oneDNN reads its cache size when it builds its first primitive). A deployment's own
+    setting is kept."""
+    for variable, value in FILE_EMBEDDING_ENVIRONMENT:
+        os.environ.setdefault(variable, value)
+
 
 def import_libraries() -> None:
     """Import the libraries the local model runs on, offline: the weights ship inside the

@@ -31,9 +31,9 @@ from rag.providers.base import (
     LIST_TIMEOUT,
     ChatEvent,
     ChatMessage,
+    ChatModel,
     Embeddings,
     ModelInfo,
-    StreamingChat,
     StreamOptions,
     text_to,
 )
@@ -167,7 +167,7 @@ class _OllamaModel:
         return bool(wanted.intersection(listed))
 
 
-class OllamaChatModel(StreamingChat, _OllamaModel):
+class OllamaChatModel(ChatModel, _OllamaModel):
     @functools.cached_property
     def _http(self) -> httpx.Client:
         """For `info()` and a proxied server's streams; made when first needed (a curation call

@@ -37,9 +37,9 @@ from rag.providers.base import (
     LIST_TIMEOUT,
     ChatEvent,
     ChatMessage,
+    ChatModel,
     Embeddings,
     ModelInfo,
-    StreamingChat,
     StreamOptions,
     UnknownModel,
     text_to,
@@ -197,7 +197,7 @@ class _OpenAIModel:
         return model in listed
 
 
-class OpenAIChatModel(StreamingChat, _OpenAIModel):
+class OpenAIChatModel(ChatModel, _OpenAIModel):
     def _stream(self, messages: Sequence[ChatMessage], asked: StreamOptions) -> Iterator[ChatEvent]:
         body: dict[str, Any] = {
             "model": self.name,

@@ -22,7 +22,11 @@
     failed: gettext("Failed"),
     cancelled: gettext("Cancelled"),
   };
-  const TYPES = { text: gettext("Text"), markdown: "Markdown", html: "HTML", pdf: "PDF" };
+  // Every FileType (collections_app/models.py), named as the page names it on first load.
+  const TYPES = {
+    text: gettext("Text"), markdown: "Markdown", html: "HTML", pdf: "PDF", pptx: "PowerPoint", docx: "Word",
+    transcript: gettext("Transcript"), image: gettext("Image"),
+  };
   const ACTIVE = new Set(["queued", "processing"]);
 
   function csrfToken() {

@@ -85,16 +85,17 @@ def test_an_answer_from_two_files_lists_its_sources_by_document_with_the_quote_m
         expect(teacher.locator("#upload-log")).not_to_contain_text("It should start")
     journey.look(teacher, f"sources-uploaded-{language}-{width}")
 
-    # The student asks about both; the answer cites a passage of each file.
+    # The student names both files (the model's search names neither: each named file still gets
+    # passages of its own, tests/test_named_documents.py); the answer cites a passage of each.
     student = new_page(width, height)
     log_in(student, live_app, student_name, PASSWORD)
     student.goto(f"{live_app.url}/prompts/{prompt}/chat/")
     no_overflow(student)
     ollama.script(
-        Reply(tool_calls=[{"name": "document_search", "arguments": {"query": "leaves roots water light"}}]),
+        Reply(tool_calls=[{"name": "document_search", "arguments": {"query": "water light"}}]),
         Reply(content="The roots take up the water [1], and the leaves use it with light [2]."),
     )
-    student.locator("#composer-input").fill("What do leaves and roots each do with water?")
+    student.locator("#composer-input").fill("What do leaves.md and roots.md each say about water?")
     student.locator("#composer-send").click()
     answer = student.get_by_test_id("conversation").locator(".msg.assistant").last
     groups = answer.locator(".citations").get_by_test_id("source-doc")

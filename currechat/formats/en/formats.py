@@ -5,6 +5,8 @@ numeric month first is misread by every reader who writes the day first, as Finn
 readers of the English interface do, so the one shape spells the month. It is Intl's English
 "medium" date and "short" time, which static/js/formats.js writes in the browser."""
 
+from currechat.formats import ISO_INPUT_FORMATS
+
 DATE_FORMAT = SHORT_DATE_FORMAT = "M j, Y"
 DATETIME_FORMAT = SHORT_DATETIME_FORMAT = "M j, Y, g:i A"
 TIME_FORMAT = "g:i A"
@@ -17,9 +19,5 @@ DATETIME_INPUT_FORMATS = [
     "%b %d, %Y %I:%M %p",
     "%b %d, %Y, %H:%M",
     "%b %d, %Y",
-    "%Y-%m-%d %H:%M",
-    "%Y-%m-%dT%H:%M",  # what a date-time input or a program sends
-    "%Y-%m-%d %H:%M:%S",
-    "%Y-%m-%dT%H:%M:%S",
-    "%Y-%m-%d",
+    *ISO_INPUT_FORMATS,
 ]

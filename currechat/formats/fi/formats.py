@@ -4,6 +4,8 @@ Django's own Finnish module writes a date two ways ("5. maaliskuuta 2025" and "5
 moment without "klo" ("5.3.2025 14.30") or with "kello" spelled out. Finnish writes a date with a
 clock time as "5.3.2025 klo 14.30" (Kielitoimiston ohjepankki), as Intl's Finnish does."""
 
+from currechat.formats import ISO_INPUT_FORMATS
+
 DATE_FORMAT = SHORT_DATE_FORMAT = "j.n.Y"
 DATETIME_FORMAT = SHORT_DATETIME_FORMAT = r"j.n.Y \k\l\o G.i"
 TIME_FORMAT = "G.i"
@@ -17,9 +19,5 @@ DATETIME_INPUT_FORMATS = [
     "%d.%m.%Y klo %H:%M",
     "%d.%m.%Y %H:%M",
     "%d.%m.%Y",
-    "%Y-%m-%d %H:%M",
-    "%Y-%m-%dT%H:%M",  # what a date-time input or a program sends
-    "%Y-%m-%d %H:%M:%S",
-    "%Y-%m-%dT%H:%M:%S",
-    "%Y-%m-%d",
+    *ISO_INPUT_FORMATS,
 ]

@@ -7,15 +7,11 @@ fallback for pages the model cannot read), `images` (a page as PNG) and `vlm` (t
 
 from __future__ import annotations
 
-import pymupdf
-
 from rag.ingest.pdf.headings import headings_by_page
 from rag.ingest.pdf.images import render_png
 from rag.ingest.pdf.safety import open_pdf
 from rag.ingest.pdf.text_layer import fast_pages, page_blocks, page_text
 from rag.ingest.pdf.vlm import PICTURE_REQUEST, clean_vlm_markdown, read_image, vlm_pages
-
-pymupdf.TOOLS.mupdf_display_errors(False)  # damaged files are reported to the teacher, not to stderr
 
 __all__ = [
     "PICTURE_REQUEST",

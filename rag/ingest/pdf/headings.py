@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-
-import pymupdf
+from typing import TYPE_CHECKING
 
 from rag.ingest.job import IngestCancelled
+
+if TYPE_CHECKING:  # imported where it is used: see rag/ingest/pdf/safety.py
+    import pymupdf
 
 
 def _toc_by_page(doc: pymupdf.Document) -> dict[int, list[tuple[int, str]]]:
@@ -42,6 +44,8 @@ def _inferred_headings(doc: pymupdf.Document, cancelled: Callable[[], bool]) -> 
     sizes: Counter = Counter()
     blocks: list[tuple[int, int, float, str]] = []
     seen: Counter = Counter()
+    import pymupdf  # loaded by open_pdf already; not at the top, see there
+
     for number in range(1, doc.page_count + 1):
         if number % 10 == 0 and cancelled():
             raise IngestCancelled

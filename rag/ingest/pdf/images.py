@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import TYPE_CHECKING
 
-import pymupdf
+if TYPE_CHECKING:  # imported where it is used: see rag/ingest/pdf/safety.py
+    import pymupdf
 
 
 def _png(width: int, height: int, rgb: bytes) -> bytes:
@@ -27,5 +29,7 @@ def render_png(page: pymupdf.Page, dpi: int, max_side: int = 2000) -> bytes:
     longest = max(page.rect.width, page.rect.height) * zoom
     if longest > max_side:
         zoom *= max_side / longest
+    import pymupdf  # loaded by open_pdf already; not at the top, see there
+
     pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace=pymupdf.csRGB)
     return _png(pix.width, pix.height, pix.samples)

@@ -7,14 +7,17 @@ from __future__ import annotations
 import logging
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pymupdf
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.formats import number
 from rag import config
 from rag.ingest.job import IngestFailed, TooLarge
+
+if TYPE_CHECKING:  # imported where it is used: see open_pdf
+    import pymupdf
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +28,12 @@ DAMAGED = gettext_lazy(
 
 def open_pdf(source: Path | bytes, *, check_streams: bool = True) -> pymupdf.Document:
     """Open a PDF for extraction, refusing files that would fail or harm the worker."""
+    # Imported here, not at the top: importing pymupdf loads pymupdf.layout and its ONNX model
+    # (~2 s), and every Django start (server, worker, manage.py) imports this module through the
+    # admin and the ingest pipeline, though only ingestion and page views open a PDF.
+    import pymupdf
+
+    pymupdf.TOOLS.mupdf_display_errors(False)  # damaged files are reported to the teacher, not to stderr
     try:
         doc = pymupdf.open(stream=source, filetype="pdf") if isinstance(source, bytes) else pymupdf.open(source)
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:

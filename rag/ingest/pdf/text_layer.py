@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-
-import pymupdf
+from typing import TYPE_CHECKING
 
 from rag.ingest.job import IngestCancelled, PageText
 from rag.ingest.pdf.headings import headings_by_page, repeat_key
+
+if TYPE_CHECKING:  # imported where it is used: see rag/ingest/pdf/safety.py
+    import pymupdf
 
 ProgressFn = Callable[[int], None]  # pages done so far
 CancelledFn = Callable[[], bool]

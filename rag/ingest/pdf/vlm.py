@@ -14,8 +14,8 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import pymupdf
 import redis
 from django.utils.translation import gettext as _
 
@@ -28,6 +28,9 @@ from rag.ingest.pdf.images import render_png
 from rag.ingest.pdf.text_layer import CancelledFn, ProgressFn, page_text
 from rag.providers import get_chat_model
 from rag.providers.base import ChatMessage, TextDelta
+
+if TYPE_CHECKING:  # imported where it is used: see rag/ingest/pdf/safety.py
+    import pymupdf
 
 log = logging.getLogger(__name__)
 
