@@ -21,6 +21,7 @@ import redis
 from rq import Worker
 from rq.exceptions import StopRequested
 from rq.scheduler import RQScheduler
+from rq.worker import WorkerStatus
 
 from currechat import lifeline
 from kernel.outages import GaveUp, wait_for_redis
@@ -125,6 +126,15 @@ class RidesOutages(Worker):
                 self.scheduler = scheduler
             return
         super().teardown()
+
+    def heartbeat(self, *args, **kwargs):
+        """rq's heartbeat, which also hears a stop signal again. rq's handler raises StopRequested
+        into whatever runs; raised while a log line is written, logging swallows it (its handlers
+        catch every error of their own), and rq's wait for an unreachable Redis, which beats at each
+        of its turns, then went on for ever. Not while a job runs: that stop waits for the job."""
+        if self._signalled and self.get_state() != WorkerStatus.BUSY:
+            raise StopRequested
+        return super().heartbeat(*args, **kwargs)
 
     def request_stop(self, signum, frame):
         # rq's handler raises StopRequested into whatever runs, and its loop's teardown then fails

@@ -194,13 +194,18 @@ def browser():
         browser.close()
 
 
-def log_in(page, app, username: str, password: str) -> None:
-    """Log in through the login page and wait for the page it leads to (both checked for overflow)."""
+ENGLISH_LOGIN = ("Username", "Password", "Log in")  # the login form's two labels and its button
+
+
+def log_in(page, app, username: str, password: str, words: tuple[str, str, str] = ENGLISH_LOGIN) -> None:
+    """Log in through the login page and wait for the page it leads to (both checked for overflow);
+    `words` are the form's labels and button in the page's language."""
+    user_label, password_label, button = words
     page.goto(app.url + "/login/")
     no_overflow(page)
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
+    page.get_by_label(user_label).fill(username)
+    page.get_by_label(password_label).fill(password)
+    page.get_by_role("button", name=button).click()
     page.wait_for_url(lambda url: "/login/" not in url)
     no_overflow(page)
 

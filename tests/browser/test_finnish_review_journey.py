@@ -14,7 +14,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import no_overflow
+from tests.browser.conftest import log_in, no_overflow
 from tests.browser.test_finnish_journey import look_at
 from tests.test_ingest_formats import PICTURE
 
@@ -49,13 +49,7 @@ DATE_LINES = """(table) => [...table.querySelectorAll('time')].map((time) => {
 
 
 def log_in_finnish(page, app, username: str) -> None:
-    page.goto(app.url + "/login/")
-    no_overflow(page)
-    page.get_by_label("Käyttäjätunnus").fill(username)
-    page.get_by_label("Salasana").fill(PASSWORD)
-    page.get_by_role("button", name="Kirjaudu sisään").click()
-    page.wait_for_url(lambda url: "/login/" not in url)
-    no_overflow(page)
+    log_in(page, app, username, PASSWORD, ("Käyttäjätunnus", "Salasana", "Kirjaudu sisään"))
 
 
 @pytest.mark.parametrize("width", [pytest.param(390, id="phone"), pytest.param(1366, id="desktop")])
