@@ -342,6 +342,7 @@ PAGE_ROWS: dict[tuple[str, str], Row] = {
     ),
     # The mail's unsubscribe link works for whoever holds it, signed in or not (the token is the key).
     ("GET", "digest_unsubscribe"): Row(EVERYONE, lambda w, r: f"/prompts/topics-mail/stop/{_subscription(w)}/"),
+    ("POST", "digest_unsubscribe"): Row(EVERYONE, lambda w, r: f"/prompts/topics-mail/stop/{_subscription(w)}/"),
     # Off unless METRICS_TOKEN is set (as in this world); its token, not a role, opens it (tests/test_metrics.py).
     ("GET", "metrics"): Row(set(), lambda w, r: "/metrics", anonymous=REFUSED),
     # Campus sign-in is off in this world: its routes are not there for anyone (tests/test_sso_oidc.py

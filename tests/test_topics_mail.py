@@ -86,11 +86,19 @@ def test_the_link_stops_the_mail_in_one_click_without_signing_in(teachers, last_
     from chat.insight import digest_mail
 
     row = digest_mail.subscribe(teachers["en"], prompt, "http://testserver/")
-    page = client.get(f"/prompts/topics-mail/stop/{row.token}/")
-    assert page.status_code == 200 and "You will no longer get the week's topics" in page.content.decode()
+    link = f"/prompts/topics-mail/stop/{row.token}/"
+    # Opening the link asks (a mail scanner or a link preview opens every link of a mail)...
+    page = client.get(link).content.decode()
+    assert "Stop the mail of the week's topics" in page and 'data-testid="stop-mail"' in page
+    assert DigestSubscription.objects.count() == 1
+    # ...its button (or a mail program's one-click POST, RFC 8058) stops the mail.
+    stopped = client.post(link)
+    assert stopped.status_code == 200 and "You will no longer get the week's topics" in stopped.content.decode()
     assert not DigestSubscription.objects.exists()
-    again = client.post(f"/prompts/topics-mail/stop/{row.token}/")
+    again = client.post(link)
     assert again.status_code == 200 and "used already" in again.content.decode()
+    assert "used already" in client.get(link).content.decode()
+    assert client.put(link).status_code == 405
     assert digest_mail.mail_weekly() == 0 and smtp.messages == []
 
 

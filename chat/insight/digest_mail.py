@@ -4,8 +4,10 @@ The worker runs `mail_weekly` once a day (`chat.tasks.schedule_mail`, as the cha
 subscription gets last week's topics once (`last_sent_week`), so a worker that was down on Monday
 sends them on its next run. The digest is built on the subscriber's budget when no one opened the
 week's topics yet (chat/insight/topics.py). A teacher who no longer teaches the prompt, or has no
-address, gets nothing. Every mail carries a link that unsubscribes in one click without signing in
-(a random token per subscription; RFC 8058's one-click header too).
+address, gets nothing. Every mail carries a link that unsubscribes without signing in (a random
+token per subscription): the link's page asks, with one button, and a POST to it stops the mail, so a
+mail program's one-click unsubscribe (RFC 8058's headers) stops it too, but a scanner that opens every
+link of a mail does not.
 """
 
 from __future__ import annotations
@@ -40,9 +42,14 @@ def unsubscribe(user, prompt: Prompt) -> None:
     DigestSubscription.objects.filter(user=user, prompt=prompt).delete()
 
 
+def subscription_by_token(token: str) -> DigestSubscription | None:
+    """The subscription a mail's link is for, or None for an unknown or used token."""
+    return DigestSubscription.objects.select_related("prompt").filter(token=token).first() if token else None
+
+
 def unsubscribe_by_token(token: str) -> DigestSubscription | None:
     """The link in a mail: the subscription it ended, or None for an unknown or used token."""
-    row = DigestSubscription.objects.select_related("prompt").filter(token=token).first() if token else None
+    row = subscription_by_token(token)
     if row is not None:
         row.delete()
     return row

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from access.rules import (
     get_prompt_for_edit,
@@ -220,7 +220,14 @@ def topics_mail(request, pk: int):
 
 
 @csrf_exempt  # the mail's link, and mail programs' one-click POST (RFC 8058), come without a session
+@require_http_methods(["GET", "POST"])
 def unsubscribe(request, token: str) -> HttpResponse:
-    """The mail's link: no sign-in, one click. An unknown or used token says so plainly."""
+    """The mail's link: no sign-in. Opening it (GET) asks, with one button; only a POST stops the
+    mail (the button, or a mail program's one-click unsubscribe): mail scanners and link previews
+    open every link of a mail, and must not stop it. An unknown or used token says so plainly."""
+    if request.method == "GET":
+        row = digest_mail.subscription_by_token(token)
+        context = {"prompt": row.prompt if row else None, "asking": row is not None}
+        return render(request, "prompts/topics_unsubscribed.html", context)
     row = digest_mail.unsubscribe_by_token(token)
     return render(request, "prompts/topics_unsubscribed.html", {"prompt": row.prompt if row else None})
