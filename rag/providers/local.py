@@ -26,15 +26,13 @@ _models: dict[str, object] = {}
 # again at each call; docs/BENCHMARKS.md, "Ingestion memory").
 # A web process keeps the cache: its questions come in a few dozen shapes, which it reuses (without
 # it a question took ~8% more CPU).
-FILE_EMBEDDING_ENVIRONMENT = (("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0"),)
 
 
 def for_file_embedding() -> None:
     """Set up this process, and those it forks, to embed files (a worker, before torch computes
     anything: oneDNN reads its cache size when it builds its first primitive). A deployment's own
     setting is kept."""
-    for variable, value in FILE_EMBEDDING_ENVIRONMENT:
-        os.environ.setdefault(variable, value)
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")
 
 
 def import_libraries() -> None:
