@@ -13,6 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from accounts.identities import ExternalIdentity
+
 
 def _validate_key_set(value: str) -> None:
     """An inline key set must be a JWKS document: {"keys": [ {...}, ... ]}."""
@@ -128,19 +130,16 @@ class ToolKey(models.Model):
         return self.kid
 
 
-class LtiIdentity(models.Model):
-    """Which CurreChat user a platform's user (its `sub`) is."""
+class LtiIdentity(ExternalIdentity):
+    """Which CurreChat user a platform's user (its `sub`) is. `person_id` is the platform's
+    lis.person_sourcedid (Moodle: the user's "ID number")."""
 
     platform = models.ForeignKey(
         Platform, verbose_name=_("learning platform"), on_delete=models.CASCADE, related_name="identities"
     )
-    subject = models.CharField(_("subject"), max_length=255)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="lti_identities"
     )
-    # The platform's lis.person_sourcedid (Moodle: the user's "ID number"): where it equals the
-    # university's person identifier of a campus sign-in, both reach one account (sso/provision.py).
-    person_id = models.CharField(_("person identifier"), max_length=255, blank=True, db_index=True)
     # This identity and a campus sign-in reach one account because they carry the same person
     # identifier (not because an administrator linked them): it never opens a staff or superuser account.
     joined_by_person_id = models.BooleanField(_("joined by person identifier"), default=False, editable=False)
@@ -151,8 +150,9 @@ class LtiIdentity(models.Model):
         verbose_name = _("LTI identity")
         verbose_name_plural = _("LTI identities")
 
-    def __str__(self) -> str:
-        return f"{self.subject} @ {self.platform.issuer} → {self.user}"
+    @property
+    def issuer(self) -> str:  # type: ignore[override]
+        return self.platform.issuer
 
 
 class ResourceLink(models.Model):

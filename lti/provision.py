@@ -8,7 +8,6 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
@@ -103,40 +102,25 @@ def user_for_launch(claims: LaunchClaims) -> User:
     An instructor becomes a teacher; nobody is demoted (a teacher who is a learner in another course
     keeps their prompts). A deactivated account stays out.
     """
-    for _attempt in range(3):  # two first launches at once: the loser reads the winner's row
-        identity = LtiIdentity.objects.select_related("user").filter(platform=claims.platform, subject=claims.subject)
-        found = identity.first()
-        if found is not None:
-            user = found.user
-            _refuse_joined_staff(found)
-            if claims.person_id and found.person_id != claims.person_id:
-                LtiIdentity.objects.filter(pk=found.pk).update(person_id=claims.person_id)
-            break
-        try:
-            with transaction.atomic():
-                # The same person's campus sign-in, when the platform's administrator turned sharing
-                # on and platform and provider agree on an identifier (never a staff or superuser
-                # account: shared_account).
-                shared = shared_account(claims.person_id) if claims.platform.share_person_id else None
-                user = shared or _new_user(claims)
-                LtiIdentity.objects.create(
-                    platform=claims.platform,
-                    subject=claims.subject,
-                    user=user,
-                    person_id=claims.person_id,
-                    joined_by_person_id=shared is not None,
-                )
-            break
-        except IntegrityError:
-            continue
-    else:
+    key = {"platform": claims.platform, "subject": claims.subject}
+    reached = LtiIdentity.reach(key, claims.person_id, lambda: _account(claims), vet=_refuse_joined_staff)
+    if reached is None:
         raise LaunchRefused(Reason.MALFORMED, "identity race")
+    user = reached[0].user
     if not user.is_active:
         raise LaunchRefused(
             Reason.NOT_ALLOWED, message=_("Your CurreChat account is deactivated. Ask your administrator.")
         )
     _update_profile(user, claims)
     return user
+
+
+def _account(claims: LaunchClaims) -> dict[str, Any]:
+    """A new identity's account: the same person's campus sign-in's, when the platform's administrator
+    turned sharing on and platform and provider agree on an identifier (never a staff or superuser
+    account: shared_account), or a new one."""
+    shared = shared_account(claims.person_id) if claims.platform.share_person_id else None
+    return {"user": shared or _new_user(claims), "joined_by_person_id": shared is not None}
 
 
 def _refuse_joined_staff(identity: LtiIdentity) -> None:

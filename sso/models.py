@@ -6,27 +6,24 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from accounts.identities import ExternalIdentity
+
 
 class Protocol(models.TextChoices):
     OIDC = "oidc", "OpenID Connect"
     SAML = "saml", "SAML 2.0"
 
 
-class SsoIdentity(models.Model):
+class SsoIdentity(ExternalIdentity):
     """A person as the provider names them: its issuer (OIDC `iss`, SAML IdP entity ID) and the
-    stable subject it gives them. The account is found through this row at every later sign-in,
-    never through a name or an address that may change or be reused."""
+    stable subject it gives them. `person_id` is set when the deployment names the claim or
+    attribute that carries it (OIDC_CLAIM_PERSON_ID, SAML_ATTRIBUTE_PERSON_ID)."""
 
     protocol = models.CharField(_("protocol"), max_length=8, choices=Protocol.choices)
     issuer = models.CharField(_("issuer"), max_length=255)
-    subject = models.CharField(_("subject"), max_length=255)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="sso_identities"
     )
-    # The university's person identifier when the deployment names one (OIDC_CLAIM_PERSON_ID,
-    # SAML_ATTRIBUTE_PERSON_ID): an LTI launch carrying the same value as its `lis.person_sourcedid`
-    # reaches this account.
-    person_id = models.CharField(_("person identifier"), max_length=255, blank=True, db_index=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
     last_sign_in = models.DateTimeField(_("last sign-in"), auto_now=True)
 
@@ -34,6 +31,3 @@ class SsoIdentity(models.Model):
         constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_issuer_subject")]
         verbose_name = _("single sign-on identity")
         verbose_name_plural = _("single sign-on identities")
-
-    def __str__(self) -> str:
-        return f"{self.subject} @ {self.issuer} → {self.user}"

@@ -13,9 +13,9 @@ import logging
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -99,36 +99,26 @@ def sign_in(person: Person) -> User:
     if not person.subject:
         raise SignInRefused(_("The sign-in service sent no identifier for you, so CurreChat cannot tell who you are."))
     role = role_for(person)  # refused before anything is made
-    for _attempt in range(3):  # two first sign-ins at once: the loser reads the winner's row
-        found = SsoIdentity.objects.select_related("user").filter(issuer=person.issuer, subject=person.subject).first()
-        if found is not None:
-            user = found.user
-            if person.person_id and found.person_id != person.person_id:
-                SsoIdentity.objects.filter(pk=found.pk).update(person_id=person.person_id)
-            SsoIdentity.objects.filter(pk=found.pk).update(last_sign_in=timezone.now())
-            break
-        try:
-            with transaction.atomic():
-                existing = _existing_account(person)
-                if existing is not None:
-                    _take_over(existing, person)
-                user = existing or _new_account(person, role)
-                SsoIdentity.objects.create(
-                    protocol=person.protocol,
-                    issuer=person.issuer,
-                    subject=person.subject,
-                    user=user,
-                    person_id=person.person_id,
-                )
-            break
-        except IntegrityError:
-            continue
-    else:
+    key = {"issuer": person.issuer, "subject": person.subject}
+    reached = SsoIdentity.reach(key, person.person_id, lambda: _link(person, role))
+    if reached is None:
         raise SignInRefused(_("Signing in did not complete. Try again."))
+    identity, made = reached
+    if not made:
+        SsoIdentity.objects.filter(pk=identity.pk).update(last_sign_in=timezone.now())
+    user = identity.user
     if not user.is_active:
         raise SignInRefused(_("Your CurreChat account is deactivated. Ask your administrator."))
     _update(user, person, role)
     return user
+
+
+def _link(person: Person, role: Role) -> dict[str, Any]:
+    """A new identity's other fields: the account it joins (an existing one, taken over) or a new one."""
+    existing = _existing_account(person)
+    if existing is not None:
+        _take_over(existing, person)
+    return {"protocol": person.protocol, "user": existing or _new_account(person, role)}
 
 
 def person_id_linking() -> bool:

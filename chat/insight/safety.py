@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from datetime import date, timedelta
 
-from django.db.models import F, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from chat.models import Enrollment, Message, Prompt, SafetyDay
@@ -33,9 +33,7 @@ def count(reply: Message, field: str) -> None:
         session = reply.session
         if not Enrollment.objects.filter(prompt_id=session.prompt_id, student_id=session.user_id).exists():
             return  # a teacher's own chat
-        day = timezone.localdate()
-        SafetyDay.objects.get_or_create(prompt_id=session.prompt_id, day=day)
-        SafetyDay.objects.filter(prompt_id=session.prompt_id, day=day).update(**{field: F(field) + 1})
+        SafetyDay.add(session.prompt_id, timezone.localdate(), **{field: 1})
     except Exception:  # noqa: BLE001  (a count must never fail a turn)
         log.exception("Could not count %s for message %s", field, reply.pk)
 

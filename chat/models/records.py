@@ -3,13 +3,11 @@ feedback, token usage and budget overrides."""
 
 from __future__ import annotations
 
-from datetime import date
-
 from django.conf import settings
 from django.db import models
-from django.db.models import F
 from django.utils.translation import gettext_lazy as _
 
+from chat.models.days import PromptDayCounts
 from chat.models.prompts import Message, Prompt
 
 # --- Teacher insight: aggregates, material gaps, feedback ------------------------------------------
@@ -17,7 +15,7 @@ from chat.models.prompts import Message, Prompt
 # 10,000 or 100,000 messages, and they outlive the chats that retention or a student deletes.
 
 
-class PromptDay(models.Model):
+class PromptDay(PromptDayCounts):
     """What happened in a prompt's student chats on one (local) day, counted as each answer ends."""
 
     prompt = models.ForeignKey(Prompt, verbose_name=_("prompt"), on_delete=models.CASCADE, related_name="day_stats")
@@ -34,27 +32,10 @@ class PromptDay(models.Model):
     feedback_up = models.IntegerField(_("thumbs up"), default=0)
     feedback_down = models.IntegerField(_("thumbs down"), default=0)
 
-    class Meta:
+    class Meta(PromptDayCounts.Meta):
         verbose_name = _("day's statistics")
         verbose_name_plural = _("daily statistics")
         constraints = [models.UniqueConstraint(fields=["prompt", "day"], name="unique_prompt_day")]
-        ordering = ["prompt", "day"]
-
-    def __str__(self) -> str:
-        return f"{self.prompt} on {self.day}"
-
-    @classmethod
-    def add(cls, prompt_id: int, day: date, **counts: int) -> None:
-        """Add `counts` (field -> amount, negative to take back) to the prompt's row for `day`.
-        Here, below both, because the statistics and the token meter each add to the row."""
-        changes = {name: F(name) + amount for name, amount in counts.items() if amount}
-        rows = cls.objects.filter(prompt_id=prompt_id, day=day)
-        # The row exists for all but a prompt's first count of a day: one UPDATE, no read first.
-        if changes and rows.update(**changes):
-            return
-        cls.objects.get_or_create(prompt_id=prompt_id, day=day)
-        if changes:
-            rows.update(**changes)
 
 
 class SourceDay(models.Model):

@@ -6,6 +6,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from chat.models.days import PromptDayCounts
+
 
 class TutorMode(models.TextChoices):
     OFF = "off", _("Off: the assistant answers as its instructions say")
@@ -21,7 +23,7 @@ class Guarded(models.TextChoices):
     FLAGGED_OUTPUT = "flagged_output", _("Withheld: the safety check flagged the answer")
 
 
-class SafetyDay(models.Model):
+class SafetyDay(PromptDayCounts):
     """How often the guards acted in a prompt's chats on one (local) day: counts only, no text.
     Kept apart from the chats, so the counts outlive retention and deleted chats."""
 
@@ -35,11 +37,7 @@ class SafetyDay(models.Model):
     flagged_output = models.IntegerField(_("answers flagged by the safety check"), default=0)
     moderation_down = models.IntegerField(_("messages the safety check could not judge"), default=0)
 
-    class Meta:
+    class Meta(PromptDayCounts.Meta):
         verbose_name = _("day's safety counts")
         verbose_name_plural = _("daily safety counts")
         constraints = [models.UniqueConstraint(fields=["prompt", "day"], name="unique_safety_day")]
-        ordering = ["prompt", "day"]
-
-    def __str__(self) -> str:
-        return f"{self.prompt_id} on {self.day}"
