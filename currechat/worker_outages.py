@@ -78,6 +78,15 @@ class RidesOutages(Worker):
     def work(self, burst: bool = False, *args, **kwargs) -> bool:
         """rq's loop, started again after Redis went away (rq itself quits on any error there).
         A stop signal, or any other reason to stop, returns, and `make run` starts a fresh worker."""
+        try:
+            return self._work_through_outages(burst, *args, **kwargs)
+        finally:
+            # A stop heard while Redis was away comes after rq's loop kept its scheduler running for
+            # the next loop (`teardown`): stopped here, or this process never exits (multiprocessing
+            # waits for its children at exit, and the scheduler waits for Redis).
+            self._stop_kept_scheduler()
+
+    def _work_through_outages(self, burst: bool, *args, **kwargs) -> bool:
         while True:
             try:
                 worked = super().work(burst, *args, **kwargs)
@@ -104,6 +113,11 @@ class RidesOutages(Worker):
             super().maintain_heartbeats(job, execution)
         except (redis.ConnectionError, redis.TimeoutError):
             log.warning("Redis is unreachable; worker %s still watches its job %s", self.name, job.id)
+
+    def _stop_kept_scheduler(self) -> None:
+        process = self.scheduler._process if self.scheduler is not None else None
+        if process is not None and process.is_alive():
+            self.stop_scheduler()
 
     def _reap_horse(self) -> None:
         """Wait for a job's process that rq's loop left behind (its error came after the watch ended,

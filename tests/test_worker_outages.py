@@ -14,6 +14,7 @@ than files. Tests wait on events (a job's status, a log line); the 5 s bound is 
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -118,3 +119,28 @@ def test_a_job_running_through_an_outage_is_watched_to_its_end_and_the_next_wait
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+
+
+def test_a_stop_while_the_worker_waits_for_redis_ends_it_and_its_scheduler(tmp_path, redis_outage):
+    """rq's loop ends on the outage (here: the job's end cannot be recorded) and the worker waits for
+    Redis, its scheduler kept for the next loop: one SIGTERM ends both (the worker used to hang at
+    exit, waiting for the scheduler, which waited for Redis)."""
+    worker, log = _start_worker(tmp_path)
+    try:
+        schedulers = _scheduler_started(worker, log)
+        job = nap.using(queue_name="ingest").enqueue(2)
+        wait_for(lambda: _status(job) == JobStatus.STARTED, 60, "the job to start", log)
+        redis_outage.stop()
+        wait_for(lambda: "lost Redis; waiting" in log.read_text(), 60, "the worker to wait for Redis", log)
+        worker.send_signal(signal.SIGTERM)
+        wait_for(lambda: worker.poll() is not None, 30, "the worker to exit on its first SIGTERM", log)
+        wait_for(lambda: not any(_running(pid) for pid in schedulers), 30, "its scheduler to end", log)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+def _running(pid: int) -> bool:
+    """A process, and no zombie."""
+    return Path(f"/proc/{pid}").exists() and _gone_or_reaped(pid)
