@@ -100,7 +100,9 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 # In parallel: each pytest-xdist worker starts its own Redis Stack and test model server
-# (tests/services.py); the browser tests share one worker, so their live app starts once.
+# (tests/services.py), and a live app of its own at its first browser test: the browser tests, half
+# the suite's time, are shared by the workers like the others (one group on one worker was the
+# longest worker's whole run).
 PYTEST_WORKERS ?= 2
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 

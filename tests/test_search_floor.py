@@ -22,7 +22,9 @@ from rag.index import ChunkStore, CollectionIndex, IndexedChunk
 from rag.search import search_collections
 from tests.shared_data import shared_data
 
-pytestmark = pytest.mark.slow  # loads the local model (and embeds 2,100 sentences on a cold cache)
+# Loads the local model (and embeds 2,100 sentences on a cold cache): on one xdist worker, so a
+# fresh checkout embeds them once rather than on every worker at the same time.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("squad_sentences")]
 
 ROOT = Path(__file__).resolve().parent.parent
 MINILM = "local:all-MiniLM-L6-v2"

@@ -301,12 +301,3 @@ def pytest_runtest_makereport(item, call):
     if report.when == "call":
         item.rep_call = report
     return report
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    """With pytest-xdist's `--dist loadgroup`, every browser test runs in the same worker: the live
-    app (two processes and a Redis of its own, the embedder loaded) then starts once, not per worker."""
-    for item in items:
-        if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
