@@ -299,12 +299,14 @@ def _when(value) -> str:
 def get_session_for_read(user, pk: int):
 
     require_login(user)
-    session = ChatSession.objects.select_related("prompt").filter(pk=pk).first()
-    if session is None or not session.is_readable_by(user):
-        if session is not None and session.user_id == user.pk:  # their own chat: say why, it hides nothing
-            raise Forbidden(str(REMOVED))
-        raise NotFound(_("There is no such chat."))
-    return session
+    # A chat the user may read, the usual case, in one query (every chat socket's connect makes it,
+    # issue 44); only a refusal reads the chat again, to say why to its own student.
+    session = ChatSession.objects.readable_by(user).select_related("prompt").filter(pk=pk).first()
+    if session is not None:
+        return session
+    if ChatSession.objects.filter(pk=pk, user_id=user.pk).exists():  # their own chat: say why, it hides nothing
+        raise Forbidden(str(REMOVED))
+    raise NotFound(_("There is no such chat."))
 
 
 def get_session_for_write(user, pk: int):

@@ -73,7 +73,7 @@ async def test_a_question_makes_a_fixed_number_of_queries(student, session, olla
     log.install(monkeypatch)
     ws, connected, _ = await connect_ws(student, session.id)
     assert connected
-    await _ask(ws, ollama, log, "What is a mean?")  # the chat's first question
+    _, first_after = await _ask(ws, ollama, log, "What is a mean?")  # the chat's first question
     before, after = await _ask(ws, ollama, log, "And a median?")  # a chat going on: the usual case
     await ws.disconnect()
     listing = "\n".join(["before the model:", *before, "after the answer:", *after])
@@ -97,6 +97,33 @@ async def test_a_question_makes_a_fixed_number_of_queries(student, session, olla
     #  (chat/metering/usage.py): 4 the week's tokens (today's went with the counts; one UPDATE: no
     #  transaction).
     assert len(after) == 4, listing
+    # The student's first question of the week (and the prompt's first of the day): the same, but
+    # today's counts have no row yet (their UPDATE finds none, then a read, an INSERT and the UPDATE
+    # again, chat/models/days.py) and the week's tokens are one INSERT with the figures after their
+    # UPDATE found no row (not a read, an empty row and another UPDATE).
+    assert len(first_after) == 8, "\n".join(first_after)
+
+
+async def test_a_chat_socket_opens_with_a_fixed_number_of_queries(student, session, monkeypatch):
+    from channels.db import database_sync_to_async
+    from django.test import Client
+
+    from tests.websockets import open_websocket
+
+    browser = Client()
+    await database_sync_to_async(browser.force_login)(student)
+    log = QueryLog()
+    log.install(monkeypatch)
+    ws, connected, _ = await open_websocket(student, f"/ws/chats/{session.id}/", client=browser)
+    assert connected
+    with log.lock:
+        listing = "\n".join(log.statements)
+        count = len(log.statements)
+    await ws.disconnect()
+    # Every chat page opens one (issue 44): 1 the browser session, 2 its user (channels'
+    # AuthMiddleware), 3 the chat with its prompt if the user may read it (access/rules.py
+    # get_session_for_read: one query; a refusal reads the chat once more to say why).
+    assert count == 3, listing
 
 
 @pytest.mark.django_db

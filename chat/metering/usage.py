@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo
 
 import redis
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -339,13 +339,28 @@ class UsageMeter:
                 "completion_tokens": F("completion_tokens") + delta[1],
                 "calls": F("calls") + delta[2],
             }
-            if not week.update(**added):  # the week's first call: its row first (one UPDATE otherwise)
-                TokenUsage.objects.get_or_create(
-                    user_id=self.user_id, prompt_id=self.prompt_id, week_start=self.week.start
-                )
-                week.update(**added)
+            if not week.update(**added):  # the week's first call: its row, made with the figures
+                self._first_of_week(week, added, delta)
             if to_day:
                 PromptDay.add(self.prompt_id, day or timezone.localdate(), tokens=tokens)
+
+    def _first_of_week(self, week, added: dict, delta: list[int]) -> None:
+        """The week's row, inserted with the figures: not read, made empty and updated (two
+        statements fewer on a student's first question of a week, issue 44). Another process that
+        made it first (the unique constraint) gets the UPDATE after all."""
+        try:
+            # Its own transaction, or a savepoint in the statistics' one: a refused INSERT spoils neither.
+            with transaction.atomic():
+                TokenUsage.objects.create(
+                    user_id=self.user_id,
+                    prompt_id=self.prompt_id,
+                    week_start=self.week.start,
+                    prompt_tokens=delta[0],
+                    completion_tokens=delta[1],
+                    calls=delta[2],
+                )
+        except IntegrityError:
+            week.update(**added)
 
     def unflushed_tokens(self) -> int:
         with self._lock:
