@@ -143,6 +143,10 @@ def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
         if window.start_at <= at < window.end_at
     )
     steady = sum(window.cpu) / max(1, in_window) * 1e6 if window.cpu and window.end_at > window.start_at else None
+    # Tokens per websocket frame (a token event carries those that arrived together, chat/turn/runner.py):
+    # a process that falls behind sends fuller frames, and a frame costs about the same however full.
+    frames_in_window = sum(1 for r in runs for at in r.times if window.start_at <= at < window.end_at)
+    frames = sum(len(r.times) for r in runs)
     lost = sum(len(set(expected) - set("".join(r.tokens).split())) for r in runs if not r.error)
     own = [((r.first - r.sent) - 1.0 / args.rate) * 1000 for r in runs if r.first is not None and not r.error]
     return {
@@ -152,6 +156,7 @@ def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
         "cpu_us": sum(cpu) / max(1, streamed) * 1e6,
         "steady_us": steady,
         "steady_each_us": [c / max(1, in_window) * len(pids) * 1e6 for c in window.cpu],
+        "tokens_per_frame": {"steady": in_window / max(1, frames_in_window), "all": streamed / max(1, frames)},
         # What is left of the round's CPU once its tokens are paid at the steady rate: each question's own.
         "question_ms": (sum(cpu) - (steady or 0) / 1e6 * streamed) / max(1, len(runs)) * 1e3,
         "cpu": cpu,

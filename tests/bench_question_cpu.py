@@ -11,12 +11,16 @@ own CPU clocks: "before the model" is the start of the turn (signed in still, pe
 the question stored) and the turn's thread up to the moment the model server receives the request;
 "after the answer" is the turn's thread from then on (the answer is one short chunk: its storing,
 statistics, token meter, the rendered `message_done`). The event loop's own work (the frame
-received, the events sent) is not in either. The first 5 questions are left out (warm-up).
+received, the events sent) is not in either. The first 5 questions are left out (warm-up). Beside
+them, to tell a costlier run from a slower machine: the process's garbage collections over the
+measured questions, the hash seed, and the CPU of a fixed piece of work before and after the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import statistics
 import threading
 import time
@@ -33,6 +37,20 @@ QUESTIONS = 40
 
 def _cpu_of(ident: int) -> float:
     return time.clock_gettime(time.pthread_getcpuclockid(ident))
+
+
+def _machine_ms() -> float:
+    """The median CPU of a fixed piece of pure Python (dicts, lists, JSON): what the machine makes
+    of the same work at the moment. On a shared machine it swings by a third with what else runs
+    (caches, the other core's load); a run whose questions cost more by as much is the machine's."""
+    import json
+
+    costs = []
+    for _ in range(15):
+        began = time.thread_time()
+        json.dumps({str(i): [i, {"k": i}] for i in range(5000)})
+        costs.append(time.thread_time() - began)
+    return statistics.median(costs) * 1e3
 
 
 async def test_cpu_per_question(student, session, ollama, monkeypatch, settings):
@@ -64,7 +82,15 @@ async def test_cpu_per_question(student, session, ollama, monkeypatch, settings)
     monkeypatch.setattr(runner, "_run_in_thread", timed_run)
     ws, connected, _ = await connect_ws(student, session.id)
     assert connected
-    rows = []
+    rows: list[tuple[float, float]] = []
+    collections = [0, 0, 0]  # the process's garbage collections by generation, from the 6th question on
+
+    def counted(phase: str, info: dict) -> None:
+        if phase == "start" and len(rows) >= 5:
+            collections[info["generation"]] += 1
+
+    gc.callbacks.append(counted)
+    machine = [_machine_ms()]
     for i in range(QUESTIONS):
         now["done"] = threading.Event()
         ollama.script(respond)
@@ -72,9 +98,14 @@ async def test_cpu_per_question(student, session, ollama, monkeypatch, settings)
         assert (await receive_turn(ws))[-1]["type"] == "message_done"
         await asyncio.to_thread(now["done"].wait, 10)
         rows.append((now["start"] + now["at_model"] - now["began"], now["ended"] - now["at_model"]))
+    gc.callbacks.remove(counted)
+    machine.append(_machine_ms())
     await ws.disconnect()
     before, after = [r[0] * 1e3 for r in rows[5:]], [r[1] * 1e3 for r in rows[5:]]
     print(
         f"\nCPU per question (ms), {len(before)} questions: before the model median {statistics.median(before):.2f}"
-        f" (least {min(before):.2f}); after the answer median {statistics.median(after):.2f} (least {min(after):.2f})"
+        f" (least {min(before):.2f}); after the answer median {statistics.median(after):.2f} (least {min(after):.2f});"
+        f" garbage collections {' / '.join(map(str, collections))} (generations 0 / 1 / 2),"
+        f" hash seed {os.environ.get('PYTHONHASHSEED', 'random')}, load average {os.getloadavg()[0]:.1f};"
+        f" the fixed work before / after: {machine[0]:.2f} / {machine[1]:.2f} ms"
     )
