@@ -31,6 +31,7 @@ from chat.models import (
     open_now_q,
 )
 from collections_app.models import Collection, SourceFile
+from kernel.compiled import Compiled, first_of
 from kernel.errors import Forbidden, NotAuthenticated, NotFound
 from kernel.formats import moment
 
@@ -259,7 +260,7 @@ def enrollment_of(user, prompt) -> Enrollment | None:
     """The user's enrollment in `prompt` while they are enrolled (not removed or blocked), else None."""
     if not (user.is_authenticated and user.is_active):
         return None
-    return Enrollment.objects.filter(prompt=prompt, student=user, status=EnrollmentStatus.ENROLLED).first()
+    return _ENROLLED.first(prompt.pk, user.pk)
 
 
 def get_prompt_for_privacy(user, pk: int):
@@ -309,10 +310,21 @@ def get_session_for_read(user, pk: int):
     raise NotFound(_("There is no such chat."))
 
 
+# Read on every chat message: their SQL is compiled once (kernel/compiled.py), the rows read afresh.
+_CHAT_WITH_PROMPT = Compiled(lambda pk: first_of(ChatSession.objects.select_related("prompt").filter(pk=pk)), int)
+_ENROLLED = Compiled(
+    lambda prompt, student: first_of(
+        Enrollment.objects.filter(prompt_id=prompt, student_id=student, status=EnrollmentStatus.ENROLLED)
+    ),
+    int,
+    int,
+)
+
+
 def get_session_for_write(user, pk: int):
     """A chat the user may write in now: their own, on a prompt they may chat with now."""
     require_login(user)
-    session = ChatSession.objects.select_related("prompt").filter(pk=pk).first()
+    session = _CHAT_WITH_PROMPT.first(pk)
     if session is None or session.user_id != user.pk:
         get_session_for_read(user, pk)  # 404 unless they may read it
         raise Forbidden(_("You can read this chat but only its student can write in it."))

@@ -36,12 +36,14 @@ class ProcessBeacon:
         self._thread = Periodic("alive-beacon", ALIVE_BEAT_SECONDS, self._beat_quietly)
         os.register_at_fork(after_in_child=self._forked)
 
-    def ensure(self) -> str:
-        """This process's id, its beacon running (started on first use)."""
+    def ensure(self, *, beat: bool = True) -> str:
+        """This process's id, its beacon running (started on first use). `beat=False`: the caller
+        sets `alive_key(id)` itself now, with the lock it takes (one Redis call, not two)."""
         with self._lock:
             if self._pid != os.getpid():
                 self._pid, self.id = os.getpid(), f"{uuid.uuid4().hex[:12]}"
-            self._beat()  # a lock is taken: say so now, in case Redis lost the key since the last beat
+            if beat:
+                self._beat()  # a lock is taken: say so now, in case Redis lost the key since the last beat
             self._thread.start()
             return self.id
 

@@ -89,6 +89,7 @@ async def test_a_question_makes_a_fixed_number_of_queries(student, session, olla
     #  12 the prompt's collections its teachers may still use (its SQL compiled once per process,
     #    run afresh every turn: chat/turn/searchable.py), 13 the chat's history for the model.
     #  (A student's "do they teach it?" makes no query: they cannot, Prompt.is_taught_by.)
+    #  (3-7 and 13, and 2 after the answer, run SQL the ORM compiled once: kernel/compiled.py.)
     assert len(before) == 13, listing
     # After the answer: 1 the reply saved, then the teachers' statistics (chat/insight/stats.py; a
     #  student's chat, as the turn's start found, not asked again by them or the token meter):
@@ -158,3 +159,43 @@ def test_the_collections_a_turn_searches_follow_every_change_at_once(owner, co_o
     co_owner.is_active = False  # the prompt's only teacher deactivated
     co_owner.save()
     assert searched() == []
+
+
+@pytest.mark.django_db
+def test_the_compiled_queries_of_a_question_read_what_the_orm_reads(session, student):
+    """Every compiled query of a question (kernel/compiled.py) gives the rows its queryset gives,
+    and sees each change at once: it keeps the SQL, never the rows."""
+    from access.rules import _CHAT_WITH_PROMPT, _ENROLLED
+    from chat.insight.answers import answer_for, save_answer
+    from chat.insight.stats import _LAST_BEFORE
+    from chat.metering.usage import budget_for
+    from chat.models import BudgetOverride, Enrollment, EnrollmentStatus, Message, MessageRole, MessageStatus
+    from chat.turn.agent import _UNFINISHED
+    from chat.turn.answering import _EARLIER
+
+    prompt = session.prompt
+    read = _CHAT_WITH_PROMPT.first(str(session.pk))  # as a URL gives it
+    assert read is not None
+    assert (read, read.prompt, read.prompt.name) == (session, prompt, prompt.name)
+    assert _CHAT_WITH_PROMPT.first(session.pk + 1000) is None
+    assert _ENROLLED.first(prompt.pk, student.pk) == Enrollment.objects.get(prompt=prompt, student=student)
+    Enrollment.objects.filter(prompt=prompt, student=student).update(status=EnrollmentStatus.REMOVED)
+    assert _ENROLLED.first(prompt.pk, student.pk) is None  # removed: seen by the next message
+    assert budget_for(prompt, student.pk) == (prompt.weekly_token_budget, False)
+    BudgetOverride.objects.create(prompt=prompt, user=student, weekly_token_budget=1234)
+    assert budget_for(prompt, student.pk) == (1234, False)
+    assert answer_for(prompt.pk, "When is the exam?") is None
+    made = save_answer(prompt, prompt.owner, question="When is the exam?", answer="On Friday.")
+    assert answer_for(prompt.pk, "  when is the EXAM ") == made
+
+    question = Message.objects.create(session=session, role=MessageRole.USER, content="Mean?")
+    reply = Message.objects.create(session=session, role=MessageRole.ASSISTANT, status=MessageStatus.PENDING)
+    later = Message.objects.create(session=session, role=MessageRole.USER, content="Median?")
+    assert _UNFINISHED.rows(session.pk) == [(reply.pk,)]
+    earlier = _EARLIER.objects(session.pk, later.pk)
+    assert earlier == [question, reply] and [m.content for m in earlier] == ["Mean?", ""]
+    fields = ("session", "role", "status", "content", "attachment_name", "attachment_text")
+    orm = session.messages.filter(id__lt=later.pk).order_by("id").only(*fields)
+    assert [m.get_deferred_fields() for m in earlier] == [m.get_deferred_fields() for m in orm]  # read as `only`
+    assert _LAST_BEFORE.rows(session.pk, question.pk) == []  # the chat's first message: nothing before
+    assert _LAST_BEFORE.rows(session.pk, later.pk) == [(question.pk, reply.pk)]

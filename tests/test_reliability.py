@@ -156,6 +156,31 @@ def test_a_live_process_keeps_its_chat_locked(client_for, student, session):
     assert reply.status == MessageStatus.STREAMING
 
 
+def test_a_turn_clears_an_earlier_stop_but_a_busy_chat_keeps_its_running_turns_stop(
+    client_for, student, session, ollama
+):
+    """The turn lock, the Stop's clearing and the process's beacon are one Redis call at a turn's
+    start (chat/turn/limits.TurnLock.acquire): each still does what it did on its own."""
+    from chat.turn.limits import StopSignal
+    from kernel.beacon import beacon
+
+    stop = StopSignal(session.pk).key
+    get_redis().set(alive_key("otherprocess"), "1", ex=ALIVE_TTL)
+    reply = _orphan(session, f"otherprocess:{time.time_ns()}")
+    get_redis().set(stop, "1")  # the student pressed Stop for the turn running elsewhere
+    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Again?"})
+    assert response.status_code == 409 and response.json()["code"] == "busy"
+    assert get_redis().get(stop) is not None  # that turn still finds its Stop
+    get_redis().delete(TurnLock(session.pk).key)  # it ended, its Stop left behind
+    Message.objects.filter(pk=reply.pk).update(status=MessageStatus.STOPPED)
+    get_redis().delete(alive_key(beacon.ensure()))  # and Redis lost this process's beacon meanwhile
+    ollama.script(Reply(content="Light bends."))
+    response = api(client_for(student), "post", f"/chats/{session.pk}/messages", {"content": "Again?"})
+    assert response.status_code == 200 and response.json()["status"] == "complete", response.json()
+    assert get_redis().get(stop) is None
+    assert get_redis().exists(alive_key(beacon.ensure(beat=False)))
+
+
 def test_a_lock_left_behind_by_a_finished_turn_is_broken(client_for, student, session, ollama):
     """Redis was away when the turn ended: its answer is stored, its lock stayed."""
     get_redis().set(alive_key("otherprocess"), "1", ex=ALIVE_TTL)

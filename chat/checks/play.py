@@ -82,27 +82,10 @@ class Played:
         return self.mode == AnswerMode.EXTRACTIVE
 
 
-class _NoHistory:
-    """The earlier messages of a chat that does not exist: none."""
-
-    def filter(self, *args, **kwargs) -> _NoHistory:
-        return self
-
-    def order_by(self, *args) -> _NoHistory:
-        return self
-
-    def only(self, *fields) -> _NoHistory:
-        return self
-
-    def __iter__(self):
-        return iter(())
-
-
 @dataclass
 class _CheckChat:
     prompt: Prompt
-    id: None = None
-    messages: _NoHistory = field(default_factory=_NoHistory)
+    id: None = None  # no chat: no earlier messages (chat/turn/answering.history)
 
 
 @dataclass

@@ -25,6 +25,7 @@ from django.utils.translation import gettext as _
 
 from chat.models import Prompt, TeacherAnswer, TeacherAnswerFile
 from collections_app.models import FileStatus, SourceFile
+from kernel.compiled import Compiled
 from kernel.errors import Conflict, InvalidInput, NotFound
 from kernel.formats import number
 from kernel.rendering import render_markdown
@@ -48,9 +49,16 @@ def answer_for(prompt_id: int, text: str) -> TeacherAnswer | None:
     key = question_key(text)
     if not key:
         return None
-    # One row at most (unique per prompt and key): no ordering to sort by.
-    found = TeacherAnswer.objects.filter(prompt_id=prompt_id, key=key, expired_at__isnull=True).order_by()[:1]
-    return next(iter(found), None)
+    return _SERVED.first(prompt_id, key)
+
+
+# Asked on every question: its SQL is compiled once (kernel/compiled.py), the row read afresh. One
+# row at most (unique per prompt and key): no ordering to sort by.
+_SERVED = Compiled(
+    lambda prompt, key: TeacherAnswer.objects.filter(prompt_id=prompt, key=key, expired_at__isnull=True).order_by()[:1],
+    int,
+    str,
+)
 
 
 def note_served(answer: TeacherAnswer) -> None:

@@ -36,6 +36,7 @@ from chat.models import (
     PromptDay,
     SourceDay,
 )
+from kernel.compiled import Compiled
 from kernel.errors import NotFound
 from rag import query as rag_query
 from rag.languages import LANGUAGES
@@ -90,6 +91,24 @@ def record_answer(
         return None
 
 
+# Read at the end of every answer: its SQL is compiled once (kernel/compiled.py), the row read
+# afresh. Grouped by the chat (one row; none when nothing came before), as `aggregate()` gives no
+# queryset to compile.
+_LAST_BEFORE = Compiled(
+    lambda chat, reply: (
+        Message.objects.filter(session_id=chat, id__lt=reply)
+        .order_by()
+        .values("session_id")
+        .annotate(
+            question=Max("id", filter=Q(role=MessageRole.USER)), answer=Max("id", filter=Q(role=MessageRole.ASSISTANT))
+        )
+        .values_list("question", "answer")
+    ),
+    int,
+    int,
+)
+
+
 def _record(reply: Message, *, with_tokens: bool, tokens: int, student: bool | None) -> bool:
     session = reply.session
     prompt = session.prompt
@@ -98,10 +117,8 @@ def _record(reply: Message, *, with_tokens: bool, tokens: int, student: bool | N
     if not student:
         return False  # a teacher's own chat
     # One read for the chat's messages before this answer: its question, and any earlier answer.
-    last = session.messages.filter(id__lt=reply.id).aggregate(
-        question=Max("id", filter=Q(role=MessageRole.USER)), answer=Max("id", filter=Q(role=MessageRole.ASSISTANT))
-    )
-    question, answer = last["question"], last["answer"]
+    last = _LAST_BEFORE.rows(session.id, reply.id)
+    question, answer = last[0] if last else (None, None)
     answered_before = question is not None and answer is not None and answer > question
     searches = [r for r in reply.tool_results if r.get("query")]
     usage = reply.token_usage or {}

@@ -40,6 +40,7 @@ from chat.models import BudgetOverride, Enrollment, Prompt, PromptDay, TokenUsag
 # The refusal is declared where curated searches meet this meter (collections_app/metering.py).
 from collections_app.metering import BudgetExhausted as BudgetExhausted
 from kernel import metrics
+from kernel.compiled import Compiled, first_of
 from kernel.formats import moment
 from kernel.outages import defer_until_redis
 from kernel.redis_client import get_redis, quick_redis
@@ -96,9 +97,15 @@ def _expiry(week: Week) -> int:
     return week.seconds_left() + 86400
 
 
+# Read on every question: its SQL is compiled once (kernel/compiled.py), the row read afresh.
+_OVERRIDE = Compiled(
+    lambda prompt, user: first_of(BudgetOverride.objects.filter(prompt_id=prompt, user_id=user)), int, int
+)
+
+
 def budget_for(prompt: Prompt, user_id: int) -> tuple[int | None, bool]:
     """(the user's weekly budget in the prompt, whether they are exempt)."""
-    override = BudgetOverride.objects.filter(prompt=prompt, user_id=user_id).first()
+    override = _OVERRIDE.first(prompt.pk, user_id)
     if override is None:
         return prompt.weekly_token_budget, False
     if override.exempt and prompt.is_taught_by(override.user):  # exemption ends with teaching

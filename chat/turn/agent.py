@@ -48,6 +48,7 @@ from chat.turn.searchable import usable_collections
 from chat.turn.state import Turn, TurnAbandoned, TurnStopped
 from chat.turn.tools import SearchTool
 from kernel import draining, metrics
+from kernel.compiled import Compiled
 from kernel.errors import Conflict, CurreChatError, Forbidden, ModelMissing, ProviderError, ServiceUnavailable
 from kernel.formats import number
 from rag.providers import is_available, is_available_on_second_look
@@ -125,12 +126,11 @@ def start_turn(
     try:
         check_rate(session.user_id)
         fail_orphaned_replies(session)
-        lock.acquire()
+        lock.acquire(StopSignal(session.id))  # and a Stop sent before this turn is cleared
     except BaseException:
         meter.settle()
         raise
     try:
-        StopSignal(session.id).clear()
         with transaction.atomic():
             if not retry:
                 question = Message.objects.create(session=session, role=MessageRole.USER, content=text)
@@ -170,6 +170,14 @@ def _question_to_retry(session: ChatSession, *, answered: bool = False) -> Messa
     return last_question
 
 
+UNFINISHED = [MessageStatus.PENDING, MessageStatus.STREAMING]
+# Asked on every question: its SQL is compiled once (kernel/compiled.py), the rows read afresh.
+_UNFINISHED = Compiled(
+    lambda chat: Message.objects.filter(session_id=chat, role=MessageRole.ASSISTANT, status__in=UNFINISHED).values_list(
+        "id"
+    ),
+    int,
+)
 ORPHANED = gettext_lazy("The server stopped before this answer was finished. Ask again or retry.")
 
 
@@ -183,8 +191,7 @@ def fail_orphaned_replies(session: ChatSession) -> None:
     lock is checked, and the update re-checks the status, so a turn that starts or finishes
     meanwhile is never touched.
     """
-    unfinished = [MessageStatus.PENDING, MessageStatus.STREAMING]
-    ids = list(session.messages.filter(role=MessageRole.ASSISTANT, status__in=unfinished).values_list("id", flat=True))
+    ids = [row[0] for row in _UNFINISHED.rows(session.id)]
     lock = TurnLock(session.id)
     token = lock.current()
     if token is not None and (not holder_alive(token) or (not ids and token_age(token) > LOCK_GRACE_SECONDS)):
@@ -192,7 +199,7 @@ def fail_orphaned_replies(session: ChatSession) -> None:
             log.warning("Chat %s: broke the turn lock of a turn that is gone (%s)", session.id, token)
         token = lock.current()
     if ids and token is None:
-        Message.objects.filter(id__in=ids, status__in=unfinished).update(
+        Message.objects.filter(id__in=ids, status__in=UNFINISHED).update(
             status=MessageStatus.FAILED, error=str(ORPHANED)
         )
 

@@ -21,6 +21,7 @@ from chat.turn.events import EventSink, PassageView, ToolResultEvent
 from chat.turn.extractive import extractive_answer
 from chat.turn.leakguard import Leak
 from chat.turn.tools import TOOL_NAME, SearchTool, ToolOutcome, parse_query
+from kernel.compiled import Compiled
 from kernel.errors import CurreChatError
 from kernel.rendering import strip_citations
 from rag.providers import ChatMessage, Done, TextDelta, ToolCall, get_chat_model
@@ -73,6 +74,18 @@ def as_model_reads(question: Message) -> str:
     return attachment_model_text(question.content, question.attachment_name, question.attachment_text)
 
 
+# Read on every question: its SQL is compiled once (kernel/compiled.py), the rows read afresh.
+_EARLIER = Compiled(
+    lambda chat, question: (
+        Message.objects.filter(session_id=chat, id__lt=question)
+        .order_by("id")
+        .only("session", "role", "status", "content", "attachment_name", "attachment_text")
+    ),
+    int,
+    int,
+)
+
+
 def history(turn: Turn) -> list[ChatMessage]:
     """Earlier exchanges that got a complete answer, oldest first.
 
@@ -81,8 +94,9 @@ def history(turn: Turn) -> list[ChatMessage]:
     """
     # Only what the model reads: not the answers' tool results, citations and usage, whose JSON
     # decoding cost more CPU than the rest of the read in a long chat (issue 44).
-    earlier = turn.session.messages.filter(id__lt=turn.question.id).order_by("id")
-    messages = list(earlier.only("session", "role", "status", "content", "attachment_name", "attachment_text"))
+    if turn.session.id is None:  # an answer check's question, in no chat (chat/checks/play.py)
+        return []
+    messages = _EARLIER.objects(turn.session.id, turn.question.id)
     history: list[ChatMessage] = []
     pending: Message | None = None
     for message in messages:

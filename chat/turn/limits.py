@@ -74,9 +74,14 @@ class TurnLock:
         self.key = _key("turn", session_id)
         self.token = ""
 
-    def acquire(self) -> None:
-        self.token = f"{beacon.ensure()}:{time.time_ns()}"
-        if not get_redis().set(self.key, self.token, nx=True, ex=TURN_LOCK_SECONDS):
+    def acquire(self, stop: StopSignal) -> None:
+        """Take the lock and clear the chat's `stop` (a Stop sent before this turn does not stop
+        it), and say this process is alive (in case Redis lost its beacon since the last beat): one
+        Redis call. Raises ChatBusy, with the Stop left as it was, when a turn holds the lock."""
+        process = beacon.ensure(beat=False)
+        self.token = f"{process}:{time.time_ns()}"
+        keys = [alive_key(process), self.key, stop.key]
+        if not get_redis().eval(_ACQUIRE, len(keys), *keys, ALIVE_TTL, self.token, TURN_LOCK_SECONDS):
             raise ChatBusy(_("The assistant is still answering your previous message in this chat. Wait for it."))
 
     def current(self) -> str | None:
@@ -108,6 +113,14 @@ class TurnLock:
 
 
 _COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+_ACQUIRE = """
+redis.call('set', KEYS[1], '1', 'EX', ARGV[1])
+if redis.call('set', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[3]) then
+  redis.call('del', KEYS[3])
+  return 1
+end
+return 0
+"""
 
 
 def holder_alive(token: str) -> bool:
@@ -187,10 +200,6 @@ class StopSignal:
         self.session_id = session_id
         self.key = _key("stop", session_id)
         self._local: threading.Event | None = None
-
-    def clear(self) -> None:
-        """At the start of a turn: a Stop sent before it began does not stop it."""
-        get_redis().delete(self.key)
 
     def watch_here(self) -> None:
         """Make this the signal of the chat's turn running in this process, so a Stop reaching
