@@ -64,19 +64,24 @@ class Run:
     error: str = ""
 
 
-async def one_chat(stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[int, str], start_at: float) -> Run:
+def open_chat(stack, tls, chat: tuple[int, str]):
+    """A chat's websocket through nginx, as the page opens it (`await` it, or `async with`)."""
     import websockets
 
-    run = Run(index)
     chat_id, cookie = chat
+    return websockets.connect(
+        f"wss://localhost:{stack.https_port}/ws/chats/{chat_id}/",
+        ssl=tls,
+        additional_headers={"Cookie": f"sessionid={cookie}", "Origin": stack.url},
+        max_size=None,
+        open_timeout=60,
+    )
+
+
+async def one_chat(stack: Stack, tls: ssl.SSLContext, index: int, chat: tuple[int, str], start_at: float) -> Run:
+    run = Run(index)
     try:
-        async with websockets.connect(
-            f"wss://localhost:{stack.https_port}/ws/chats/{chat_id}/",
-            ssl=tls,
-            additional_headers={"Cookie": f"sessionid={cookie}", "Origin": stack.url},
-            max_size=None,
-            open_timeout=60,
-        ) as ws:
+        async with open_chat(stack, tls, chat) as ws:
             await asyncio.sleep(max(0.0, start_at - time.monotonic()))
             run.sent = time.monotonic()
             await ws.send(json.dumps({"type": "user_message", "content": f"chat {index}: count for me"}))

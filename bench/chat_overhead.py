@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.chat_deploy import SteadyWindow, source_of  # noqa: E402
+from bench.chat_deploy import SteadyWindow, open_chat, source_of  # noqa: E402
 from bench.chat_load import cpu_seconds, start_model_servers  # noqa: E402
 from tests.deployment import Stack  # noqa: E402
 
@@ -61,19 +61,6 @@ from bench.chat_load import prepare_data
 models = {"short": "qwen3:8b", "long": "openai:Qwen/Qwen3-8B"}
 print(json.dumps({kind: prepare_data(COUNT - 1, "overhead-" + kind, model, None) for kind, model in models.items()}))
 """
-
-
-async def _open(stack: Stack, tls: ssl.SSLContext, chat: tuple[int, str]):
-    import websockets
-
-    chat_id, cookie = chat
-    return await websockets.connect(
-        f"wss://localhost:{stack.https_port}/ws/chats/{chat_id}/",
-        ssl=tls,
-        additional_headers={"Cookie": f"sessionid={cookie}", "Origin": stack.url},
-        max_size=None,
-        open_timeout=60,
-    )
 
 
 async def _ask(ws, arrivals: list) -> None:
@@ -98,14 +85,14 @@ async def _phase(
     pid = stack.web[0].pid
     pool = asyncio.Semaphore(concurrency)
     arrivals: list[tuple[float, int]] = []
-    sockets = [await _open(stack, tls, chat) for chat in chats] if phase == "question" else []
+    sockets = [await open_chat(stack, tls, chat) for chat in chats] if phase == "question" else []
 
     async def one(i: int, chat) -> None:
         async with pool:
             if phase == "question":
                 await _ask(sockets[i], arrivals)
                 return
-            async with await _open(stack, tls, chat) as ws:
+            async with await open_chat(stack, tls, chat) as ws:
                 if phase in ("chat", "long"):
                     await _ask(ws, arrivals)
 
