@@ -187,10 +187,12 @@ def pytest_addoption(parser):
     )
 
 
+@pytest.hookimpl(trylast=True)  # after xdist's own, which names each grouped test's group
 def pytest_collection_modifyitems(config, items):
     """`--database-tests-only`: the second pass of `make test`, on PostgreSQL, runs the tests that
     use the database, in their process (a database fixture or mark) or in a process they start
     (marked `database`). Every other test ran in the SQLite pass, where nothing of it differs."""
+    _check_groups(config, items)
     if not config.getoption("database_tests_only"):
         return
     keep, other = [], []
@@ -201,6 +203,30 @@ def pytest_collection_modifyitems(config, items):
     if other:
         config.hook.pytest_deselected(items=other)
         items[:] = keep
+
+
+_UNGROUPED = pytest.StashKey[str]()
+
+
+def _check_groups(config, items) -> None:
+    """With `--dist loadgroup`, xdist sends the tests of an `xdist_group` to one worker by adding
+    `@<group>` to their ids on each worker. pytest 9.2's structured ids ignore that (pytest-xdist
+    issue 1386): every group was spread over the workers without a word, and each worker paid the
+    group's expensive setup again (a model's embeddings, the production layout). Say so instead:
+    each grouped test fails with the reason (an error raised here would only crash xdist's controller)."""
+    if not config.getoption("loadgroup", False):  # set on xdist's workers only
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+            item.stash[_UNGROUPED] = (
+                "pytest-xdist did not send this test to its xdist_group's worker: this pytest and pytest-xdist "
+                "do not work together (pytest-xdist issue 1386); install the versions of requirements-dev.txt."
+            )
+
+
+def pytest_runtest_setup(item):
+    if _UNGROUPED in item.stash:
+        pytest.fail(item.stash[_UNGROUPED], pytrace=False)
 
 
 def pytest_unconfigure(config):
