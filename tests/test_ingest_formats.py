@@ -193,6 +193,9 @@ def macro_deck() -> bytes:
         (_zip({"ppt/presentation.xml": b"\x00" * 60_000_000}), "bomb.pptx", 413, ["expands"]),
         (b"RIFF\x00\x00\x00\x00WEBPVP8 " + b"\x00" * 50, "photo.webp", 400, ["cannot be read as a picture"]),
     ],
+    # Named by their file: a zip's bytes hold the second it was made, and xdist's workers must
+    # collect the same tests.
+    ids=["slides.pptx", "essay.odt", "grades.docx", "clever.pptm", "bomb.pptx", "photo.webp"],
 )
 def test_bad_office_files_and_pictures_are_refused_by_content(
     content, name, status, words, fast_collection, client_for, owner, settings

@@ -82,23 +82,25 @@ def encrypted_pdf() -> bytes:
     return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="owner", user_pw="student")
 
 
-@pytest.mark.parametrize(
-    ("content", "name", "status", "words"),
-    [
-        (b"", "empty.txt", 400, ["empty"]),
-        (b"   \n\t\n", "blank.md", 400, ["empty"]),
-        ("Just UTF-16 without a mark".encode("utf-16-le"), "fine.txt", 201, []),
-        (bytes(range(256)) * 40, "data.txt", 415, ["binary data"]),
-        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "photo.txt", 400, ["cannot be read as a picture", "PNG"]),
-        (b"PK\x03\x04" + b"\x00" * 100, "essay.txt", 400, ["Office document", "cannot be read"]),
-        (b"GIF89a" + b"\x00" * 100, "diagram.png", 415, ["GIF image", "Save it as"]),
-        (b"Just text, honestly.", "slides.pdf", 415, ["not one"]),
-        ("Caf\xe9 cr\xe8me br\xfbl\xe9e".encode("latin-1"), "menu.txt", 415, ["UTF-8"]),
-        (b"%PDF-1.4\n" + b"\x00\x01garbage" * 200, "broken.pdf", 400, ["damaged"]),
-        (encrypted_pdf(), "locked.pdf", 400, ["password-protected"]),
-        (blank_pdf(2500), "phonebook.pdf", 413, ["2,500 pages", "limit is 2,000", "Split"]),
-    ],
-)
+# Named by their file (`ids`): a made PDF's bytes differ from process to process (its random /ID),
+# and xdist's workers must collect the same tests.
+BAD_UPLOADS = [
+    (b"", "empty.txt", 400, ["empty"]),
+    (b"   \n\t\n", "blank.md", 400, ["empty"]),
+    ("Just UTF-16 without a mark".encode("utf-16-le"), "fine.txt", 201, []),
+    (bytes(range(256)) * 40, "data.txt", 415, ["binary data"]),
+    (b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "photo.txt", 400, ["cannot be read as a picture", "PNG"]),
+    (b"PK\x03\x04" + b"\x00" * 100, "essay.txt", 400, ["Office document", "cannot be read"]),
+    (b"GIF89a" + b"\x00" * 100, "diagram.png", 415, ["GIF image", "Save it as"]),
+    (b"Just text, honestly.", "slides.pdf", 415, ["not one"]),
+    ("Caf\xe9 cr\xe8me br\xfbl\xe9e".encode("latin-1"), "menu.txt", 415, ["UTF-8"]),
+    (b"%PDF-1.4\n" + b"\x00\x01garbage" * 200, "broken.pdf", 400, ["damaged"]),
+    (encrypted_pdf(), "locked.pdf", 400, ["password-protected"]),
+    (blank_pdf(2500), "phonebook.pdf", 413, ["2,500 pages", "limit is 2,000", "Split"]),
+]
+
+
+@pytest.mark.parametrize(("content", "name", "status", "words"), BAD_UPLOADS, ids=[case[1] for case in BAD_UPLOADS])
 def test_bad_uploads_are_refused_with_a_reason(content, name, status, words, fast_collection, client_for, owner):
     response = upload(client_for(owner), fast_collection, content, name)
     if status == 201:  # the control case: the check is about content, not suspicion of everything
