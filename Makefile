@@ -101,9 +101,10 @@ format: $(STAMP)
 
 # In parallel: each pytest-xdist worker starts its own Redis Stack and test model server
 # (tests/services.py), and a live app of its own at its first browser test: the browser tests, half
-# the suite's time, are shared by the workers like the others (one group on one worker was the
-# longest worker's whole run). Three workers on two cores: with two, the cores stood idle a fifth to
-# a half of the time while tests waited on the processes they start (docs/BENCHMARKS.md, "The suite's own time").
+# the suite's time, are shared by the workers like the others. Tests marked with an `xdist_group`
+# (an expensive set-up they share) run on one worker. Three workers on two cores: with two, the cores
+# stood idle a fifth to a half of the time while tests waited on the processes they start
+# (docs/BENCHMARKS.md, "The suite's own time").
 PYTEST_WORKERS ?= 3
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 

@@ -1,4 +1,5 @@
-"""Turn domain errors and a lost backing service into readable pages instead of server errors."""
+"""Turn domain errors and a lost backing service into readable pages instead of server errors; one
+look at the model servers per request."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.errors import CurreChatError, NotAuthenticated
+from rag.providers.registry import one_look
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +20,18 @@ REDIS_DOWN = gettext_lazy(
     "The search index and task queue (Redis) cannot be reached right now. Your data is safe; try again "
     "in a moment, and if this persists ask your administrator to check Redis."
 )
+
+
+class ModelListsMiddleware:
+    """Everything a request asks about the models answers from one look at each server
+    (`registry.one_look`): one listing per page, not one per thing on it that names a model."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with one_look():
+            return self.get_response(request)
 
 
 class ServiceUnavailableMiddleware:

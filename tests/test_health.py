@@ -111,3 +111,19 @@ def test_pages_and_api_that_need_redis_explain_when_it_is_down(client_for, owner
     assert api.status_code == 503
     assert "try again" in api.json()["detail"]
     assert client.get(f"/collections/{collection.id}/").status_code in (200, 503)  # never a 500
+
+
+def test_a_page_asks_the_model_server_for_its_models_once_and_the_next_page_asks_again(
+    client_for, owner, prompt, ollama
+):
+    """The badge, the prompt's model choices and its warnings all read one look at the server (the
+    suite keeps no list between requests: HEALTH_CACHE_SECONDS=0)."""
+    client = client_for(owner)
+    ollama.requests.clear()
+    page = client.get(f"/prompts/{prompt.pk}/").content.decode()
+    assert [path for path, _ in ollama.requests if path == "/api/tags"] == ["/api/tags"]
+    assert "qwen3:8b" in page
+    ollama.models = ["llama3.2:3b"]
+    page = client.get(f"/prompts/{prompt.pk}/").content.decode()
+    assert len([path for path, _ in ollama.requests if path == "/api/tags"]) == 2
+    assert "llama3.2:3b" in page

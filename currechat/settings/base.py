@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "sso.middleware.ProviderFormActionMiddleware",  # after CSP: it adds to the policy CSP then writes
     "currechat.middleware.ServiceUnavailableMiddleware",
+    "currechat.middleware.ModelListsMiddleware",
 ]
 
 ROOT_URLCONF = "currechat.urls"
@@ -272,9 +273,8 @@ VLM_MODEL = env_str("VLM_MODEL", "qwen3-vl:8b")
 CURATION_MODEL = env_str("CURATION_MODEL", "qwen3:8b")
 # Model names are `<provider>:<name>`; `local:` models run in-process without any server.
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "local:all-MiniLM-L6-v2")
-# Tokens an embedding model reads (rag/providers/limits.py): chunks are cut so their embedding input
-# fits. `EMBEDDING_TOKEN_LIMITS=ollama:my-embedder=512,other=8192` overrides the built-in table;
-# models in neither get the conservative default.
+# Tokens an embedding model reads (rag/providers/limits.py): chunks are cut so their embedding input fits.
+# `EMBEDDING_TOKEN_LIMITS=ollama:my-embedder=512,other=8192` overrides the built-in table; others get the default.
 EMBEDDING_TOKEN_LIMITS = env_int_map("EMBEDDING_TOKEN_LIMITS")
 EMBEDDING_TOKEN_LIMIT_DEFAULT = env_int("EMBEDDING_TOKEN_LIMIT_DEFAULT", 512, minimum=16)
 # Load a `local:` embedder when a web process starts, not on the first search (currechat/warmup.py).

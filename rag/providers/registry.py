@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pkgutil import resolve_name  # the class path a deployment names, the standard library's way
 
@@ -93,21 +95,45 @@ _lists_lock = threading.Lock()
 _lists: dict[str, tuple[float, str, list[str] | None]] = {}
 
 
+# Within `one_look()` (a page's request): provider kind -> the list this request saw.
+_this_look: ContextVar[dict[str, list[str] | None] | None] = ContextVar("model_lists_this_look", default=None)
+
+
+@contextmanager
+def one_look() -> Iterator[None]:
+    """Inside, each server's list is asked for at most once (`fresh` still asks again): a page asks
+    for the models three times (the status badge, its model choices, its write rules), and once the
+    lists kept for HEALTH_CACHE_SECONDS were out of date (or that setting is 0), each asked the servers
+    again, and the page could show two different answers."""
+    token = _this_look.set({})
+    try:
+        yield
+    finally:
+        _this_look.reset(token)
+
+
 def _listed(kind: str, *, fresh: bool) -> list[str] | None:
     """Provider `kind`'s models, or None when its server cannot be reached. Kept for
     HEALTH_CACHE_SECONDS per process, so the status badge, search and the agent, which all ask on
     every request, reach each server at most once in that time; `fresh` asks again."""
+    look = _this_look.get()
+    if not fresh and look is not None and kind in look:
+        return look[kind]
     servers = _servers()
     with _lists_lock:
         kept = _lists.get(kind)
+    models: list[str] | None
     if not fresh and kept and kept[1] == servers and time.monotonic() - kept[0] < config.models().health_cache_seconds:
-        return kept[2]
-    try:
-        models: list[str] | None = _provider(kind).list_models()
-    except ProviderError:
-        models = None
-    with _lists_lock:
-        _lists[kind] = (time.monotonic(), servers, models)
+        models = kept[2]
+    else:
+        try:
+            models = _provider(kind).list_models()
+        except ProviderError:
+            models = None
+        with _lists_lock:
+            _lists[kind] = (time.monotonic(), servers, models)
+    if look is not None:
+        look[kind] = models
     return models
 
 
