@@ -183,20 +183,19 @@ def macro_deck() -> bytes:
     return _zip(parts)
 
 
-@pytest.mark.parametrize(
-    ("content", "name", "status", "words"),
-    [
-        (_zip({"notes.txt": b"hello"}), "slides.pptx", 415, ["ZIP archive", ".pptx"]),
-        (_zip({"mimetype": b"application/vnd.oasis.opendocument.text"}), "essay.odt", 415, ["OpenDocument", ".docx"]),
-        (_zip({"xl/workbook.xml": b"<x/>"}), "grades.docx", 415, ["spreadsheet"]),
-        (macro_deck(), "clever.pptm", 415, ["macros"]),
-        (_zip({"ppt/presentation.xml": b"\x00" * 60_000_000}), "bomb.pptx", 413, ["expands"]),
-        (b"RIFF\x00\x00\x00\x00WEBPVP8 " + b"\x00" * 50, "photo.webp", 400, ["cannot be read as a picture"]),
-    ],
-    # Named by their file: a zip's bytes hold the second it was made, and xdist's workers must
-    # collect the same tests.
-    ids=["slides.pptx", "essay.odt", "grades.docx", "clever.pptm", "bomb.pptx", "photo.webp"],
-)
+# Named by their file (`ids`): a zip's bytes hold the second it was made, and xdist's workers must
+# collect the same tests.
+BAD_PACKAGES = [
+    (_zip({"notes.txt": b"hello"}), "slides.pptx", 415, ["ZIP archive", ".pptx"]),
+    (_zip({"mimetype": b"application/vnd.oasis.opendocument.text"}), "essay.odt", 415, ["OpenDocument", ".docx"]),
+    (_zip({"xl/workbook.xml": b"<x/>"}), "grades.docx", 415, ["spreadsheet"]),
+    (macro_deck(), "clever.pptm", 415, ["macros"]),
+    (_zip({"ppt/presentation.xml": b"\x00" * 60_000_000}), "bomb.pptx", 413, ["expands"]),
+    (b"RIFF\x00\x00\x00\x00WEBPVP8 " + b"\x00" * 50, "photo.webp", 400, ["cannot be read as a picture"]),
+]
+
+
+@pytest.mark.parametrize(("content", "name", "status", "words"), BAD_PACKAGES, ids=[case[1] for case in BAD_PACKAGES])
 def test_bad_office_files_and_pictures_are_refused_by_content(
     content, name, status, words, fast_collection, client_for, owner, settings
 ):

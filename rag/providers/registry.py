@@ -115,7 +115,8 @@ def one_look() -> Iterator[None]:
 def _listed(kind: str, *, fresh: bool) -> list[str] | None:
     """Provider `kind`'s models, or None when its server cannot be reached. Kept for
     HEALTH_CACHE_SECONDS per process, so the status badge, search and the agent, which all ask on
-    every request, reach each server at most once in that time; `fresh` asks again."""
+    every request, reach each server at most once in that time; inside `one_look`, a request reads
+    one list per server however stale it grows meanwhile; `fresh` asks again."""
     look = _this_look.get()
     if not fresh and look is not None and kind in look:
         return look[kind]
