@@ -22,7 +22,9 @@ def test_the_statistics_page_shows_figures_chart_table_and_gaps(client_for, owne
     assert page.count('<tr><th scope="row">') == 2, "the table lists the two days with messages"
     assert "plant photosynthesis" in page and "/search/?q=plant+photosynthesis" in page
     assert "lecture-3.pdf" in page
-    assert "cdn" not in page.lower() and '<script src="http' not in page
+    # The chart is the app's own SVG: nothing loaded from elsewhere. (Not a search for "cdn" in the
+    # page: a random CSRF token or nonce spells it now and then.)
+    assert not re.search(r'<(?:script|link|img)\b[^>]*\b(?:src|href)="(?:https?:)?//', page)
 
 
 def test_an_unknown_period_falls_back_to_30_days(client_for, owner, course):  # noqa: F811
