@@ -21,8 +21,9 @@ class ToolAddress:
 
 
 def tool_addresses(request: HttpRequest) -> list[ToolAddress]:
-    """Login initiation, launch, public key set and deep linking, built from the address the request
-    came to (behind a proxy: as SECURE_PROXY_SSL_HEADER and ALLOWED_HOSTS let Django see it)."""
+    """Login initiation, launch, public key set and deep linking, or the one dynamic registration URL
+    instead of them, built from the address the request came to (behind a proxy: as
+    SECURE_PROXY_SSL_HEADER and ALLOWED_HOSTS let Django see it)."""
     launch = request.build_absolute_uri(reverse("lti:launch"))
     return [
         ToolAddress(
@@ -41,5 +42,16 @@ def tool_addresses(request: HttpRequest) -> list[ToolAddress]:
             _("Deep linking URL"),
             _("Moodle: “Content Selection URL”, with “Supports Deep Linking (Content-Item Message)” ticked."),
             launch,
+        ),
+        # The alternative to all four: the platform reads them itself (lti/registration.py) and its
+        # registration waits in the list below for an administrator's approval.
+        ToolAddress(
+            _("Dynamic registration URL"),
+            _(
+                "Instead of the four above: Moodle: “Tool URL” under Manage tools, then “Add LTI Advantage”; "
+                "Canvas: an LTI Registration developer key. The platform then waits under Learning "
+                "platforms for your approval, with nothing to fill in here."
+            ),
+            request.build_absolute_uri(reverse("lti:register")),
         ),
     ]

@@ -18,7 +18,12 @@ from lti.models import Platform
 OUR_APPS = ("accounts", "chat", "collections_app", "lti", "sso")
 # Written the same way in every language.
 SAME_EVERYWHERE = {"SHA-256", "ID"}
-ADDRESSES = ("http://testserver/lti/login/", "http://testserver/lti/launch/", "http://testserver/lti/jwks/")
+ADDRESSES = (
+    "http://testserver/lti/login/",
+    "http://testserver/lti/launch/",
+    "http://testserver/lti/jwks/",
+    "http://testserver/lti/register/",
+)
 
 
 def _text(response) -> str:
@@ -85,16 +90,24 @@ def test_swedish_admin_names_the_learning_platform_in_swedish(admin_user):
     assert "CurreChats adresser för plattformen" in add and "Startadress" in add
 
 
-def test_learning_platform_form_shows_the_tools_four_addresses(admin_user):
+def test_learning_platform_form_shows_the_tools_addresses(admin_user):
     client = _admin_in("en", admin_user)
     page = client.get("/admin/lti/platform/add/").content.decode()
     addresses = re.findall(r'<code data-testid="tool-address">([^<]*)</code>', page)
-    # Login initiation, launch, key set, deep linking (which a platform sends to the launch address).
-    assert addresses == [ADDRESSES[0], ADDRESSES[1], ADDRESSES[2], ADDRESSES[1]]
+    # Login initiation, launch, key set, deep linking (which a platform sends to the launch address),
+    # and the dynamic registration URL that stands for all four.
+    assert addresses == [ADDRESSES[0], ADDRESSES[1], ADDRESSES[2], ADDRESSES[1], ADDRESSES[3]]
     text = _text(client.get("/admin/lti/platform/add/"))
-    for label in ("Login initiation URL", "Launch URL", "Public key set (JWKS) URL", "Deep linking URL"):
+    for label in (
+        "Login initiation URL",
+        "Launch URL",
+        "Public key set (JWKS) URL",
+        "Deep linking URL",
+        "Dynamic registration URL",
+    ):
         assert label in text
-    assert "Initiate login URL" in text and "Content Selection URL" in text  # where they go in Moodle
+    # Where they go in Moodle
+    assert "Initiate login URL" in text and "Content Selection URL" in text and "Add LTI Advantage" in text
 
 
 def test_an_existing_platforms_page_shows_the_addresses_in_finnish(admin_user):

@@ -1,5 +1,5 @@
 """An administrator whose saved language is Finnish uses the admin in Finnish: the index names every
-app and model in Finnish, and registering a learning platform shows the four addresses of CurreChat
+app and model in Finnish, and registering a learning platform shows the addresses of CurreChat
 to paste into Moodle; the launch address, opened by hand, explains itself. At 390 and 1366 px, with
 axe-core."""
 
@@ -54,7 +54,7 @@ def test_finnish_administrator_registers_a_learning_platform_with_the_tools_addr
     expect(main).not_to_contain_text("Prompts and chats")
     look(page, journey, "admin-index")
 
-    # A new learning platform: CurreChat's four addresses come first, to paste into Moodle.
+    # A new learning platform: CurreChat's addresses come first, to paste into Moodle.
     main.get_by_role("link", name="Oppimisalustat", exact=True).click()
     expect(page.get_by_role("heading", name="Valitse muokattava oppimisalusta")).to_be_visible()
     no_overflow(page)
@@ -64,13 +64,14 @@ def test_finnish_administrator_registers_a_learning_platform_with_the_tools_addr
     expect(addresses.get_by_role("heading", name="CurreChatin osoitteet oppimisalustalle")).to_be_visible()
     launch = live_app.url + "/lti/launch/"
     expect(addresses.get_by_test_id("tool-address")).to_have_text(
-        [live_app.url + "/lti/login/", launch, live_app.url + "/lti/jwks/", launch]
+        [live_app.url + "/lti/login/", launch, live_app.url + "/lti/jwks/", launch, live_app.url + "/lti/register/"]
     )
     for label in (
         "Kirjautumisen aloitusosoite",
         "Käynnistysosoite",
         "Julkisen avainjoukon (JWKS) osoite",
         "Syvälinkityksen osoite",
+        "Dynaamisen rekisteröinnin osoite",
     ):
         expect(addresses).to_contain_text(label)
     expect(addresses).to_contain_text("Initiate login URL")  # Moodle's own field names, to find them there
