@@ -193,16 +193,37 @@ def pytest_collection_modifyitems(config, items):
     use the database, in their process (a database fixture or mark) or in a process they start
     (marked `database`). Every other test ran in the SQLite pass, where nothing of it differs."""
     _check_groups(config, items)
+    _long_waits_first(items)
     if not config.getoption("database_tests_only"):
         return
     keep, other = [], []
     for item in items:
-        uses = set(getattr(item, "fixturenames", ())) & _DATABASE_FIXTURES
-        marked = item.get_closest_marker("django_db") or item.get_closest_marker("database")
-        (keep if uses or marked else other).append(item)
+        marked = _in_database(item) or item.get_closest_marker("database")
+        (keep if marked else other).append(item)
     if other:
         config.hook.pytest_deselected(items=other)
         items[:] = keep
+
+
+def _in_database(item) -> bool:
+    return bool(set(getattr(item, "fixturenames", ())) & _DATABASE_FIXTURES or item.get_closest_marker("django_db"))
+
+
+def _long_waits_first(items) -> None:
+    """pytest-django runs the database tests first and the others last. Of those others, the browser
+    tests came first and the tests that wait on processes (`make run` killed hard, a worker through
+    an outage, a 119-page ingestion's memory) after them, so each pass ended with one worker waiting
+    two minutes on one of them while the other cores stood idle. The slow ones among the others now
+    go first: their waits overlap the browser tests on the other workers. Only the part after the
+    last database test moves, so pytest-django's order (and the browser tests after every database
+    test of their process, which Playwright's event loop needs) stays as it was."""
+    start = len(items)
+    while start and not _in_database(items[start - 1]):
+        start -= 1
+    others = items[start:]
+    waits = [item for item in others if item.get_closest_marker("slow") and not item.get_closest_marker("browser")]
+    chosen = set(waits)
+    items[start:] = waits + [item for item in others if item not in chosen]
 
 
 _UNGROUPED = pytest.StashKey[str]()
