@@ -8,6 +8,7 @@ holds the protected words, and the student gets a hint instead.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -230,7 +231,12 @@ def test_the_statistics_page_and_the_teachers_chat_page_show_what_the_guard_did(
     chat = f"/prompts/{guided_session.prompt_id}/chat/{guided_session.id}/"
     assert '"guard_notes": true' in teacher.get(chat).content.decode()
     own = ask.get(chat).content.decode()
-    assert '"guard_notes": false' in own and not _leaked(own)
+    assert '"guard_notes": false' in own
+    # What the student reads: the messages, in the page's data (the page's ids and tokens are not checked:
+    # a database id may hold "297" by chance).
+    config = json.loads(re.search(r'id="chat-config" type="application/json">(.*?)</script>', own, re.S).group(1))  # type: ignore[union-attr]
+    assert [m["content"] for m in config["messages"]] == ["Solve it", HINT]
+    assert not any(_leaked(m["content"]) for m in config["messages"]) and KEY not in own
 
 
 def test_an_unguided_prompt_shows_no_guard_counts(chat_prompt, client_for, owner):
