@@ -1,4 +1,4 @@
-"""A live CurreChat for browser tests: daphne and the RQ worker as real processes, a Redis Stack of
+"""A live CurreChat for browser tests: uvicorn and the RQ worker as real processes, a Redis Stack of
 their own, a SQLite file, and the Ollama-protocol test server; Debian's Chromium through Playwright.
 """
 
@@ -10,13 +10,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from scripts.redis_stack import RedisStackServer, free_port
+from scripts.run import web_command as run_web_command
 from tests import services
+from tests.commands import Commands
 from tests.databases import migrated_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,19 +41,25 @@ CHROMIUM_ARGS = [
 class LiveApp:
     url: str
     env: dict
+    commands: Commands | None = field(default=None, repr=False)  # started by the first `manage`
 
     def manage(self, *args: str) -> str:
-        result = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
-        )
-        assert result.returncode == 0, result.stderr
-        return result.stdout
+        """`manage.py <args>`'s output, run with the app's environment (tests/commands.py: Django is
+        set up once for all of a test session's commands)."""
+        if self.commands is None:
+            self.commands = Commands(self.env)
+        return self.commands.run(*args)
+
+    def close(self) -> None:
+        if self.commands is not None:
+            self.commands.close()
 
 
 def start_web(port: int, env: dict[str, str], logs) -> subprocess.Popen:
-    """The live app's web server (daphne: the ASGI app as channels serves it), its output in `logs`."""
+    """The live app's web server as production starts it (uvicorn with the systemd unit's options,
+    as `make run` does too), its output in `logs`."""
     return subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"],
+        run_web_command("127.0.0.1", str(port)),
         cwd=ROOT,
         env=env,
         stdout=logs,
@@ -79,7 +87,7 @@ def _wait_for_worker(log: Path, process: subprocess.Popen, timeout: float = 120)
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the worker exited: {log.read_text()[-2000:]}")
-        if "*** Listening on" in log.read_text():  # rq's line (daphne's says "Listening on TCP")
+        if "*** Listening on" in log.read_text():  # rq's line (the web process's says "Uvicorn running on")
             return
         time.sleep(0.2)
     raise RuntimeError(f"the worker did not start within {timeout}s")
@@ -168,11 +176,13 @@ def live_app(tmp_path_factory):
         stderr=subprocess.STDOUT,
     )
     web = start_web(port, env, logs)
+    app.commands = Commands(env, log=logs)  # sets Django up while the web process starts
     try:
         _wait_for(app.url + "/login/", web)
         _wait_for_worker(tmp / "processes.log", worker)
         yield app
     finally:
+        app.close()
         for process in (web, worker):
             process.terminate()
         for process in (web, worker):
@@ -279,7 +289,9 @@ class Journey:
     def check_a11y(self, page) -> None:
         # Evaluated through the driver, not as a <script> tag: the pages' Content-Security-Policy
         # (no inline scripts) rightly blocks an injected tag, and must stay on in these tests.
-        page.evaluate(AXE.read_text())
+        # Once per document: axe-core is half a megabyte of script to parse.
+        if not page.evaluate("() => typeof axe !== 'undefined'"):
+            page.evaluate(AXE.read_text())
         result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
         bad = [
             f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"

@@ -17,20 +17,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import requests
 from playwright.sync_api import expect
 
 from scripts.redis_stack import free_port
-from tests.browser.conftest import no_overflow
+from tests.browser.conftest import no_overflow, start_web
 from tests.fake_smtp import SmtpServer
 
 pytestmark = pytest.mark.browser
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "invite-journey-pass-123"
 SETUP = """
 import json
@@ -49,13 +46,7 @@ def mail_app(live_app):
     port = free_port()
     env = {**live_app.env, "EMAIL_HOST": "127.0.0.1", "EMAIL_PORT": str(smtp.port), "EMBEDDING_WARMUP": "0"}
     env["TEACHER_INVITATIONS"] = "0"  # the shared app lets invitations make teachers; this is the default
-    web = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    web = start_web(port, env, subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(url + "/login/", web)

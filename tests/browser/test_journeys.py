@@ -1,6 +1,6 @@
 """The teacher's and the student's first ten minutes, in a real browser against a live server.
 
-Everything is real but the model server, which is the Ollama-protocol test server: daphne, the RQ
+Everything is real but the model server, which is the Ollama-protocol test server: uvicorn, the RQ
 worker process, Redis Stack, the offline MiniLM embedder, and Debian's Chromium.
 """
 

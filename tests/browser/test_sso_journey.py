@@ -64,6 +64,7 @@ def sso_app(tmp_path_factory):
         _wait_for(app.url + "/login/", web)
         yield app, provider, code
     finally:
+        app.close()
         web.terminate()
         try:
             web.wait(timeout=15)
