@@ -203,6 +203,7 @@ def pytest_collection_modifyitems(config, items):
     if other:
         config.hook.pytest_deselected(items=other)
         items[:] = keep
+    _slow_first_in_each_part(items)
 
 
 def _in_database(item) -> bool:
@@ -224,6 +225,29 @@ def _long_waits_first(items) -> None:
     waits = [item for item in others if item.get_closest_marker("slow") and not item.get_closest_marker("browser")]
     chosen = set(waits)
     items[start:] = waits + [item for item in others if item not in chosen]
+
+
+def _django_part(item) -> int:
+    """pytest-django's order (plugin.py, `get_order_number`): 0 the database tests in a transaction,
+    1 the transactional ones, 2 the others."""
+    marker = item.get_closest_marker("django_db")
+    fixtures = set(getattr(item, "fixturenames", ()))
+    transactional = bool(marker and (marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences")))
+    if transactional or fixtures & {"transactional_db", "live_server"}:
+        return 1
+    return 0 if marker or "db" in fixtures else 2
+
+
+def _slow_first_in_each_part(items) -> None:
+    """The PostgreSQL pass is database tests only, and its slow ones (a worker's stale job watched for
+    93 s, the Redis outages, `make run`) came last in their parts: the pass ended with one worker
+    waiting on them and the others idle. Within each of pytest-django's parts they now go first.
+    Nothing crosses from one part to another; if the order is not pytest-django's, it is left alone."""
+    parts = [_django_part(item) for item in items]
+    if parts != sorted(parts):
+        return
+    order = {id(item): (part, not item.get_closest_marker("slow")) for item, part in zip(items, parts, strict=True)}
+    items.sort(key=lambda item: order[id(item)])
 
 
 _UNGROUPED = pytest.StashKey[str]()

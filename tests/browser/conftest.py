@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 CHROMIUM = "/usr/bin/chromium"
+LIVE_SETTINGS = "tests.browser.live_settings"  # production's, with a fast password hasher
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -143,6 +144,7 @@ def live_app(tmp_path_factory):
     port = free_port()
     env = {
         **os.environ,
+        "DJANGO_SETTINGS_MODULE": LIVE_SETTINGS,
         "DATABASE_URL": f"sqlite:///{tmp / 'live.sqlite3'}",
         "REDIS_URL": redis_server.url,
         "OLLAMA_HOST": services.fake_ollama().url,

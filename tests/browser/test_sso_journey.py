@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from scripts.redis_stack import RedisStackServer, free_port
 from tests import services
-from tests.browser.conftest import LiveApp, _wait_for, no_overflow, start_web
+from tests.browser.conftest import LIVE_SETTINGS, LiveApp, _wait_for, no_overflow, start_web
 from tests.browser.test_finnish_journey import VISIBLE_TEXT, english_words
 from tests.databases import migrated_sqlite
 from tests.oidc_op import OpenIdProvider, account
@@ -45,6 +45,7 @@ def sso_app(tmp_path_factory):
         **os.environ,
         **provider.settings(),
         "SSO_NAME": UNIVERSITY,
+        "DJANGO_SETTINGS_MODULE": LIVE_SETTINGS,
         "DATABASE_URL": f"sqlite:///{tmp / 'live.sqlite3'}",
         "REDIS_URL": redis_server.url,
         "OLLAMA_HOST": services.fake_ollama().url,
