@@ -64,8 +64,10 @@ class Commands:
             ready, _, _ = select.select([process.stdout], [], [], timeout)
             line = process.stdout.readline() if ready else ""
         if not line:
+            if ready:  # the end of its output: the runner itself ended
+                raise RuntimeError(f"the command runner ended with {process.wait()} during manage.py {args[0]}")
             process.kill()
-            raise RuntimeError(f"manage.py {args[0]} gave no answer within {timeout:.0f} s (the runner's log has more)")
+            raise RuntimeError(f"manage.py {args[0]} gave no answer within {timeout:.0f} s")
         answer = json.loads(line)
         if answer["code"] != 0:
             raise CommandFailed(f"manage.py {args[0]} exited with {answer['code']}:\n{answer['stderr']}")
