@@ -87,9 +87,11 @@ class Commands:
 
 
 def _exit_code(exit: SystemExit) -> int:
-    if exit.code is None:
-        return 0
-    return exit.code if isinstance(exit.code, int) else 1  # sys.exit("message") prints it and exits 1
+    """As the interpreter ends on `exit`: `sys.exit("message")` prints the message and exits 1."""
+    if exit.code is None or isinstance(exit.code, int):
+        return exit.code or 0
+    print(exit.code, file=sys.stderr)
+    return 1
 
 
 def _run(args: list[str]) -> dict[str, Any]:
@@ -103,8 +105,6 @@ def _run(args: list[str]) -> dict[str, Any]:
             ManagementUtility(["manage.py", *args]).execute()
         except SystemExit as exit:
             code = _exit_code(exit)
-            if exit.code is not None and not isinstance(exit.code, int):
-                print(exit.code, file=sys.stderr)
         except Exception:  # noqa: BLE001 — as the interpreter would: the traceback, exit code 1
             traceback.print_exc()
             code = 1
