@@ -14,6 +14,7 @@ but redis-py. Production clusters are made by their operators; docs/DEPLOY.md sh
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import time
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ class RedisClusterNodes:
 
     def _serves(self, server: RedisStackServer, slot: int) -> bool:
         me = next(node for node in self._nodes(server).values() if "myself" in node["flags"])
-        return any(int(r[0]) <= slot <= int(r[-1]) for r in me["slots"])
+        return _holds(me, slot)
 
     def primaries_now(self) -> list[RedisStackServer]:
         return [s for s in self.running() if self.client(s).info("replication").get("role") == "master"]
@@ -127,6 +128,27 @@ class RedisClusterNodes:
             src.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0, 10000, "KEYS", *keys)
         for server in (target, source, *[s for s in self.primaries_now() if s not in (source, target)]):
             self.client(server).execute_command("CLUSTER SETSLOT", slot, "NODE", dst_id)
+
+    def describe(self, slot: int) -> str:
+        """What each node says, for a failing test's message: its role, the cluster's state, who
+        serves `slot` in its view, and the last lines of its log about failures and failovers."""
+        lines = []
+        for server in self.servers:
+            if server not in self.running():
+                lines.append(f"node {server.port}: not running")
+                continue
+            try:
+                client = self.client(server)
+                role = client.info("replication").get("role")
+                state = client.cluster("info").get("cluster_state")
+                owners = [a for a, node in self._nodes(server).items() if _holds(node, slot)]
+                lines.append(f"node {server.port}: {role}, cluster {state}, slot {slot} on {owners}")
+            except redis.RedisError as exc:
+                lines.append(f"node {server.port}: {exc}")
+            log = server.data_dir / "redis.log"
+            told = log.read_text(errors="replace").splitlines() if log.exists() else []
+            lines += [f"    {line}" for line in told if _FAILOVER_WORDS.search(line)][-6:]
+        return "\n".join(lines)
 
     def kill(self, server: RedisStackServer) -> None:
         """SIGKILL one node, as a crash would."""
@@ -149,6 +171,14 @@ class RedisClusterNodes:
                 pass
             time.sleep(0.05)
         raise RedisStackError(f"Timed out waiting for {what}.")
+
+
+def _holds(node: dict, slot: int) -> bool:
+    """Whether a node of CLUSTER NODES (as redis-py parses it) serves `slot`."""
+    return any(int(r[0]) <= slot <= int(r[-1]) for r in node["slots"])
+
+
+_FAILOVER_WORDS = re.compile(r"fail|elect|promot|allowed|epoch", re.IGNORECASE)
 
 
 def main(argv: list[str] | None = None) -> int:
