@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.chat_load import MODELS, PROTOCOLS, cpu_seconds, pct, start_model_servers  # noqa: E402
+from bench.harness import cpu_by_thread, thread_times  # noqa: E402
 from tests.deployment import Stack  # noqa: E402
 
 # Run in each stack's own `manage.py shell` (its PostgreSQL): per protocol, a prompt and COUNT students
@@ -130,6 +131,7 @@ def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
     """One round of `chats` answers, all streaming at once."""
     pids = [web.pid for web in stack.web]
     cpu_before = [cpu_seconds(pid) for pid in pids]
+    threads_before = [thread_times(pid) for pid in pids]
     wall = time.monotonic()
     begin = wall + 3.0  # every socket open first
     # From a second after the last question to a second before the first answer can end.
@@ -139,6 +141,10 @@ def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
     wall = time.monotonic() - wall
     window.join()
     cpu = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
+    by_thread: dict[str, float] = {}
+    for pid, before in zip(pids, threads_before, strict=True):
+        for kind, seconds in cpu_by_thread(before, thread_times(pid)).items():
+            by_thread[kind] = by_thread.get(kind, 0.0) + seconds
     expected = [f"t{i}" for i in range(args.tokens)]
     streamed = sum(len("".join(r.tokens).split()) for r in runs)
     in_window = sum(
@@ -165,6 +171,8 @@ def measure(stack: Stack, tls, chats: list, args, first: int) -> dict:
         # What is left of the round's CPU once its tokens are paid at the steady rate: each question's own.
         "question_ms": (sum(cpu) - (steady or 0) / 1e6 * streamed) / max(1, len(runs)) * 1e3,
         "cpu": cpu,
+        # All of the round's CPU per streamed token again, by the kind of thread that spent it.
+        "threads_us": {k: v / max(1, streamed) * 1e6 for k, v in sorted(by_thread.items(), key=lambda kv: -kv[1])},
         "streamed": streamed,
         "chats": len(runs),
         "cpu_share": [c / max(sum(cpu), 1e-9) for c in cpu],
@@ -258,6 +266,24 @@ def main(args) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _by_thread(results: list, labels: list[str]) -> list[str]:
+    """The all-in CPU per streamed token split by the kind of thread that spent it (medians over
+    rounds): the event loop's share is the streaming and the sockets, the chat-turn threads' the
+    questions' own work."""
+    kinds = sorted({k for *_, m in results for k in m["threads_us"] if m["threads_us"][k] >= 1.0})
+    rows = ["\nMedian over rounds, all-in CPU per streamed token by thread:\n"]
+    rows.append("| deployment | protocol | chats | " + " | ".join(kinds) + " |")
+    rows.append("|---|---|---|" + "---|" * len(kinds))
+    for label in labels:
+        for protocol in PROTOCOLS:
+            for load in sorted({r[2] for r in results}):
+                found = [m["threads_us"] for _r, p, n, lab, m in results if (p, n, lab) == (protocol, load, label)]
+                if found:
+                    cells = [f"{statistics.median(f.get(k, 0.0) for f in found):.0f} µs" for k in kinds]
+                    rows.append(f"| {label} | {protocol} | {load} | " + " | ".join(cells) + " |")
+    return rows
+
+
 def report(results: list, args) -> str:
     """Every round, then the medians. CPU per streamed token is the steady window's (`SteadyWindow`);
     "all in" divides all of the round's CPU by its tokens, the questions' own work included, which
@@ -294,6 +320,7 @@ def report(results: list, args) -> str:
                     values = sorted(v for v in found if v is not None)
                     cells.append(f"{statistics.median(values):.1f} {unit}" if values else "")
                 rows.append(f"| {protocol} | {load} | " + " | ".join(cells) + " |")
+    rows += _by_thread(results, labels)
     errors = sorted({e for *_, m in results for e in m["errors"]})
     if errors:
         rows.append("errors: " + "; ".join(errors[:5]))

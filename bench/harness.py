@@ -122,6 +122,33 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_times(pid: int) -> dict[str, tuple[str, float]]:
+    """User + system CPU time so far of each of a process's threads (by thread id), with its kind:
+    "loop" for its main thread (a web process's event loop), otherwise the name the thread gives the
+    OS (kernel/threads.py `name_os_thread`: "chat-turn", "stream-saves", ...; a thread that gives
+    none shows the process's)."""
+    times = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        kind = "loop" if task.name == str(pid) else name
+        times[task.name] = (kind, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    return times
+
+
+def cpu_by_thread(before: dict[str, tuple[str, float]], after: dict[str, tuple[str, float]]) -> dict[str, float]:
+    """The CPU spent between two `thread_times`, by kind. A thread that started meanwhile counts in
+    full; what a thread that ended meanwhile spent after `before` is not seen (threads that end
+    when their work does: kernel/threads.py)."""
+    kinds: dict[str, float] = {}
+    for tid, (kind, seconds) in after.items():
+        kinds[kind] = kinds.get(kind, 0.0) + seconds - before.get(tid, (kind, 0.0))[1]
+    return kinds
+
+
 def table(rows: Sequence[Sequence[str]]) -> str:
     """A Markdown table; the first row is its header."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -35,6 +35,7 @@ from typing import Any
 from django.conf import settings
 
 from kernel import draining
+from kernel.threads import name_os_thread
 from kernel.ttlcache import TTLCache
 from rag.providers import wire
 
@@ -49,7 +50,7 @@ READY_TIMEOUT_SECONDS = 3.0
 ABANDON_GRACE_SECONDS = 5.0
 
 # The checks run here, not on the chat-turn pool: a process busy with 200 turns still answers probes.
-_probe_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe")
+_probe_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe", initializer=name_os_thread)
 
 
 def _check_database() -> bool:

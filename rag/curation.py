@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import redis
 
 from kernel.redis_client import get_redis
+from kernel.threads import name_os_thread
 from rag import config
 from rag.providers import ChatMessage, Done, TextDelta, get_chat_model
 from rag.providers.base import UsageSink
@@ -159,7 +160,11 @@ def _ask_all(
     usage: UsageSink | None = None,
 ) -> None:
     timeout = config.search().curation_timeout
-    pool = ThreadPoolExecutor(max_workers=min(config.search().curation_concurrency, len(todo)))
+    pool = ThreadPoolExecutor(
+        max_workers=min(config.search().curation_concurrency, len(todo)),
+        thread_name_prefix="curation",
+        initializer=name_os_thread,
+    )
     # The HTTP timeout is a little longer than the search's deadline, so a slow call is reported
     # as timed out by the deadline below (one rule), while its thread still ends on its own.
     http_timeout = timeout + 5.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 import redis
@@ -49,6 +50,23 @@ def test_a_daemon_thread_starts_again_in_a_forked_child():
     assert _in_child(child) == 0
     release.set()
     thread.join(5)
+
+
+def _os_name() -> str:
+    """The calling thread's name as `top -H`, `ps -L` and /proc show it."""
+    return Path(f"/proc/self/task/{threading.get_native_id()}/comm").read_text().strip()
+
+
+def test_background_threads_carry_their_names_outside_python():
+    from chat.turn.runner import executor
+
+    seen: list[str] = []
+    done = threading.Event()
+    thread = DaemonThread("stream-saves", lambda: (seen.append(_os_name()), done.set()))
+    thread.start()
+    assert done.wait(10)
+    # A pool's threads are named by kind, without their number: one line per kind in `top -H`.
+    assert seen + [executor().submit(_os_name).result(timeout=10)] == ["stream-saves", "chat-turn"]
 
 
 def test_a_thread_that_ended_for_want_of_work_is_started_by_the_next_work():

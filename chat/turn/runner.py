@@ -30,6 +30,7 @@ from chat.turn.state import Turn
 from kernel import draining
 from kernel.errors import CurreChatError, NotAuthenticated, ServiceUnavailable
 from kernel.sessions import signed_in
+from kernel.threads import name_os_thread
 from rag.providers import wire
 
 _executor: ThreadPoolExecutor | None = None
@@ -38,7 +39,9 @@ _executor: ThreadPoolExecutor | None = None
 def executor() -> ThreadPoolExecutor:
     global _executor
     if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=settings.CHAT_WORKER_THREADS, thread_name_prefix="chat-turn")
+        _executor = ThreadPoolExecutor(
+            max_workers=settings.CHAT_WORKER_THREADS, thread_name_prefix="chat-turn", initializer=name_os_thread
+        )
     return _executor
 
 
