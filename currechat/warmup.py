@@ -52,4 +52,6 @@ def at_start() -> None:
 def start_warm_up() -> threading.Thread | None:
     if not settings.EMBEDDING_WARMUP:
         return None
-    return spawn("embedding-warm-up", _warm_up)
+    # Named for what it starts: torch's compute threads, started by the first embedding, inherit the
+    # OS name of the thread that started them, so `top -H` shows them as "embedder" too.
+    return spawn("embedder", _warm_up)
