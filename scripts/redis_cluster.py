@@ -178,7 +178,8 @@ def _holds(node: dict, slot: int) -> bool:
     return any(int(r[0]) <= slot <= int(r[-1]) for r in node["slots"])
 
 
-_FAILOVER_WORDS = re.compile(r"fail|elect|promot|allowed|epoch", re.IGNORECASE)
+# Redis's own words for a failure seen, a failover and its election (not its start-up warnings).
+_FAILOVER_WORDS = re.compile(r"FAIL message|[Ff]ailover|as failing|[Ee]lection|promot|allowed|epoch|Cluster state")
 
 
 def main(argv: list[str] | None = None) -> int:
