@@ -118,7 +118,12 @@ def pct(values: Sequence[float], q: float) -> float:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _stat_cpu(Path(f"/proc/{pid}/stat"))
+
+
+def _stat_cpu(stat: Path) -> float:
+    """User + system CPU time from a /proc `stat` file (a process's or one of its threads')."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -131,11 +136,10 @@ def thread_times(pid: int) -> dict[str, tuple[str, float]]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            seconds = _stat_cpu(task / "stat")
         except OSError:  # the thread ended meanwhile
             continue
-        kind = "loop" if task.name == str(pid) else name
-        times[task.name] = (kind, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+        times[task.name] = ("loop" if task.name == str(pid) else name, seconds)
     return times
 
 
