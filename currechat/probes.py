@@ -29,13 +29,11 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
 
-from kernel import draining
-from kernel.threads import name_os_thread
+from kernel import draining, threads
 from kernel.ttlcache import TTLCache
 from rag.providers import wire
 
@@ -50,7 +48,7 @@ READY_TIMEOUT_SECONDS = 3.0
 ABANDON_GRACE_SECONDS = 5.0
 
 # The checks run here, not on the chat-turn pool: a process busy with 200 turns still answers probes.
-_probe_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe", initializer=name_os_thread)
+_probe_pool = threads.pool("probe", 2)
 
 
 def _check_database() -> bool:

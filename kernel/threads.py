@@ -7,11 +7,12 @@ thread and gets a fresh lock in a forked child (`os.register_at_fork`), and the 
 starts a new one: the worker forks a process per job, and the job's process may stream answers,
 save them and beat like any other.
 
-Three shapes of use:
+Four shapes of use:
 - a thread that runs while there is work (`start`/`start_locked` when work arrives; the thread,
   finding none under `lock`, calls `end_locked` and returns, and the next `start` starts another);
 - a thread that beats every few seconds until stopped (`Periodic`);
-- a one-off (`spawn`).
+- a one-off (`spawn`);
+- a pool of threads of one kind (`pool`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import re
 import threading
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,12 @@ def spawn(name: str, target: Callable[..., object], *args: object) -> threading.
     thread = threading.Thread(target=_named, args=(name, target, *args), name=name, daemon=True)
     thread.start()
     return thread
+
+
+def pool(kind: str, workers: int) -> ThreadPoolExecutor:
+    """A thread pool whose threads carry `kind` as their Python and OS name ("chat-turn_3" and
+    "chat-turn"), as `spawn`'s do."""
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix=kind, initializer=name_os_thread)
 
 
 class DaemonThread:

@@ -15,13 +15,13 @@ import hashlib
 import json
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from dataclasses import asdict, dataclass, field
 
 import redis
 
+from kernel import threads
 from kernel.redis_client import get_redis
-from kernel.threads import name_os_thread
 from rag import config
 from rag.providers import ChatMessage, Done, TextDelta, get_chat_model
 from rag.providers.base import UsageSink
@@ -160,11 +160,7 @@ def _ask_all(
     usage: UsageSink | None = None,
 ) -> None:
     timeout = config.search().curation_timeout
-    pool = ThreadPoolExecutor(
-        max_workers=min(config.search().curation_concurrency, len(todo)),
-        thread_name_prefix="curation",
-        initializer=name_os_thread,
-    )
+    pool = threads.pool("curation", min(config.search().curation_concurrency, len(todo)))
     # The HTTP timeout is a little longer than the search's deadline, so a slow call is reported
     # as timed out by the deadline below (one rule), while its thread still ends on its own.
     http_timeout = timeout + 5.0

@@ -27,10 +27,9 @@ from chat.turn.agent import run_turn, start_turn
 from chat.turn.attachments import Attachment
 from chat.turn.events import CallbackSink, ChatEventOut, ErrorEvent, TokenEvent
 from chat.turn.state import Turn
-from kernel import draining
+from kernel import draining, threads
 from kernel.errors import CurreChatError, NotAuthenticated, ServiceUnavailable
 from kernel.sessions import signed_in
-from kernel.threads import name_os_thread
 from rag.providers import wire
 
 _executor: ThreadPoolExecutor | None = None
@@ -39,9 +38,7 @@ _executor: ThreadPoolExecutor | None = None
 def executor() -> ThreadPoolExecutor:
     global _executor
     if _executor is None:
-        _executor = ThreadPoolExecutor(
-            max_workers=settings.CHAT_WORKER_THREADS, thread_name_prefix="chat-turn", initializer=name_os_thread
-        )
+        _executor = threads.pool("chat-turn", settings.CHAT_WORKER_THREADS)
     return _executor
 
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 import redis
 from django.utils.translation import gettext as _
 
+from kernel import threads
 from kernel.errors import ProviderError
 from kernel.redis_client import get_redis
-from kernel.threads import name_os_thread
 from rag import config
 from rag.ingest.job import IngestCancelled, PageText
 from rag.ingest.pdf.headings import headings_by_page
@@ -127,7 +127,7 @@ def _page_readers(concurrency: int) -> Iterator[tuple[ThreadPoolExecutor, thread
     the pages being read are abandoned, not awaited, so the job ends within a second of Cancel
     rather than after the slowest page in flight: their threads stop at their next token (`stop`),
     or end with the job's process."""
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vlm", initializer=name_os_thread)
+    pool = threads.pool("vlm", concurrency)
     stop = threading.Event()
     try:
         yield pool, stop
