@@ -157,6 +157,24 @@ def run_worker(db):
 pytest_plugins = ["tests.fixtures_ingest", "tests.fixtures_search", "tests.fixtures_chat", "tests.cluster"]
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, and before it drops the PostgreSQL pass's test database: the sessions this
+    process's threads still hold on it end. The chat-turn pool's and the savers' threads keep their
+    connections (CONN_MAX_AGE) until the process exits, and PostgreSQL will not drop a database in
+    use ("being accessed by other users": the run's end warned and left it behind)."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     # The named users are created for most tests; PBKDF2's deliberate slowness would dominate the suite.
