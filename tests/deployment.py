@@ -24,22 +24,24 @@ from pathlib import Path
 
 from deploy.render import render
 from scripts.redis_stack import RedisStackServer, free_port
+from scripts.run import web_command as unit_web_command
 from tests.services import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 
-def web_command(port: int, server: str = "uvicorn", lifespan: str = "on", deflate: bool = True) -> list[str]:
-    """A web process as deploy/systemd/currechat-web@.service starts it (`deflate`: websocket
-    per-message compression, uvicorn's default, for bench/chat_load.py --deflate)."""
+def web_command(port: int, server: str = "uvicorn", lifespan: str = "on", deflate: bool = False) -> list[str]:
+    """A web process as deploy/systemd/currechat-web@.service starts it: its options read from the
+    unit, as `make run` reads them, so that what is tested is what is deployed. `lifespan` and
+    `deflate` (websocket per-message compression, off in the unit) differ from it only for
+    bench/chat_load.py --before and --deflate; daphne for --servers."""
     if server == "daphne":
         return [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "currechat.asgi:application"]
-    return [
-        *(PY, "-m", "uvicorn", "currechat.asgi:application", "--host", "127.0.0.1", "--port", str(port)),
-        *("--lifespan", lifespan, "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio"),
-        *("--ws-per-message-deflate", str(deflate).lower(), "--no-access-log", "--no-server-header"),
-    ]
+    command = unit_web_command("127.0.0.1", str(port))
+    for option, value in (("--lifespan", lifespan), ("--ws-per-message-deflate", str(deflate).lower())):
+        command[command.index(option) + 1] = value
+    return command
 
 
 WORKER_COMMAND = [PY, "manage.py", "rqworker", "--job-class", "django_tasks_rq.Job", "default", "ingest"]
@@ -129,7 +131,7 @@ class Stack:
     # For older code (bench/chat_load.py --before) that has no /readyz and no ASGI lifespan.
     probe_path: str = "/readyz"
     lifespan: str = "on"
-    deflate: bool = True
+    deflate: bool = False
     redis: RedisStackServer | None = None
     postgres: PostgresServer | None = None
     web: list[Process] = field(default_factory=list)
