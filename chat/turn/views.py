@@ -42,7 +42,7 @@ def _model_status(model: str, user) -> dict:
     assistant is available."""
     connected = is_available(model)
     if not shows_details(user):
-        # chat.js writes the same two sentences (its catalogue) as answers arrive.
+        # chat_status.js writes the same two sentences (its catalogue) as answers arrive.
         available = _("The assistant is available (connected).")
         quoting = _("The assistant answers by quoting the course material: its language model is not connected.")
         return {"connected": connected, "model": "", "text": available if connected else quoting}
