@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from scripts.redis_stack import RedisStackServer, free_port
 from scripts.run import web_command as run_web_command
@@ -26,6 +27,11 @@ ARTIFACTS = ROOT / "artifacts" / "screenshots"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 CHROMIUM = "/usr/bin/chromium"
 LIVE_SETTINGS = "tests.browser.live_settings"  # production's, with a fast password hasher
+# Playwright's assertions wait 5 s by default, its actions the page's 20 s: on a busy machine a
+# step's result (four uploaded files listed) came after 5 s. Every wait ends at its event; the
+# deadline only says when a step counts as failed, and is the same for assertions and actions.
+expect.set_options(timeout=20_000)
+
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
