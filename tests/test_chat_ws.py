@@ -7,6 +7,7 @@ import json
 import threading
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from chat.models import Message, MessageStatus
@@ -176,6 +177,26 @@ async def test_a_websocket_stays_open_while_idle(student, session, ollama):
     events = await receive_turn(ws)
     await ws.disconnect()
     assert events[-1]["type"] == "message_done"
+
+
+async def test_a_question_is_answered_while_the_shared_sync_thread_is_busy(student, session, ollama):
+    """A question goes straight to the turn pool: it never waits for asgiref's one shared thread, which
+    other sockets' handshakes and any slow sync call of the process may hold (channels' own dispatch
+    sent every websocket message through that thread first)."""
+    ws, connected, _ = await connect_ws(student, session.id)
+    assert connected
+    ollama.script(Reply(content="Answered all the same."))
+    release = threading.Event()
+    held = asyncio.ensure_future(sync_to_async(release.wait, thread_sensitive=True)())
+    try:
+        await ws.send_json_to({"type": "user_message", "content": "Anyone there?"})
+        events = await receive_turn(ws, timeout=EVENT_SECONDS)
+    finally:
+        release.set()
+        await held
+    await ws.disconnect()
+    assert events[-1]["type"] == "message_done"
+    assert events[-1]["message"]["content"] == "Answered all the same."
 
 
 async def test_fast_tokens_travel_together_and_slow_ones_as_they_come(student, session, ollama):

@@ -15,6 +15,7 @@ import contextlib
 import logging
 
 import orjson
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -56,6 +57,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     # No channel layer: events come from the turn's own thread, never through Redis, so a Redis
     # blip must not close every open chat (channels closes a consumer whose layer read fails, 1011).
     channel_layer_alias = "__none__"
+
+    async def dispatch(self, message):
+        # channels' dispatch first runs close_old_connections in a thread for every message of every
+        # socket (the handshake, each question, the close), all on asgiref's one shared thread: a
+        # question waited its turn there before reaching its handler, for nothing. Every database use
+        # of ours closes its thread's old connections itself, before and after (channels'
+        # database_sync_to_async, and runner's pool threads).
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def connect(self):
         self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
