@@ -64,6 +64,9 @@ async def test_a_flood_of_readiness_probes_costs_one_check_per_window(serving, s
     from asgiref.sync import sync_to_async
 
     settings.READY_CACHE_SECONDS = 0  # every probe checks: what one check costs the Redis server
+    # A first check, not counted: a client connection idle for 30 s or more sends redis-py's own
+    # health-check PING before its command (kernel/redis_client.py), which the counted ones must not.
+    assert await probe("/readyz") == (200, {"status": "ready"})
     before = await sync_to_async(_pings)()
     assert await probe("/readyz") == (200, {"status": "ready"})
     one_check = await sync_to_async(_pings)() - before
@@ -74,9 +77,12 @@ async def test_a_flood_of_readiness_probes_costs_one_check_per_window(serving, s
     before = await sync_to_async(_pings)()
     answers = await asyncio.gather(*(probe("/readyz") for _ in range(40)))
     assert set(map(json.dumps, answers)) == {json.dumps([200, {"status": "ready"}])}
-    assert await sync_to_async(_pings)() - before == one_check  # 40 probes at once: one check
+    # 40 probes at once: one check, not two or more. The count is the Redis server's, so a PING of
+    # the process's own background threads may fall into any window: the bounds leave room for one.
+    assert await sync_to_async(_pings)() - before < 2 * one_check
+    later = await sync_to_async(_pings)()
     assert await probe("/readyz") == (200, {"status": "ready"})
-    assert await sync_to_async(_pings)() - before == one_check  # and later ones in the window: none
+    assert await sync_to_async(_pings)() - later < one_check  # and a later one in the window: no check
     # Draining is never answered from the window.
     draining.begin()
     assert await probe("/readyz") == (503, {"status": "draining"})

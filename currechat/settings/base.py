@@ -100,17 +100,10 @@ TEMPLATES = [
     },
 ]
 
-# SQLite under var/ by default; PostgreSQL (or any dj-database-url URL) through DATABASE_URL.
-# A thread's connection is kept this many seconds, then closed at its next use and opened again. The
-# chat-turn pool's threads keep theirs while idle whatever this is; it sets how often a busy one pays
-# for a new connection: at 60 s, every turn of a class asking once a minute did, and its question
-# cost the turn threads ~4 ms more CPU and waited for the connection (docs/BENCHMARKS.md).
-DATABASES = {
-    "default": dj_database_url.parse(
-        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'currechat.sqlite3'}"),
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 600, minimum=0),
-    )
-}
+# SQLite under var/ by default; PostgreSQL (or any dj-database-url URL) through DATABASE_URL. A
+# thread's connection is opened again at its first use after CONN_MAX_AGE (docs/DEPLOY.md: why 600 s).
+DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'currechat.sqlite3'}"))}
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 600, minimum=0)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several processes (web + worker) write to one SQLite file: wait for locks, don't fail.
     # WAL: readers never wait for the writer, and with synchronous=NORMAL a commit needs no fsync
