@@ -162,7 +162,11 @@ def not_a_model_server():
             connection, _ = listener.accept()
             with connection:
                 connection.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")
-                connection.recv(65536)
+                # Until the client hangs up: closed with part of the request unread (on a busy
+                # machine it came in two writes), the socket would reset the connection, and the
+                # client could lose the greeting to the reset before reading it.
+                while connection.recv(65536):
+                    pass
 
     thread = threading.Thread(target=greet, daemon=True)
     thread.start()
