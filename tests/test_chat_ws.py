@@ -19,7 +19,10 @@ from tests.websockets import EVENT_SECONDS, until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def test_tokens_arrive_in_order_and_none_is_lost(student, session, ollama):
+@pytest.mark.parametrize("paced", [False, True], ids=["one-wake-up-a-token", "paced-by-the-loop-tick"])
+async def test_tokens_arrive_in_order_and_none_is_lost(student, session, ollama, settings, paced):
+    if paced:  # as with LOOP_TICK_STREAMS answers streaming at once (kernel/ticks.py)
+        settings.LOOP_TICK_STREAMS, settings.LOOP_TICK_MS = 1, 20
     words = [f"w{i} " for i in range(400)]
     mid_answer = threading.Event()  # the model holds word 200 until the test has seen 0-199
     ollama.script(Reply(chunks=words, delay=0.001, gate=mid_answer, gate_after=200))

@@ -27,7 +27,7 @@ from chat.turn.agent import run_turn, start_turn
 from chat.turn.attachments import Attachment
 from chat.turn.events import CallbackSink, ChatEventOut, ErrorEvent, TokenEvent
 from chat.turn.state import Turn
-from kernel import draining, threads
+from kernel import draining, threads, ticks
 from kernel.errors import CurreChatError, NotAuthenticated, ServiceUnavailable
 from kernel.sessions import signed_in
 from rag.providers import wire
@@ -144,6 +144,7 @@ async def stream_turn(turn: Turn) -> AsyncIterator[ChatEventOut]:
     """
     loop = asyncio.get_running_loop()
     wire.serve_on(loop)  # the model's text is read on this loop, where its websocket is written
+    ticks.pace(loop, _many_streaming, settings.LOOP_TICK_MS / 1000)
     hub, stream = _hub(), _Stream()
     sink = CallbackSink(lambda event: hub.emit(stream, event))
     future = loop.run_in_executor(executor(), _run_in_thread, turn, sink)
@@ -151,25 +152,39 @@ async def stream_turn(turn: Turn) -> AsyncIterator[ChatEventOut]:
     future.add_done_callback(lambda _f: hub.emit(stream, None))
     frame = _Frame()
     last_sent = -FRAME_SECONDS
-    while True:
-        wait = None if frame.empty else max(0.0, last_sent + FRAME_SECONDS - loop.time())
-        for event in await stream.next_batch(wait):
-            if event is not None and event["type"] == "token" and frame.takes(event):
-                continue
-            if not frame.empty:
+    global _streaming
+    _streaming += 1
+    try:
+        while True:
+            wait = None if frame.empty else max(0.0, last_sent + FRAME_SECONDS - loop.time())
+            for event in await stream.next_batch(wait):
+                if event is not None and event["type"] == "token" and frame.takes(event):
+                    continue
+                if not frame.empty:
+                    yield frame.take()
+                    last_sent = loop.time()
+                if event is None:
+                    future.result()
+                    return
+                if event["type"] == "token":
+                    frame.takes(event)  # a token of another message starts a new frame
+                else:
+                    yield event
+                    last_sent = loop.time()
+            if not frame.empty and (frame.count >= FRAME_TOKENS or loop.time() - last_sent >= FRAME_SECONDS):
                 yield frame.take()
                 last_sent = loop.time()
-            if event is None:
-                future.result()
-                return
-            if event["type"] == "token":
-                frame.takes(event)  # a token of another message starts a new frame
-            else:
-                yield event
-                last_sent = loop.time()
-        if not frame.empty and (frame.count >= FRAME_TOKENS or loop.time() - last_sent >= FRAME_SECONDS):
-            yield frame.take()
-            last_sent = loop.time()
+    finally:
+        _streaming -= 1
+
+
+# Answers streaming on this process's loop (changed on the loop only): from LOOP_TICK_STREAMS on,
+# the loop wakes at most once every LOOP_TICK_MS (kernel/ticks.py).
+_streaming = 0
+
+
+def _many_streaming() -> bool:
+    return _streaming >= settings.LOOP_TICK_STREAMS
 
 
 class _Frame:

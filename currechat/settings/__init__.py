@@ -5,4 +5,5 @@ university needs and extends base's INSTALLED_APPS and MIDDLEWARE."""
 from currechat.settings.base import *  # noqa: F403
 from currechat.settings.campus import *  # noqa: F403
 from currechat.settings.safety import *  # noqa: F403
+from currechat.settings.serving import *  # noqa: F403
 from currechat.settings.week import *  # noqa: F403

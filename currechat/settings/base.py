@@ -317,11 +317,6 @@ CHAT_NEIGHBOUR_WEIGHT = env_float("CHAT_NEIGHBOUR_WEIGHT", 0.1, minimum=0)
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 16384, minimum=1024)
 CHAT_ANSWER_RESERVE_TOKENS = env_int("CHAT_ANSWER_RESERVE_TOKENS", 1024, minimum=64)
 CHAT_RESULTS_RESERVE_TOKENS = env_int("CHAT_RESULTS_RESERVE_TOKENS", 6000, minimum=256)
-# Threads that run chat turns in each web process (each turn waits on the model server).
-CHAT_WORKER_THREADS = env_int("CHAT_WORKER_THREADS", 256, minimum=1)
-# On SIGTERM a web process lets running answers finish for this long (kernel/draining.py);
-# the process manager's stop timeout must be longer (deploy/systemd: TimeoutStopSec).
-CHAT_DRAIN_SECONDS = env_float("CHAT_DRAIN_SECONDS", 60.0, minimum=0)
 # `manage.py backup` writes the database as JSON with exact times (currechat/backup.py).
 SERIALIZATION_MODULES = {"exact_json": "currechat.backup_json"}
 # Chats are deleted this many days after their last message (a prompt may set fewer); 0 keeps them.
