@@ -18,21 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from collections.abc import Callable
 
 # How often an idle pacer asks `busy()` again: a burst of new streams is paced this soon.
 IDLE_CHECK_SECONDS = 0.05
 
-_paced: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-
 
 def pace(loop: asyncio.AbstractEventLoop, busy: Callable[[], bool], tick: float) -> None:
     """From now on, while `busy()`, let `loop` wake at most once every `tick` seconds (0: never
-    paced). Once per loop: later calls for a loop already paced do nothing. Call on the loop."""
-    if tick <= 0 or loop in _paced:
+    paced). Call once per loop, on the loop."""
+    if tick <= 0:
         return
-    _paced.add(loop)
     loop.call_soon(_Pacer(loop, busy, tick).step)
 
 

@@ -128,8 +128,9 @@ _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Hub] = weakref.Weak
 
 def _hub() -> _Hub:
     loop = asyncio.get_running_loop()
-    if loop not in _hubs:
+    if loop not in _hubs:  # the loop's first turn: its hub, and its tick (kernel/ticks.py)
         _hubs[loop] = _Hub(loop)
+        ticks.pace(loop, _many_streaming, settings.LOOP_TICK_MS / 1000)
     return _hubs[loop]
 
 
@@ -144,7 +145,6 @@ async def stream_turn(turn: Turn) -> AsyncIterator[ChatEventOut]:
     """
     loop = asyncio.get_running_loop()
     wire.serve_on(loop)  # the model's text is read on this loop, where its websocket is written
-    ticks.pace(loop, _many_streaming, settings.LOOP_TICK_MS / 1000)
     hub, stream = _hub(), _Stream()
     sink = CallbackSink(lambda event: hub.emit(stream, event))
     future = loop.run_in_executor(executor(), _run_in_thread, turn, sink)
