@@ -42,7 +42,7 @@ from collections_app.models import (
 )
 from collections_app.verdict_changes import NEWLY_FAILING, change, latest_per_check
 from kernel.errors import InvalidInput
-from kernel.records import save_values
+from kernel.records import check_fits, save_values
 from rag.documents import named_in
 from rag.results import Passage
 from rag.search import search_collections
@@ -80,6 +80,7 @@ def clean_check(collection: Collection, spec: dict[str, Any], *, partial: bool =
             if len(value) > 300:
                 raise InvalidInput(_("Keep it to 300 characters."), field=name)
             cleaned[f"expect_{name}"] = value
+    check_fits(SearchCheck, cleaned)
     return cleaned
 
 

@@ -33,7 +33,7 @@ from collections_app import files
 from collections_app.models import LANGUAGE_CHOICES_SHOWN, Collection, CollectionInvitation
 from kernel.errors import Forbidden, InvalidInput
 from kernel.formats import number
-from kernel.records import save_values
+from kernel.records import check_fits, save_values
 from rag.languages import LANGUAGES
 from rag.providers.languages import knows_language, suggest_model
 from rag.providers.registry import UnknownModel, get_embedding_model, is_available
@@ -90,6 +90,7 @@ def check_collection(
         if {u.pk for u in co_owners} != current and not may_change_co_owners(actor, collection):
             raise Forbidden(_("Only the collection's owner can change its co-owners."))
         cleaned["co_owners"] = co_owners
+    check_fits(Collection, cleaned)
     return cleaned
 
 

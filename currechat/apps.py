@@ -33,4 +33,10 @@ class CurreChatConfig(AppConfig):
         from collections_app import metering
 
         metering.plug_in(reserve)
+        # An id no key can be matches nothing in an `in` list too, as Django answers for `=` (kernel/records.py).
+        from django.db.models import IntegerField
+
+        from kernel.records import StorableIn
+
+        IntegerField.register_lookup(StorableIn)
         request_finished.connect(close_request_connections, dispatch_uid="currechat.close_request_connections")

@@ -1,17 +1,21 @@
-"""Turn domain errors and a lost backing service into readable pages instead of server errors; one
-look at the model servers per request."""
+"""Turn domain errors and a lost backing service into readable pages instead of server errors;
+refuse text no database can store at the door; one look at the model servers per request."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import redis
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.http import JsonResponse, UnreadablePostError
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.errors import CurreChatError, NotAuthenticated
+from kernel.records import NUL_REFUSED
 from rag.providers.registry import one_look
 
 log = logging.getLogger(__name__)
@@ -20,6 +24,48 @@ REDIS_DOWN = gettext_lazy(
     "The search index and task queue (Redis) cannot be reached right now. Your data is safe; try again "
     "in a moment, and if this persists ask your administrator to check Redis."
 )
+
+
+class NulCharacterMiddleware:
+    """Refuse a request whose text holds a NUL character, pages and API alike, with a sentence
+    (400). PostgreSQL cannot store one, so it would fail deep inside as a server error: Django's
+    forms refuse it, but paths, query strings and the API's JSON are read without forms. Multipart
+    bodies are left to their forms and views (reading them here would read every upload twice)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not _holds_nul(request):
+            return self.get_response(request)
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": str(NUL_REFUSED), "code": "bad_request"}, status=400)
+        context = {"title": _("Something is wrong"), "message": NUL_REFUSED}
+        return render(request, "error.html", context, status=400)
+
+
+def _holds_nul(request) -> bool:
+    if "\x00" in request.path_info or any("\x00" in k + "".join(v) for k, v in request.GET.lists()):
+        return True
+    try:
+        if request.content_type == "application/x-www-form-urlencoded":
+            return any("\x00" in k + "".join(v) for k, v in request.POST.lists())
+        # A NUL reaches JSON's text only as the escape \u0000 (a raw one is not JSON at all).
+        if request.content_type == "application/json" and b"\\u0000" in request.body:
+            return _nul_in(json.loads(request.body))
+    except (RequestDataTooBig, SuspiciousOperation, UnreadablePostError, ValueError):
+        return False  # the view meets the same error and answers it as it always has
+    return False
+
+
+def _nul_in(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_nul_in(k) or _nul_in(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_nul_in(v) for v in value)
+    return False
 
 
 class ModelListsMiddleware:

@@ -20,6 +20,8 @@ from django.db import connections
 from django.db.models import Model, QuerySet
 from django.db.models.query import ModelIterable, get_related_populators
 
+from kernel.records import storable
+
 M = TypeVar("M")  # what the queryset gives: its model, or a tuple (values_list)
 
 # Stand-ins for the values while the SQL is compiled: no row has such an id and no text holds a
@@ -85,6 +87,10 @@ class Compiled(Generic[M]):
         params = list(plan.params)
         for at, i in plan.places.items():
             params[at] = self._kinds[i](values[i])  # as the ORM's fields make them: "12" is 12
+            if not storable(params[at]):
+                # An id beyond 64 bits, text with a NUL (an address's): no row holds it, as the
+                # ORM answers for such a lookup, and the database would refuse the parameter.
+                return []
         with connection.cursor() as cursor:
             cursor.execute(plan.sql, params)
             fetched = cursor.fetchall()

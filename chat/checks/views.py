@@ -46,19 +46,24 @@ def _draft_spec(post) -> dict:
     }
 
 
+def _row_id(value: str | None) -> int:
+    """A row's id as the page's form sends it; 0, which no row has, for anything but digits."""
+    return int(value) if value and value.isdigit() else 0
+
+
 def _act(request, prompt, action: str) -> str:
     """Do the page's action; the sentence the teacher reads."""
     if action == "add":
         check_writes.create_check(request.user, prompt, _form_spec(request.POST))
         return _("Answer check added.")
     if action == "start":
-        starters.add_start(request.user, prompt, request.POST.get("kind", ""), int(request.POST.get("key") or 0))
+        starters.add_start(request.user, prompt, request.POST.get("kind", ""), _row_id(request.POST.get("key")))
         return _("Answer check added; change its expectations below if they are not what you want.")
     if action == "adversarial":
         added = starters.add_adversarial(request.user, prompt)
         return _("%(count)s adversarial checks added.") % {"count": len(added)}
     if action == "delete":
-        get_object_or_404(AnswerCheck, prompt=prompt, pk=request.POST.get("check_id") or 0).delete()
+        get_object_or_404(AnswerCheck, prompt=prompt, pk=_row_id(request.POST.get("check_id"))).delete()
         return _("Answer check removed.")
     if action == "run":
         runs.start_run(request.user, prompt)

@@ -13,6 +13,7 @@ from chat.metering.usage import RESET_SCRIPT, WARNING_SHARE, Week, budget_for, c
 from chat.models import BudgetOverride, Prompt
 from kernel.errors import InvalidInput
 from kernel.formats import percent
+from kernel.records import check_fits
 from kernel.redis_client import get_redis
 
 
@@ -116,6 +117,7 @@ def set_budget(user_id: int, prompt: Prompt, weekly_token_budget: int | None) ->
     """The user's own budget in the prompt (None: the prompt's again)."""
     if weekly_token_budget is not None and weekly_token_budget < 0:
         raise InvalidInput(_("A weekly token budget is 0 or more tokens."), field="weekly_token_budget")
+    check_fits(BudgetOverride, {"weekly_token_budget": weekly_token_budget})
     BudgetOverride.objects.update_or_create(
         prompt=prompt, user_id=user_id, defaults={"weekly_token_budget": weekly_token_budget}
     )

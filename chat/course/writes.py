@@ -40,7 +40,7 @@ from chat.models import ChatVisibility, Prompt, PromptInvitation, SourcePolicy
 from collections_app.models import Collection
 from kernel.errors import Forbidden, InvalidInput
 from kernel.formats import number
-from kernel.records import save_values
+from kernel.records import check_fits, save_values
 from rag.providers.registry import UnknownModel, available_models, get_chat_model, is_available
 
 FIELDS = (
@@ -98,6 +98,7 @@ def check_prompt(actor: User, prompt: Prompt | None, changes: dict[str, Any]) ->
     cleaned.update(_clean_tutor(prompt, changes))
     if changes.get("co_teachers") is not None:
         cleaned["co_teachers"] = _clean_co_teachers(actor, prompt, changes["co_teachers"], cleaned.get("owner"))
+    check_fits(Prompt, cleaned)
     return cleaned
 
 
