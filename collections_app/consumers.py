@@ -35,6 +35,10 @@ class CollectionProgressConsumer(AsyncJsonWebsocketConsumer):
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """The socket only listens: what a browser sends is ignored, JSON or not (channels' own
+        decoding would end the consumer with a server error on a frame that is not JSON)."""
+
     async def progress_event(self, message):
         if not await database_sync_to_async(self._may_watch)():
             await self.close(code=CLOSE_NOT_ALLOWED)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import redis
 from django.contrib.auth.views import redirect_to_login
@@ -15,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernel.errors import CurreChatError, NotAuthenticated
-from kernel.records import NUL_REFUSED
+from kernel.records import UNSTORABLE_REFUSED, unstorable_text
 from rag.providers.registry import one_look
 
 log = logging.getLogger(__name__)
@@ -26,45 +27,50 @@ REDIS_DOWN = gettext_lazy(
 )
 
 
-class NulCharacterMiddleware:
-    """Refuse a request whose text holds a NUL character, pages and API alike, with a sentence
-    (400). PostgreSQL cannot store one, so it would fail deep inside as a server error: Django's
-    forms refuse it, but paths, query strings and the API's JSON are read without forms. Multipart
-    bodies are left to their forms and views (reading them here would read every upload twice)."""
+class UnstorableTextMiddleware:
+    """Refuse a request whose text holds a character no database here can store (a NUL; half of a
+    surrogate pair, which JSON can write), pages and API alike, with a sentence (400): it would
+    fail deep inside as a server error. Django's forms refuse a NUL, but paths, query strings and
+    the API's JSON are read without forms. Multipart bodies are left to their forms and views
+    (reading them here would read every upload twice); percent-encoding cannot carry a surrogate."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if not _holds_nul(request):
+        if not _holds_unstorable(request):
             return self.get_response(request)
         if request.path.startswith("/api/"):
-            return JsonResponse({"detail": str(NUL_REFUSED), "code": "bad_request"}, status=400)
-        context = {"title": _("Something is wrong"), "message": NUL_REFUSED}
+            return JsonResponse({"detail": str(UNSTORABLE_REFUSED), "code": "bad_request"}, status=400)
+        context = {"title": _("Something is wrong"), "message": UNSTORABLE_REFUSED}
         return render(request, "error.html", context, status=400)
 
 
-def _holds_nul(request) -> bool:
-    if "\x00" in request.path_info or any("\x00" in k + "".join(v) for k, v in request.GET.lists()):
+# In JSON such characters come only as escapes ("\\u0000", "\\ud800"): raw ones are not JSON at all.
+_ESCAPED = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _holds_unstorable(request) -> bool:
+    if "\x00" in request.path_info or any(_unstorable_in([k, *v]) for k, v in request.GET.lists()):
         return True
     try:
         if request.content_type == "application/x-www-form-urlencoded":
-            return any("\x00" in k + "".join(v) for k, v in request.POST.lists())
-        # A NUL reaches JSON's text only as the escape \u0000 (a raw one is not JSON at all).
-        if request.content_type == "application/json" and b"\\u0000" in request.body:
-            return _nul_in(json.loads(request.body))
+            return any(_unstorable_in([k, *v]) for k, v in request.POST.lists())
+        # A surrogate pair's escapes (an emoji, as json.dumps writes it) are one character once read.
+        if request.content_type == "application/json" and _ESCAPED.search(request.body):
+            return _unstorable_in(json.loads(request.body))
     except (RequestDataTooBig, SuspiciousOperation, UnreadablePostError, ValueError):
         return False  # the view meets the same error and answers it as it always has
     return False
 
 
-def _nul_in(value) -> bool:
+def _unstorable_in(value) -> bool:
     if isinstance(value, str):
-        return "\x00" in value
+        return unstorable_text(value)
     if isinstance(value, dict):
-        return any(_nul_in(k) or _nul_in(v) for k, v in value.items())
+        return any(_unstorable_in(k) or _unstorable_in(v) for k, v in value.items())
     if isinstance(value, list):
-        return any(_nul_in(v) for v in value)
+        return any(_unstorable_in(v) for v in value)
     return False
 
 

@@ -88,7 +88,7 @@ class Compiled(Generic[M]):
         for at, i in plan.places.items():
             params[at] = self._kinds[i](values[i])  # as the ORM's fields make them: "12" is 12
             if not storable(params[at]):
-                # An id beyond 64 bits, text with a NUL (an address's): no row holds it, as the
+                # An id beyond 64 bits, text no database stores: no row holds it, as the
                 # ORM answers for such a lookup, and the database would refuse the parameter.
                 return []
         with connection.cursor() as cursor:

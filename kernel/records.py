@@ -4,6 +4,7 @@ our databases can store, so values from outside are held to it where they come i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -17,26 +18,33 @@ from kernel.errors import InvalidInput
 
 M = TypeVar("M", bound=models.Model)
 
-# No text any of our databases stores holds a NUL character (PostgreSQL refuses it), and no key is
-# beyond 64 bits. SQLite and PostgreSQL refuse such a parameter outright, even in a lookup that
-# could only find nothing, so a request carrying one would end as a server error.
+# No text any of our databases stores holds a NUL character (PostgreSQL refuses it) or half of a
+# UTF-16 surrogate pair (JSON can write one, "\\ud800", but UTF-8 cannot), and no key is beyond
+# 64 bits. SQLite and PostgreSQL refuse such a parameter outright, even in a lookup that could
+# only find nothing, so a request carrying one would end as a server error.
 _KEYS = range(-(2**63), 2**63)
-NUL_REFUSED = gettext_lazy(
-    "What you sent holds a NUL character (\\0), which no text here can contain; it usually comes "
-    "with text pasted from another program. Remove it and send again."
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+UNSTORABLE_REFUSED = gettext_lazy(
+    "What you sent holds a character no text here can contain (a NUL, \\0, or half of a surrogate "
+    "pair); it usually comes with text pasted from another program. Remove it and send again."
 )
 
 
+def unstorable_text(text: str) -> bool:
+    """Whether `text` holds a character no database here can store."""
+    return _UNSTORABLE.search(text) is not None
+
+
 def storable(value: Any) -> bool:
-    """Whether a database can take `value` as a key or text (a bigger int or a NUL cannot be one)."""
+    """Whether a database can take `value` as a key or text (a bigger int, a NUL cannot be one)."""
     if isinstance(value, int):
         return value in _KEYS
-    return not (isinstance(value, str) and "\x00" in value)
+    return not (isinstance(value, str) and unstorable_text(value))
 
 
 def check_fits(model: type[models.Model], values: Mapping[str, Any]) -> None:
     """Refuse, naming the field, a cleaned value its column cannot hold: text longer than its
-    `max_length` or with a NUL, a number beyond what the database stores (the limits Django's
+    `max_length` or with a character no database stores, a number beyond what the database stores (the limits Django's
     field validators state). The last step of each `check_*`, so nothing fails in the database."""
     for name, value in values.items():
         try:
@@ -46,8 +54,8 @@ def check_fits(model: type[models.Model], values: Mapping[str, Any]) -> None:
         if value is None or field.is_relation or not field.concrete:
             continue
         label = capfirst(field.verbose_name)
-        if isinstance(value, str) and "\x00" in value:
-            raise InvalidInput(f"{label}: {NUL_REFUSED}", field=name)
+        if isinstance(value, str) and unstorable_text(value):
+            raise InvalidInput(f"{label}: {UNSTORABLE_REFUSED}", field=name)
         try:
             field.run_validators(value)
         except ValidationError as exc:

@@ -1,8 +1,8 @@
 """Bad input gets a sentence, never a server error: text with a NUL character (PostgreSQL cannot
-store one), ids beyond any key (SQLite refuses them even as a lookup's parameter), text longer
-than its column. The walks take every route there is (the API's OpenAPI schema, the URL
-resolver), so a new route is held to this too. Like every database test, these run again on
-PostgreSQL in make test's second pass: stricter than SQLite about all three."""
+store one) or half of a surrogate pair (JSON can write one, UTF-8 cannot), ids beyond any key
+(SQLite refuses them even as a lookup's parameter), text longer than its column. The walks take
+every route there is (the API's OpenAPI schema, the URL resolver), so a new route is held to this
+too. Like every database test, these run again on PostgreSQL in make test's second pass."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tests.websockets import EVENT_SECONDS
 
 BEYOND = 2**70  # no key of any database: SQLite's and PostgreSQL's end at 2**63
 NUL = "a\x00b"
-BAD_VALUES = {"string": [NUL, "y" * 300_000], "integer": [BEYOND, -BEYOND], "array": [[BEYOND], [NUL]]}
+BAD_VALUES = {"string": [NUL, "y" * 300_000, "a\ud800b"], "integer": [BEYOND, -BEYOND], "array": [[BEYOND], [NUL]]}
 
 
 def _browser(user) -> Client:
@@ -98,7 +98,7 @@ def test_no_api_operation_answers_bad_ids_or_text_in_its_address_with_a_server_e
             if response.status_code >= 500:
                 failures.append(f"{method.upper()} {url} with {value!r}")
             elif value == NUL and query:
-                assert response.status_code == 400 and "NUL character" in response.json()["detail"]
+                assert response.status_code == 400 and "no text here can contain" in response.json()["detail"]
     assert failures == []
 
 
@@ -153,7 +153,7 @@ def test_no_page_answers_an_id_beyond_any_key_or_a_nul_with_a_server_error(owner
 
 def test_a_nul_is_refused_at_the_door_with_a_sentence_in_the_readers_language(student, prompt):
     page = _browser(student).get(f"/join/{prompt.join_code}/", {"next": NUL})
-    assert page.status_code == 400 and "NUL character" in page.content.decode()
+    assert page.status_code == 400 and "no text here can contain" in page.content.decode()
     student.language = "fi"
     student.save()
     refused = _browser(student).post("/api/v1/prompts/join", {"code": NUL}, content_type="application/json")
@@ -161,19 +161,34 @@ def test_a_nul_is_refused_at_the_door_with_a_sentence_in_the_readers_language(st
     assert "NUL" in refused.json()["detail"] and "Poista" in refused.json()["detail"]
 
 
+def test_half_a_surrogate_pair_is_refused_and_an_emoji_written_as_a_pair_is_kept(owner):
+    client = _browser(owner)
+    refused = client.post("/api/v1/collections", json.dumps({"name": "Stats \ud800"}), content_type="application/json")
+    assert refused.status_code == 400 and "no text here can contain" in refused.json()["detail"]
+    sent = json.dumps({"name": "Stats \U0001f600"})  # written as the pair "\ud83d\ude00"
+    made = client.post("/api/v1/collections", sent, content_type="application/json")
+    assert made.status_code == 201 and made.json()["name"] == "Stats \U0001f600"
+
+
 @pytest.mark.django_db(transaction=True)  # the socket's consumer writes from threads of its own
-async def test_a_chat_message_with_a_nul_is_refused_and_nothing_is_stored(student, session):
+async def test_a_chat_message_no_database_can_store_is_refused_and_nothing_is_stored(student, session):
     ws, _, _ = await connect_ws(student, session.id)
     await ws.send_json_to({"type": "user_message", "content": "What is a mean?\x00"})
     event = await ws.receive_json_from(timeout=EVENT_SECONDS)
+    await ws.send_to(text_data='{"type": "user_message", "content": "What is a mean?\\ud800"}')
+    half_a_pair = await ws.receive_json_from(timeout=EVENT_SECONDS)
+    await ws.send_to(text_data="What is a mean?")  # not JSON
+    not_json = await ws.receive_json_from(timeout=EVENT_SECONDS)
     await ws.disconnect()
-    assert event["type"] == "error" and "NUL character" in event["detail"]
+    assert event["type"] == "error" and "no text here can contain" in event["detail"]
+    assert half_a_pair["type"] == "error" and "no text here can contain" in half_a_pair["detail"]
+    assert not_json["type"] == "error" and not_json["detail"].startswith("Send {'type': 'user_message'")
 
     def sent_as_a_form():
         return _browser(student).post(f"/api/v1/chats/{session.id}/messages", {"content": NUL})
 
     form = await database_sync_to_async(sent_as_a_form)()
-    assert form.status_code == 400 and "NUL character" in form.json()["detail"]
+    assert form.status_code == 400 and "no text here can contain" in form.json()["detail"]
     assert not await database_sync_to_async(session.messages.exists)()
 
 

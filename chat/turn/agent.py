@@ -51,7 +51,7 @@ from kernel import draining, metrics
 from kernel.compiled import Compiled
 from kernel.errors import Conflict, CurreChatError, Forbidden, ModelMissing, ProviderError, ServiceUnavailable
 from kernel.formats import number
-from kernel.records import NUL_REFUSED
+from kernel.records import UNSTORABLE_REFUSED, unstorable_text
 from rag.providers import is_available, is_available_on_second_look
 
 log = logging.getLogger(__name__)
@@ -111,8 +111,8 @@ def start_turn(
     else:
         if not text:
             raise CurreChatError(_("Write a message first."))
-        if "\x00" in text:  # the pages' and API's JSON are refused at the door; a socket's or a form's here
-            raise CurreChatError(str(NUL_REFUSED))
+        if unstorable_text(text):  # the pages' and API's JSON are refused at the door; a socket's or a form's here
+            raise CurreChatError(str(UNSTORABLE_REFUSED))
         if len(text) > settings.CHAT_MAX_MESSAGE_CHARS:
             raise MessageTooLong(
                 _(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 
 import orjson
@@ -85,7 +86,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         for task in getattr(self, "turns", ()):
             task.cancel()
 
-    async def receive_json(self, content, **kwargs):
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        # A frame that is not JSON text (a binary one, a typo) gets the sentence an unknown kind
+        # gets: channels' own decoding would end the consumer with a server error and close the socket.
+        content = None
+        if text_data is not None:
+            try:
+                content = orjson.loads(text_data)
+            except orjson.JSONDecodeError:
+                # orjson refuses half a surrogate pair, which JSON allows: read so, the message check names it.
+                with contextlib.suppress(ValueError):
+                    content = json.loads(text_data)
         # The refusals sent back are sentences the student reads (the turn's work happens in
         # sync_to_async threads, which inherit the active language).
         with translation.override(self.language):

@@ -72,7 +72,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "sso.middleware.ProviderFormActionMiddleware",  # after CSP: it adds to the policy CSP then writes
-    "currechat.middleware.NulCharacterMiddleware",  # after the language and user: its refusal is a page
+    "currechat.middleware.UnstorableTextMiddleware",  # after the language and user: its refusal is a page
     "currechat.middleware.ServiceUnavailableMiddleware",
     "currechat.middleware.ModelListsMiddleware",
 ]
