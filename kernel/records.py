@@ -4,6 +4,7 @@ our databases can store, so values from outside are held to it where they come i
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -12,7 +13,7 @@ from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models
 from django.db.models.lookups import In
 from django.utils.text import capfirst
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from kernel.errors import InvalidInput
 
@@ -56,10 +57,25 @@ def check_fits(model: type[models.Model], values: Mapping[str, Any]) -> None:
         label = capfirst(field.verbose_name)
         if isinstance(value, str) and unstorable_text(value):
             raise InvalidInput(f"{label}: {UNSTORABLE_REFUSED}", field=name)
+        if isinstance(value, datetime.datetime) and not _writable_moment(value):
+            sentence = gettext("give a moment between the years %(first)s and %(last)s.")
+            raise InvalidInput(f"{label}: " + sentence % {"first": _YEARS[0], "last": _YEARS[-1]}, field=name)
         try:
             field.run_validators(value)
         except ValidationError as exc:
             raise InvalidInput(f"{label}: {' '.join(exc.messages)}", field=name) from exc
+
+
+# Moments a page can show in any time zone: a day inside Python's years at either end, since a
+# zone 14 hours from UTC carries year 1's first day into year 0 (an OverflowError in storing it).
+_YEARS = range(datetime.MINYEAR + 1, datetime.MAXYEAR)
+
+
+def _writable_moment(value: datetime.datetime) -> bool:
+    try:
+        return value.astimezone(datetime.UTC).year in _YEARS
+    except OverflowError:
+        return False
 
 
 def save_values(instance: M, values: Mapping[str, Any]) -> M:
