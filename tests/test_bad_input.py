@@ -21,7 +21,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from chat.models import AnswerCheck, BudgetOverride, ChatSession, Enrollment
 from currechat.api import api
 from tests.fixtures_chat import connect_ws
-from tests.websockets import EVENT_SECONDS
+from tests.websockets import EVENT_SECONDS, open_websocket
 
 BEYOND = 2**70  # no key of any database: SQLite's and PostgreSQL's end at 2**63
 NUL = "a\x00b"
@@ -241,3 +241,10 @@ def test_ids_beyond_any_key_in_a_list_find_nothing(owner, prompt, collection):
     )
     assert refused.status_code == 400 and refused.json()["field"] == "collections"
     assert "cannot connect collection(s)" in refused.json()["detail"]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_socket_to_an_id_beyond_any_key_is_refused_as_not_allowed(owner):
+    for path in (f"/ws/chats/{BEYOND}/", f"/ws/collections/{BEYOND}/"):
+        _, connected, code = await open_websocket(owner, path)
+        assert (connected, code) == (False, 4403), path
