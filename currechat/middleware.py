@@ -59,8 +59,8 @@ def _holds_unstorable(request) -> bool:
         # A surrogate pair's escapes (an emoji, as json.dumps writes it) are one character once read.
         if request.content_type == "application/json" and _ESCAPED.search(request.body):
             return _unstorable_in(json.loads(request.body))
-    except (RequestDataTooBig, SuspiciousOperation, UnreadablePostError, ValueError):
-        return False  # the view meets the same error and answers it as it always has
+    except (RequestDataTooBig, SuspiciousOperation, UnreadablePostError, ValueError, RecursionError):
+        return False  # the view meets the same error (too big, not JSON, nested too deep) and answers it
     return False
 
 

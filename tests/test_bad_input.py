@@ -168,6 +168,12 @@ def test_a_nul_is_refused_at_the_door_with_a_sentence_in_the_readers_language(st
     assert "NUL" in refused.json()["detail"] and "Poista" in refused.json()["detail"]
 
 
+def test_json_nested_deeper_than_it_can_be_read_is_refused_as_unreadable_even_with_a_nul(owner):
+    deep = "[" * 100_000 + '"\\u0000"' + "]" * 100_000
+    refused = _browser(owner).post("/api/v1/collections", deep, content_type="application/json")
+    assert refused.status_code == 400 and refused.json()["detail"] == "Cannot parse request body"
+
+
 def test_half_a_surrogate_pair_is_refused_and_an_emoji_written_as_a_pair_is_kept(owner):
     client = _browser(owner)
     refused = client.post("/api/v1/collections", json.dumps({"name": "Stats \ud800"}), content_type="application/json")
