@@ -45,8 +45,9 @@ def storable(value: Any) -> bool:
 
 def check_fits(model: type[models.Model], values: Mapping[str, Any]) -> None:
     """Refuse, naming the field, a cleaned value its column cannot hold: text longer than its
-    `max_length` or with a character no database stores, a number beyond what the database stores (the limits Django's
-    field validators state). The last step of each `check_*`, so nothing fails in the database."""
+    `max_length` or with a character no database stores, a number beyond its range (the limits
+    Django's field validators state), a moment no time zone can show. The last step of each
+    `check_*`, so nothing fails in the database."""
     for name, value in values.items():
         try:
             field = model._meta.get_field(name)
