@@ -106,8 +106,16 @@ def _invalid(request, exc: ValidationError):
     return api.create_response(request, {"detail": detail, "errors": exc.errors}, status=422)
 
 
+# django-ninja's own words for a body it cannot read (not JSON, nested too deep): said as ours,
+# in the reader's language, with what to send instead.
+_UNREADABLE_BODY = "Cannot parse request body"
+
+
 @api.exception_handler(HttpError)
 def _http_error(request, exc: HttpError):
+    if exc.status_code == 400 and str(exc).startswith(_UNREADABLE_BODY):
+        detail = _("The request's body cannot be read. Send a JSON object, with Content-Type: application/json.")
+        return api.create_response(request, {"detail": detail, "code": "bad_request"}, status=400)
     return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
 
 
