@@ -338,7 +338,9 @@ class Pool:
             log.info("Could not connect to the model server at %s: %s", reading.request.host, exc)
             reading.fail(connection_failure(exc, reading.request.host))
             return
-        if connection.lost:  # gone before it was asked anything
+        # Gone before it was asked anything, or going: a server that spoke first (its greeting can come
+        # in before this resumes) was dropped, and its loss, still to be told, must not send this anew.
+        if connection.lost or connection.spoke_unasked:
             host = reading.request.host
             reading.fail(not_http(host) if connection.spoke_unasked else unreachable(host))
             return
