@@ -100,11 +100,12 @@ def test_no_api_operation_answers_bad_ids_or_text_in_its_address_with_a_server_e
     for method, path, operation in _operations(ids):
         beyond = re.sub(r"/1(?=/|$)", f"/{BEYOND}", path)  # the ids the world does not pin
         query = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query"]
-        for url, value in ((beyond, str(BEYOND)), (path, NUL)):
+        # A NUL only where there is a query to hold it: the world's own addresses are left alone.
+        for url, value in ((beyond, str(BEYOND)), *([(path, NUL)] if query else [])):
             response = getattr(client, method)(f"{url}?{urlencode(dict.fromkeys(query, value))}")
             if response.status_code >= 500:
                 failures.append(f"{method.upper()} {url} with {value!r}")
-            elif value == NUL and query:
+            elif value == NUL:
                 assert response.status_code == 400 and "no text here can contain" in response.json()["detail"]
     assert failures == [], "\n".join(failures)
 
