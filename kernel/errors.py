@@ -56,21 +56,25 @@ class CurreChatError(Exception):
     retryable = False
 
 
-class NotFound(CurreChatError):
+class NotAllowed(CurreChatError):
+    """Refused for who the asker is, or is not. One code for the three kinds on purpose: a program
+    tells them apart by the status only, and "not there" and "not yours" look the same (404)."""
+
+    code = "not_allowed"
+
+
+class NotFound(NotAllowed):
     status_code = 404
-    code = "not_allowed"  # to the asker, "not there" and "not yours" look the same on purpose
 
 
-class Forbidden(CurreChatError):
+class Forbidden(NotAllowed):
     """The user may see the object but not do this with it (a student opening a collection's settings)."""
 
     status_code = 403
-    code = "not_allowed"
 
 
-class NotAuthenticated(CurreChatError):
+class NotAuthenticated(NotAllowed):
     status_code = 401
-    code = "not_allowed"
 
 
 class Conflict(CurreChatError):
