@@ -24,7 +24,6 @@ from chat.turn.attachments import Attachment, check_size, read_attachment
 from chat.turn.events import ListSink, sse_frame
 from chat.turn.runner import run_turn_async, start_turn_for, stream_turn
 from kernel.errors import Forbidden, InvalidInput
-from kernel.records import storable
 
 router = Router(tags=["chats"])
 
@@ -100,8 +99,9 @@ def list_chats(request, prompt_id: int | None = None):
     require_login(request.user)
     sessions = ChatSession.objects.readable_by(request.user).select_related("prompt", "user")
     if prompt_id is not None:
-        # A key no database holds finds nothing (SQLite would refuse it as a parameter).
-        sessions = sessions.filter(prompt_id=prompt_id) if storable(prompt_id) else sessions.none()
+        # Through the prompt's own key: Django answers an id no key can be with no rows there (5.0),
+        # where `prompt_id=` would send it to the database (SQLite refuses it as a parameter).
+        sessions = sessions.filter(prompt__pk=prompt_id)
     return [session_dict(s, request.user) for s in sessions]
 
 
